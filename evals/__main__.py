@@ -1,0 +1,3 @@
+from evals.cli import main
+
+raise SystemExit(main())

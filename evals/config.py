@@ -1,0 +1,277 @@
+"""The suite config (``evalgate.yml``, SPEC §2) as pydantic models, and its loader.
+
+Relative paths in the file are relative to the file's own folder (``SuiteConfig.root``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from evals.errors import InputFileError
+from evals.yamlsource import load_yaml, validation_error
+
+DEFAULT_CONFIG = "evalgate.yml"
+BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# ---------------------------------------------------------------------------------------- targets
+
+
+class PythonTarget(_Strict):
+    """A callable ``module:function`` (sync or async) called with the case input."""
+
+    python: Annotated[str, Field(pattern=r"^[\w.]+:[\w.]+$")]
+    path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
+
+
+class CommandTarget(_Strict):
+    """A process: the case as one JSON object on stdin, ``{"output": ...}`` on stdout."""
+
+    command: list[str] | str
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class OpenAIParams(_Strict):
+    base_url: str = "https://api.openai.com/v1"
+    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
+    headers: dict[str, str] = Field(default_factory=dict)
+    price_in_per_mtok: float | None = Field(default=None, description="USD per million input tokens.")
+    price_out_per_mtok: float | None = Field(default=None, description="USD per million output tokens.")
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1]
+
+
+class OpenAITarget(_Strict):
+    openai: OpenAIParams
+
+
+def _target_kind(value: Any) -> str | None:
+    keys = value.keys() if isinstance(value, dict) else vars(value).keys() if isinstance(value, BaseModel) else ()
+    found = [k for k in ("python", "command", "openai") if k in keys]
+    return found[0] if len(found) == 1 else None
+
+
+Target = Annotated[
+    Annotated[PythonTarget, Tag("python")]
+    | Annotated[CommandTarget, Tag("command")]
+    | Annotated[OpenAITarget, Tag("openai")],
+    Discriminator(
+        _target_kind,
+        custom_error_type="target_kind",
+        custom_error_message="a target has exactly one of the keys python, command, openai",
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------------- scorers
+
+
+class ScorerSpec(_Strict):
+    """``exact`` | ``{regex: {pattern: ...}}`` | ``{python: pkg.mod:fn, name: ...}``."""
+
+    name: str
+    python: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict) and "name" not in value and "python" not in value and len(value) == 1:
+            ((name, params),) = value.items()
+            return {"name": name, "params": params if params is not None else {}}
+        if isinstance(value, dict) and "python" in value and "name" not in value:
+            return {**value, "name": str(value["python"]).rsplit(":", 1)[-1]}
+        return value
+
+    @model_validator(mode="after")
+    def _known(self) -> ScorerSpec:
+        if self.python is None and self.name not in BUILTIN_SCORERS:
+            raise ValueError(
+                f"unknown scorer {self.name!r}: built-ins are {', '.join(BUILTIN_SCORERS)}; "
+                "a callable is written {python: 'pkg.module:function'}"
+            )
+        return self
+
+
+# ---------------------------------------------------------------------------------------- metrics
+
+
+class MetricSpec(_Strict):
+    direction: Literal["higher", "lower"] | None = Field(
+        default=None, description="Which way is better; defaults per metric (latency, cost, errors: lower)."
+    )
+    tolerance: float | str = Field(
+        default=0.02, description='Absolute (0.02) or relative to the baseline value ("10%").'
+    )
+    gate: bool = True
+
+    @field_validator("tolerance")
+    @classmethod
+    def _tolerance(cls, value: float | str) -> float | str:
+        if isinstance(value, str):
+            if not re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", value):
+                raise ValueError('a relative tolerance is written like "10%"')
+        elif value < 0:
+            raise ValueError("tolerance must be >= 0")
+        return value
+
+    def band(self, baseline_value: float) -> float:
+        """The tolerance δ as an absolute amount for this baseline value."""
+        if isinstance(self.tolerance, str):
+            return abs(baseline_value) * float(self.tolerance.strip().rstrip("%")) / 100.0
+        return float(self.tolerance)
+
+
+class GateSpec(_Strict):
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
+    power: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    max_detectable_drop: Annotated[float, Field(gt=0)] = 0.10
+    inconclusive: Literal["warn", "fail"] = "warn"
+    max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
+    id: str | None = Field(default=None, description="Gate id for the sticky PR comment; defaults to the suite.")
+    bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
+    seed: int = 0
+
+
+class SmokeSpec(_Strict):
+    cases: Annotated[int, Field(ge=1)] = 100
+    per_slice_min: Annotated[int, Field(ge=0)] = 5
+    seed: int = 0
+    tag: str | None = Field(default=None, description="Use the cases whose tags contain this key (or key=value).")
+
+
+class BaselineSpec(_Strict):
+    store: Literal["local", "github-release"] | None = Field(
+        default=None, description="Default: github-release inside GitHub Actions, local elsewhere."
+    )
+    tag: str = "eval-baseline"
+    path: str = ".evalgate/baselines"
+    keep: Annotated[int, Field(ge=1)] = 20
+    on_missing: Literal["warn", "fail", "seed"] = "warn"
+    max_age_days: Annotated[int, Field(ge=0)] = 30
+    drift_guard: bool = True
+
+
+class RetrySpec(_Strict):
+    max: Annotated[int, Field(ge=0)] = 5
+    backoff_s: list[Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    max_retry_after_s: Annotated[float, Field(ge=0)] = 60
+
+
+class ReportSpec(_Strict):
+    template: str | None = Field(default=None, description="A user .md.j2 template for the PR comment.")
+    max_cases: Annotated[int, Field(ge=0)] = 20
+    excerpt_chars: Annotated[int, Field(ge=20)] = 300
+
+
+# ---------------------------------------------------------------------------------------- suite
+
+
+class SuiteConfig(_Strict):
+    suite: Annotated[str, Field(min_length=1)]
+    cases: str | list[str]
+    target: Target | None = None
+    scorers: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec(name="exact")])
+    attempts: Annotated[int, Field(ge=1)] = 1
+    concurrency: Annotated[int, Field(ge=1)] = 8
+    timeout_s: Annotated[float, Field(gt=0)] = 60
+    run_timeout_s: Annotated[float, Field(gt=0)] | None = None
+    retries: RetrySpec = Field(default_factory=RetrySpec)
+    slices: list[str] = Field(default_factory=list)
+    metrics: dict[str, MetricSpec] = Field(default_factory=lambda: {"pass_rate": MetricSpec()})
+    gate: GateSpec = Field(default_factory=GateSpec)
+    smoke: SmokeSpec = Field(default_factory=SmokeSpec)
+    baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+    report: ReportSpec = Field(default_factory=ReportSpec)
+
+    _root: Path = PrivateAttr(default_factory=Path.cwd)
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def root(self) -> Path:
+        """Folder that relative paths in the config are relative to."""
+        return self._root
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    def resolve(self, relative: str) -> Path:
+        return (self._root / relative).resolve()
+
+    @property
+    def case_patterns(self) -> list[str]:
+        return [self.cases] if isinstance(self.cases, str) else list(self.cases)
+
+    @property
+    def gate_id(self) -> str:
+        return self.gate.id or self.suite
+
+    def config_hash(self) -> str:
+        """What makes two runs' scores mean the same thing: the scorer and metric definitions
+        (SPEC §3). Target, cases, attempts and concurrency are deliberately left out: changing
+        them is what a gate is for, and case edits are handled per case by its ``hash``."""
+        payload = {
+            "scorers": [s.model_dump(mode="json") for s in self.scorers],
+            "metrics": {k: v.model_dump(mode="json") for k, v in sorted(self.metrics.items())},
+        }
+        return hash_json(payload)
+
+
+def hash_json(value: Any) -> str:
+    """``sha256:`` of the canonical JSON of a value (sorted keys, no spaces, UTF-8)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_config(path: str | Path | None = None) -> SuiteConfig:
+    """Read and validate a suite config. Every problem is an InputFileError (exit 2) naming
+    the file, the line and the key."""
+    path = Path(path or DEFAULT_CONFIG)
+    if not path.exists():
+        hint = "pass --config PATH" if path.name == DEFAULT_CONFIG else None
+        raise InputFileError(path, "config file not found", hint)
+    src = load_yaml(path)
+    if not isinstance(src.data, dict):
+        raise InputFileError(path, "the config must be a YAML mapping (suite:, cases:, target:, ...)")
+    try:
+        config = SuiteConfig.model_validate(src.data)
+    except ValidationError as exc:
+        raise validation_error(src, exc, "config", union_tags=("python", "command", "openai")) from None
+    config._root = path.resolve().parent
+    config._path = path
+    return config
+
+
+def config_json_schema() -> dict[str, Any]:
+    return SuiteConfig.model_json_schema()

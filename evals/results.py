@@ -1,0 +1,259 @@
+"""The results file (SPEC §3): what ``run`` writes, what the baseline store keeps, what
+importers produce. Field names are part of the interface; do not rename them."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from evals.errors import InputFileError
+
+SCHEMA_VERSION = 1
+OUTPUT_LIMIT_BYTES = 8 * 1024
+
+RunStatus = Literal["pending", "running", "success", "error", "cancelled", "timeout"]
+ErrorKind = Literal["infra", "target", "scorer", "timeout"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class AttemptError(_Model):
+    kind: ErrorKind
+    message: str
+
+
+class RetryRecord(_Model):
+    """One infra failure that was retried: kept so a run's record is honest about recovery."""
+
+    kind: ErrorKind = "infra"
+    message: str
+    status: int | None = None
+    wait_s: float | None = None
+    latency_ms: float | None = None
+
+
+class Attempt(_Model):
+    passed: bool | None = None
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    latency_ms: Annotated[float, Field(ge=0)] | None = None
+    tokens_in: Annotated[int, Field(ge=0)] | None = None
+    tokens_out: Annotated[int, Field(ge=0)] | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+    output: Any = None
+    output_sha256: str | None = Field(default=None, description="sha256 of the full output text.")
+    output_truncated: bool = False
+    error: AttemptError | None = None
+    retries: Annotated[int, Field(ge=0)] = 0
+    retry_history: list[RetryRecord] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_infra_error(self) -> bool:
+        return self.error is not None and self.error.kind == "infra"
+
+
+class CaseResult(_Model):
+    id: Annotated[str, Field(min_length=1)]
+    slices: dict[str, str] = Field(default_factory=dict)
+    attempts: list[Attempt] = Field(default_factory=list)
+    hash: str | None = Field(default=None, description="sha256 of the case's input and expected value.")
+    input: Any = None
+    expected: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every attempt ran without an infra error (wrong answers and target errors count as done)."""
+        return bool(self.attempts) and not any(a.is_infra_error for a in self.attempts)
+
+
+class TargetInfo(_Model):
+    kind: str
+    model: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunInfo(_Model):
+    suite: str
+    status: RunStatus
+    total_cases: Annotated[int, Field(ge=0)]
+    completed_cases: Annotated[int, Field(ge=0)]
+    started_at: str | None = None
+    ended_at: str | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    config_hash: str | None = None
+    target: TargetInfo | None = None
+    attempts_per_case: Annotated[int, Field(ge=1)] = 1
+    shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')
+    subset: str | None = Field(default=None, description='"smoke" or "tag:..." when only part of the suite ran.')
+    message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
+    evalgate_version: str | None = None
+    source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")
+
+    @property
+    def is_complete(self) -> bool:
+        return self.status == "success" and self.completed_cases == self.total_cases
+
+
+class Results(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run: RunInfo
+    cases: list[CaseResult] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Results:
+        seen: set[str] = set()
+        for index, case in enumerate(self.cases):
+            if case.id in seen:
+                raise ValueError(f"duplicate case id {case.id!r} at cases[{index}]")
+            seen.add(case.id)
+        if self.run.completed_cases > self.run.total_cases:
+            raise ValueError(
+                f"run.completed_cases ({self.run.completed_cases}) exceeds run.total_cases ({self.run.total_cases})"
+            )
+        return self
+
+    def by_id(self) -> dict[str, CaseResult]:
+        return {c.id: c for c in self.cases}
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def case_hash(input_value: Any, expected: Any) -> str:
+    """The per-case pairing hash: sha256 of the canonical JSON of input and expected."""
+    text = json.dumps(
+        {"input": input_value, "expected": expected},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str | None, bool]:
+    """Store at most ``limit`` bytes of an output. Returns (stored, sha256 of the full text or
+    None when nothing was cut, truncated?). Non-string outputs that fit are kept as JSON."""
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    raw = text.encode("utf-8")
+    full_hash = "sha256:" + hashlib.sha256(raw).hexdigest()
+    if len(raw) <= limit:
+        return output, full_hash, False
+    return raw[:limit].decode("utf-8", errors="ignore"), full_hash, True
+
+
+def _describe(exc: ValidationError, data: Any) -> str:
+    parts = []
+    for err in exc.errors(include_url=False)[:5]:
+        loc = err["loc"]
+        where = ""
+        for p in loc:
+            where += f"[{p}]" if isinstance(p, int) else (("." if where else "") + str(p))
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            with contextlib.suppress(KeyError, IndexError, TypeError):
+                where += f" (case id {data['cases'][loc[1]]['id']!r})"
+        parts.append(f"{where or '(top level)'}: {err['msg']}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def read_json_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(path, "file not found") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InputFileError(path, f"corrupt or truncated gzip data: {exc}") from None
+    return raw
+
+
+def parse_results(raw: bytes, where: str | Path) -> Results:
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise InputFileError(where, "not UTF-8 text (is this a results file?)") from None
+    except json.JSONDecodeError as exc:
+        hint = "the file looks truncated" if exc.pos >= len(raw.rstrip()) - 1 else None
+        raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {exc.msg} at column {exc.colno}", hint) from None
+    if not isinstance(data, dict):
+        raise InputFileError(where, "not a results file: expected a JSON object with schema_version, run, cases")
+    version = data.get("schema_version")
+    if version is None:
+        raise InputFileError(
+            where, "not a results file: no schema_version", "results from another harness go through `evalgate import`"
+        )
+    if version != SCHEMA_VERSION:
+        raise InputFileError(
+            where,
+            f"unsupported schema_version {version!r}; this evalgate reads {SCHEMA_VERSION}",
+            "upgrade evalgate or re-create the file",
+        )
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        raise InputFileError(where, f"invalid results file: {_describe(exc, data)}") from None
+
+
+def load_results(path: str | Path) -> Results:
+    """Read a results file (JSON or gzipped JSON). Any problem is an InputFileError (exit 2)."""
+    path = Path(path)
+    return parse_results(read_json_bytes(path), path)
+
+
+def dump_results(results: Results) -> bytes:
+    return results.model_dump_json(exclude_none=False).encode("utf-8")
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename: a reader never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save_results(results: Results, path: str | Path) -> None:
+    """Write atomically; gzip when the name ends in ``.gz``."""
+    path = Path(path)
+    data = dump_results(results)
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    atomic_write(path, data)
+
+
+def iter_attempts(results: Results) -> Iterator[tuple[CaseResult, Attempt]]:
+    for case in results.cases:
+        for attempt in case.attempts:
+            yield case, attempt
+
+
+def results_json_schema() -> dict[str, Any]:
+    return Results.model_json_schema()

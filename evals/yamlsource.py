@@ -1,0 +1,97 @@
+"""YAML loading that remembers where each value came from, so validation errors can name the
+file, the line and the key (a pydantic error only knows the key path)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from evals.errors import InputFileError
+
+
+class Located:
+    """Parsed YAML data plus the node tree it was built from."""
+
+    def __init__(self, data: Any, root: yaml.Node | None, path: Path):
+        self.data = data
+        self.root = root
+        self.path = path
+
+    def line_of(self, loc: Sequence[str | int]) -> int | None:
+        """1-based line of the deepest node on the path ``loc`` (a pydantic error location).
+        For a key that should not be there, the key's own line."""
+        node = self.root
+        line = node.start_mark.line + 1 if node is not None else None
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                for key_node, value_node in node.value:
+                    if key_node.value == str(part):
+                        line = key_node.start_mark.line + 1
+                        node = value_node
+                        break
+                else:
+                    return line
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+
+def load_yaml(path: Path, text: str | None = None) -> Located:
+    """Parse one YAML document. Syntax errors become InputFileError with the line."""
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise InputFileError(path, "file not found") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputFileError(path, f"cannot read: {exc}") from None
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise InputFileError(where, f"invalid YAML: {exc.problem or exc.context}") from None
+    except yaml.YAMLError as exc:
+        raise InputFileError(path, f"invalid YAML: {exc}") from None
+    return Located(data, root, path)
+
+
+def format_loc(loc: Sequence[str | int]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def validation_error(src: Located, exc: ValidationError, what: str, union_tags: Sequence[str] = ()) -> InputFileError:
+    """One InputFileError for the first problem, pointing at its line, listing the others.
+    ``union_tags``: tags of discriminated unions, which pydantic puts into the location although
+    they are not keys of the file."""
+    problems = []
+    first_line = None
+    for err in exc.errors(include_url=False):
+        loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "union[")))]
+        loc = [p for i, p in enumerate(loc) if not (p in union_tags and i + 1 < len(loc))]
+        line = src.line_of(loc)
+        if first_line is None:
+            first_line = line
+        key = format_loc(loc) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling; see the JSON Schema shipped with evalgate)"
+        problems.append(f"line {line}: {key}: {msg}" if line else f"{key}: {msg}")
+    where = f"{src.path}:{first_line}" if first_line else str(src.path)
+    head = problems[0].split(": ", 1)[1] if first_line else problems[0]
+    rest = "".join(f"\n  also {p}" for p in problems[1:])
+    return InputFileError(where, f"invalid {what}: {head}{rest}")
