@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("evals.compare", "compare candidate with baseline; exit code = gate verdict"),
     "gate": ("evals.gate", "run, fetch the baseline, compare, report, publish (and promote on main)"),
     "promote": ("evals.promote", "store a results file as the new baseline if its gate allows"),
-    "reset": ("evals.reset", "bless a results file as baseline, with a reason (past 'incompatible')"),
+    "reset": ("evals.reset", "run the full suite (or take --results) and bless it as baseline, with a reason"),
     "comment": ("evals.comment", "post a stored report to a pull request (two-phase fork flow)"),
     "baseline": ("evals.baseline_cmd", "list, show or fetch baseline snapshots"),
     "import": ("evals.importers.cli", "convert another harness's results to evalgate's format"),

@@ -238,12 +238,14 @@ class SuiteConfig(_Strict):
         return self.gate.id or self.suite
 
     def config_hash(self) -> str:
-        """What makes two runs' scores mean the same thing: the scorer and metric definitions
-        (SPEC §3). Target, cases, attempts and concurrency are deliberately left out: changing
-        them is what a gate is for, and case edits are handled per case by its ``hash``."""
+        """What makes two runs' scores mean the same thing: the scorer definitions and which
+        metrics are measured in which direction (SPEC §3). Left out on purpose: the target, cases,
+        attempts and concurrency (changing them is what a gate is for; case edits are handled per
+        case by its ``hash``), and each metric's tolerance and ``gate`` flag, which change how a
+        delta is judged, not what a score means — tightening a band must not need a reset."""
         payload = {
             "scorers": [s.model_dump(mode="json") for s in self.scorers],
-            "metrics": {k: v.model_dump(mode="json") for k, v in sorted(self.metrics.items())},
+            "metrics": {name: spec.direction for name, spec in sorted(self.metrics.items())},
         }
         return hash_json(payload)
 
@@ -261,7 +263,10 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     if not path.exists():
         hint = "pass --config PATH" if path.name == DEFAULT_CONFIG else None
         raise InputFileError(path, "config file not found", hint)
-    src = load_yaml(path)
+    try:
+        src = load_yaml(path)
+    except RecursionError:  # the YAML parser recurses per nesting level
+        raise InputFileError(path, "YAML nested too deeply to be a config") from None
     if not isinstance(src.data, dict):
         raise InputFileError(path, "the config must be a YAML mapping (suite:, cases:, target:, ...)")
     try:

@@ -26,6 +26,9 @@ class SnapshotInfo(BaseModel):
     blessed: bool = Field(default=False, description="Set by a reset; the drift guard compares with it.")
     git_ref: str | None = None
     suite: str | None = None
+    commit_date: str | None = Field(
+        default=None, description="Committer date of sha (ISO 8601) when git knew it; orders commits without history."
+    )
 
     def age_days(self, now: datetime | None = None) -> float | None:
         try:
@@ -41,6 +44,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     manifest_version: Literal[1] = MANIFEST_VERSION
+    generation: int = Field(default=0, ge=0, description="n of the manifest-<n>.json it is stored as.")
     snapshots: list[SnapshotInfo] = Field(default_factory=list, description="Oldest first.")
 
 

@@ -10,7 +10,6 @@ import json
 import os
 import tempfile
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -147,8 +146,8 @@ def case_hash(input_value: Any, expected: Any) -> str:
 
 
 def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str | None, bool]:
-    """Store at most ``limit`` bytes of an output. Returns (stored, sha256 of the full text or
-    None when nothing was cut, truncated?). Non-string outputs that fit are kept as JSON."""
+    """Store at most ``limit`` bytes of an output. Returns (stored, sha256 of the full text,
+    truncated?). Non-string outputs that fit are kept as they are (JSON values)."""
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
     raw = text.encode("utf-8")
     full_hash = "sha256:" + hashlib.sha256(raw).hexdigest()
@@ -196,6 +195,8 @@ def parse_results(raw: bytes, where: str | Path) -> Results:
     except json.JSONDecodeError as exc:
         hint = "the file looks truncated" if exc.pos >= len(raw.rstrip()) - 1 else None
         raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {exc.msg} at column {exc.colno}", hint) from None
+    except RecursionError:  # json.loads recurses per nesting level
+        raise InputFileError(where, "JSON nested too deeply to be a results file") from None
     if not isinstance(data, dict):
         raise InputFileError(where, "not a results file: expected a JSON object with schema_version, run, cases")
     version = data.get("schema_version")
@@ -225,16 +226,40 @@ def dump_results(results: Results) -> bytes:
     return results.model_dump_json(exclude_none=False).encode("utf-8")
 
 
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; done once at import, before any thread exists.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+def make_readable(fd: int) -> None:
+    """mkstemp creates files 0600; a results file or a baseline snapshot is meant to be as
+    readable as any file the user writes, so apply the umask like open() would."""
+    os.fchmod(fd, 0o666 & ~_UMASK)
+
+
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    """Write via a temporary file in the same folder and rename: a reader never sees half a file.
+    A path that cannot be written is the user's to fix (exit 2), not a crash."""
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
+    try:
+        make_readable(fd)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -247,12 +272,6 @@ def save_results(results: Results, path: str | Path) -> None:
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     atomic_write(path, data)
-
-
-def iter_attempts(results: Results) -> Iterator[tuple[CaseResult, Attempt]]:
-    for case in results.cases:
-        for attempt in case.attempts:
-            yield case, attempt
 
 
 def results_json_schema() -> dict[str, Any]:

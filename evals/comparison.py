@@ -1,0 +1,212 @@
+"""The outcome of comparing a candidate run with a baseline (SPEC §5): what ``compare`` produces,
+what the report renders and what ``comparison.json`` holds.
+
+Conventions every consumer relies on:
+
+- ``delta`` is always ``candidate - baseline`` in the metric's own units; whether that is good
+  depends on ``direction`` (``lower`` is better for latency, tokens, cost, error rate).
+- ``ci_low``/``ci_high`` bound that same raw delta at ``confidence`` (= 1 − 2·alpha, so each side
+  is a one-sided bound at ``alpha``, matching the one-sided tests).
+- Strings that came from a case (ids, slice values, input/expected/output excerpts, error
+  messages) are stored RAW here; the report escapes them when it renders.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evals.manifest import BaselineRef
+
+COMPARISON_VERSION = 1
+
+Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
+UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
+Method = Literal["mcnemar", "clt", "bootstrap"]
+Direction = Literal["higher", "lower"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricGate(_Model):
+    """One metric as the gate used it."""
+
+    metric: str = Field(description="pass_rate, score, a named score (score:<name>), pass@k, error_rate, ...")
+    direction: Direction
+    tolerance: float | str = Field(description='As configured: absolute (0.02) or relative ("10%").')
+    gate: bool = Field(description="False: reported, never blocking.")
+
+
+class GateConfig(_Model):
+    """The decision parameters in force (config ``gate:`` and ``metrics:``, or the CLI defaults)."""
+
+    alpha: float
+    power: float
+    max_detectable_drop: float
+    inconclusive: Literal["warn", "fail"]
+    max_error_rate: float
+    bootstrap_resamples: int
+    seed: int
+    metrics: list[MetricGate]
+    slice_keys: list[str] = Field(default_factory=list, description="Case tag keys the units are sliced by.")
+
+
+class UnitResult(_Model):
+    """One metric on one unit (``overall`` or one slice value)."""
+
+    unit: str = Field(description='"overall" or "key=value".')
+    slice_key: str | None = None
+    slice_value: str | None = None
+    metric: str
+    direction: Direction
+    gated: bool = Field(description="The metric's gate flag; an ungated metric never blocks.")
+    baseline: float | None = Field(description="Metric on the paired baseline cases.")
+    candidate: float | None = Field(description="Metric on the paired candidate cases.")
+    delta: float | None = Field(description="candidate − baseline (raw units).")
+    tolerance: float = Field(description="δ in absolute units for this unit (relative tolerances resolved).")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
+    method: Method | None = Field(default=None, description="Test used for the p-value.")
+    p_value: float | None = Field(default=None, description="One-sided p of 'worse than the band' (H0: not worse).")
+    p_improved: float | None = Field(default=None, description="One-sided p of 'better than the band'.")
+    p_adjusted: float | None = Field(default=None, description="Holm-adjusted p (blocking units).")
+    q_value: float | None = Field(default=None, description="Benjamini–Hochberg q-value (advisory units).")
+    smoothed_low: float | None = Field(
+        default=None,
+        description="Smoothed normal interval of the delta at `confidence` (Agresti–Min: two pseudo-cases); "
+        "'unchanged' and the gate's pass need it inside the band too — it does not shrink to a point on a "
+        "small unit whose cases all moved the same way.",
+    )
+    smoothed_high: float | None = None
+    mde: float | None = Field(default=None, description="Minimum detectable drop at alpha (corrected) and power.")
+    n: int = Field(description="Paired cases in the unit.")
+    blocking: bool
+    verdict: UnitVerdict
+    note: str | None = Field(default=None, description="Why a unit could not be tested, when it could not.")
+
+
+class CaseDiffEntry(_Model):
+    id: str
+    slices: dict[str, str] = Field(default_factory=dict)
+    baseline_passed: bool | None = Field(default=None, description="Per-case pass rate ≥ 0.5 (None: no pass data).")
+    candidate_passed: bool | None = None
+    baseline_pass_rate: float | None = Field(default=None, description="Fraction of valid attempts that passed.")
+    candidate_pass_rate: float | None = None
+    baseline_score: float | None = None
+    candidate_score: float | None = None
+    score_delta: float | None = None
+    input: str | None = Field(default=None, description="RAW excerpt; escape when rendering.")
+    expected: str | None = None
+    baseline_output: str | None = None
+    candidate_output: str | None = None
+    candidate_error: str | None = Field(default=None, description='"kind: message" of the first erroring attempt.')
+
+
+class CaseDiff(_Model):
+    """Per-case changes. Lists are capped at ``limit`` entries; the ``n_*`` counts are totals."""
+
+    limit: int
+    pass_to_fail: list[CaseDiffEntry] = Field(default_factory=list)
+    fail_to_pass: list[CaseDiffEntry] = Field(default_factory=list)
+    score_drops: list[CaseDiffEntry] = Field(default_factory=list, description="Largest score drops, worst first.")
+    n_pass_to_fail: int = 0
+    n_fail_to_pass: int = 0
+    n_score_drops: int = 0
+    added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
+    removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
+    changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")
+    errored: list[str] = Field(default_factory=list, description="Paired ids left out: no valid attempt on a side.")
+    n_added: int = 0
+    n_removed: int = 0
+    n_changed: int = 0
+    n_errored: int = 0
+    n_paired: int = 0
+    n_outside_subset: int = Field(default=0, description="Baseline cases not in a smoke/subset candidate.")
+
+
+class RunSummary(_Model):
+    suite: str
+    status: str
+    complete: bool
+    total_cases: int
+    completed_cases: int
+    cases_in_file: int
+    started_at: str | None = None
+    ended_at: str | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    config_hash: str | None = None
+    model: str | None = None
+    attempts_per_case: int = 1
+    subset: str | None = None
+    shard: str | None = None
+    message: str | None = None
+    attempts: int = Field(default=0, description="Attempt records in the file.")
+    error_counts: dict[str, int] = Field(default_factory=dict, description="Attempts with an error, by kind.")
+    error_rate: float = Field(
+        default=0.0,
+        description="Attempts ending in an error of any kind (infra too) / attempts; gate.max_error_rate checks it.",
+    )
+    infra_errors: int = Field(default=0, description="Attempts that ended in an infra error (not failures).")
+    infra_retries: int = Field(default=0, description="Infra retries over all attempts.")
+    cases_with_infra_retries: int = Field(default=0, description="Cases that needed infra recovery.")
+    errored_cases: int = Field(default=0, description="Cases with no attempt free of infra errors.")
+
+
+class ProvenanceChange(_Model):
+    field: str = Field(description='e.g. "model", "params.temperature", "git_sha", "attempts_per_case".')
+    baseline: Any = None
+    candidate: Any = None
+
+
+class DriftCheck(_Model):
+    """Candidate vs the last blessed baseline, overall on each gated metric (SPEC §7 drift guard)."""
+
+    blessed: BaselineRef | None = None
+    blessed_sha: str | None = None
+    units: list[UnitResult] = Field(default_factory=list, description="Overall per gated metric vs blessed.")
+    verdict: UnitVerdict | None = Field(default=None, description="Worst unit verdict (regressed > others).")
+    delta: float | None = Field(default=None, description="Overall delta of the first gated metric vs blessed.")
+    ok: bool = True
+    reason: str = ""
+
+
+class Comparison(_Model):
+    comparison_version: Literal[1] = COMPARISON_VERSION
+    verdict: Verdict
+    reason: str = Field(description="One line: why this verdict.")
+    exit_code: int = Field(
+        description="SPEC §9: 0 pass/inconclusive-warn/no-baseline-warn, 1 fail, 2 input, 3 incomplete."
+    )
+    gate: GateConfig
+    units: list[UnitResult] = Field(default_factory=list)
+    case_diff: CaseDiff
+    provenance: list[ProvenanceChange] = Field(default_factory=list, description="What changed between the runs.")
+    baseline: BaselineRef | None = None
+    baseline_run: RunSummary | None = None
+    candidate_run: RunSummary
+    drift: DriftCheck | None = None
+    drift_ok: bool = True
+    warnings: list[str] = Field(default_factory=list)
+    evalgate_version: str | None = None
+    created_at: str | None = None
+
+    def units_with(self, verdict: UnitVerdict, *, blocking: bool | None = None) -> list[UnitResult]:
+        return [u for u in self.units if u.verdict == verdict and (blocking is None or u.blocking == blocking)]
+
+    @property
+    def regressed(self) -> list[UnitResult]:
+        return self.units_with("regressed")
+
+    @property
+    def improved(self) -> list[UnitResult]:
+        return self.units_with("improved")
+
+    @property
+    def failing_units(self) -> list[UnitResult]:
+        """The units that made the gate fail: blocking, gated, regressed."""
+        return [u for u in self.units if u.blocking and u.gated and u.verdict == "regressed"]

@@ -1,0 +1,76 @@
+"""Import results from other harnesses (SPEC §11): ``import_results(fmt, inputs, **options)``
+maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor and JUnit outputs to
+evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evals.errors import InputFileError, UsageError
+from evals.results import Results
+
+# Format name -> module (each exposes ``import_files(inputs, options) -> Results``).
+FORMATS: dict[str, str] = {
+    "promptfoo": "evals.importers.promptfoo",
+    "inspect_ai": "evals.importers.inspect_ai",
+    "lm_eval": "evals.importers.lm_eval",
+    "openai_evals": "evals.importers.openai_evals",
+    "harbor": "evals.importers.harbor",
+    "junit": "evals.importers.junit",
+}
+ALIASES: dict[str, str] = {
+    "inspect": "inspect_ai",
+    "inspect-ai": "inspect_ai",
+    "lm-eval": "lm_eval",
+    "lm-evaluation-harness": "lm_eval",
+    "openai-evals": "openai_evals",
+    "oaieval": "openai_evals",
+    "pytest": "junit",
+    "junit-xml": "junit",
+}
+
+
+def format_name(fmt: str) -> str:
+    """The canonical name of ``fmt`` ('auto' stays 'auto'); UsageError for an unknown one."""
+    name = ALIASES.get(fmt.lower(), fmt.lower())
+    if name != "auto" and name not in FORMATS:
+        raise UsageError(f"unknown import format {fmt!r}; choose one of: auto, {', '.join(FORMATS)}")
+    return name
+
+
+def import_results(fmt: str, inputs: Sequence[str | Path], **options: Any) -> Results:
+    """Read ``inputs`` (files or directories) of format ``fmt`` (or "auto": detected from the
+    content) and return them as evalgate Results. Options: see ``ImportOptions``. Files that are
+    not what they claim raise ``InputFileError`` (exit 2) naming the file and the reason."""
+    from evals.importers.common import ImportOptions
+    from evals.importers.detect import detect_format
+
+    paths = [Path(p) for p in inputs]
+    if not paths:
+        raise UsageError("no input files to import")
+    try:
+        opts = ImportOptions(**options)
+    except ValidationError as exc:
+        raise UsageError(f"invalid import options: {exc.errors(include_url=False)[0]['msg']}") from None
+    name = format_name(fmt)
+    for path in paths:
+        if not path.exists():
+            raise InputFileError(path, "file not found")
+    if name == "auto":
+        name = detect_format(paths)
+    module = importlib.import_module(FORMATS[name])
+    try:
+        return module.import_files(paths, opts)
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        # Fields of an unexpected type or shape: the file is not the output the importer knows.
+        where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
+        raise InputFileError(
+            where,
+            f"not readable as {name} output: {type(exc).__name__}: {str(exc)[:300]}",
+            f"if this is unmodified {name} output, please report it with the tool's version",
+        ) from None

@@ -1,0 +1,145 @@
+"""``--from auto``: recognise a harness's output by its content, never by its file name (names
+like ``results.json`` are shared by half the tools)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from evals.errors import InputFileError, UsageError
+from evals.results import read_json_bytes
+
+# Directory scans look this deep: a Harbor job is job/trial/result.json; lm-eval writes
+# output/<model>/samples_*.jsonl.
+_MAX_DEPTH = 3
+_SNIFF_LINES = 5
+
+
+def _json_kind(obj: Any) -> str | None:
+    if not isinstance(obj, dict):
+        return None
+    results = obj.get("results")
+    if isinstance(results, dict) and "version" in results and isinstance(results.get("results"), list):
+        return "promptfoo"
+    if isinstance(obj.get("eval"), dict) and "task" in obj["eval"] and "version" in obj:
+        return "inspect_ai"
+    if "trial_name" in obj and "task_name" in obj:
+        return "harbor"
+    if "n_total_trials" in obj and "stats" in obj:
+        return "harbor"
+    if "spec" in obj or "final_report" in obj or {"sample_id", "type", "data"} <= obj.keys():
+        return "openai_evals"
+    if "doc_id" in obj and ({"filter", "filtered_resps", "resps"} & obj.keys()):
+        return "lm_eval"
+    return None
+
+
+def _sniff_text(text: str) -> str | None:
+    stripped = text.lstrip("\ufeff \t\r\n")
+    if stripped.startswith("<"):
+        try:
+            for _event, element in ET.iterparse(_StringReader(stripped), events=("start",)):
+                return "junit" if element.tag in ("testsuites", "testsuite") else None
+        except ET.ParseError:
+            return None
+        return None
+    if not stripped.startswith("{"):
+        return None
+    try:
+        return _json_kind(json.loads(stripped))
+    except json.JSONDecodeError:
+        pass
+    for line in stripped.splitlines()[:_SNIFF_LINES]:  # JSON lines: any of the first lines tells
+        try:
+            kind = _json_kind(json.loads(line))
+        except json.JSONDecodeError:
+            return None
+        if kind in ("openai_evals", "lm_eval"):
+            return kind
+    return None
+
+
+class _StringReader:
+    """ElementTree.iterparse wants a file; feed it the text lazily so only the root is parsed."""
+
+    def __init__(self, text: str):
+        self._data = text.encode("utf-8")
+        self._pos = 0
+
+    def read(self, size: int = -1) -> bytes:
+        size = 65536 if size is None or size < 0 else size
+        chunk = self._data[self._pos : self._pos + size]
+        self._pos += len(chunk)
+        return chunk
+
+
+def _sniff_file(path: Path) -> str | None:
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4)
+    except OSError:
+        return None
+    if head.startswith(b"PK"):
+        try:
+            with zipfile.ZipFile(path) as zf:
+                names = set(zf.namelist())
+        except (zipfile.BadZipFile, OSError):
+            return None
+        return "inspect_ai" if {"header.json", "_journal/start.json"} & names else None
+    try:
+        raw = read_json_bytes(path)
+    except InputFileError:
+        return None
+    try:
+        return _sniff_text(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError:
+        return None
+
+
+def _sniff_dir(path: Path) -> str | None:
+    found: set[str] = set()
+    for child in sorted(_walk(path, _MAX_DEPTH)):
+        if child.suffix in (".json", ".jsonl"):
+            kind = _sniff_file(child)
+            if kind in ("harbor", "lm_eval"):
+                found.add(kind)
+    return found.pop() if len(found) == 1 else None
+
+
+def _walk(root: Path, depth: int):
+    for child in root.iterdir():
+        if child.is_dir() and depth > 1:
+            yield from _walk(child, depth - 1)
+        elif child.is_file():
+            yield child
+
+
+def sniff(path: Path) -> str | None:
+    """The format ``path`` holds, or None when it is none of them."""
+    path = Path(path)
+    if path.is_dir():
+        return _sniff_dir(path)
+    return _sniff_file(path)
+
+
+def detect_format(inputs: list[Path]) -> str:
+    """One format for all inputs, or a UsageError naming the file that is not recognised."""
+    kinds: dict[str, list[Path]] = {}
+    for path in inputs:
+        if not path.exists():
+            raise InputFileError(path, "file not found")
+        kind = sniff(path)
+        if kind is None:
+            raise InputFileError(
+                path,
+                "not a recognised results file (promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit)",
+                "pass --from FORMAT to get the reason it does not parse as that format",
+            )
+        kinds.setdefault(kind, []).append(path)
+    if len(kinds) > 1:
+        listing = "; ".join(f"{k}: {', '.join(map(str, v))}" for k, v in kinds.items())
+        raise UsageError(f"inputs hold different formats ({listing}); import them separately")
+    return next(iter(kinds))

@@ -1,0 +1,54 @@
+"""Run progress on stderr: a redrawn bar on a terminal, a plain line every few seconds in CI logs
+(a CI log keeps every byte, so redraws would flood it)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+BAR_WIDTH = 30
+BAR_REDRAW_S = 0.2
+PLAIN_EVERY_S = 10.0
+
+
+class Progress:
+    def __init__(self, total: int, *, done: int = 0, bar: bool | None = None, stream: TextIO | None = None):
+        self.stream = stream or sys.stderr
+        self.bar = self.stream.isatty() if bar is None else bar
+        self.total = total
+        self.done = done
+        self.errors = 0
+        self.retries = 0
+        self.started = time.monotonic()
+        self._last = 0.0
+
+    def update(self, *, cases: int = 0, errors: int = 0, retries: int = 0) -> None:
+        self.done += cases
+        self.errors += errors
+        self.retries += retries
+        now = time.monotonic()
+        if now - self._last >= (BAR_REDRAW_S if self.bar else PLAIN_EVERY_S):
+            self._last = now
+            self._emit()
+
+    def _line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        return (
+            f"{self.done}/{self.total} cases, {self.errors} with errors, {self.retries} infra retries, {elapsed:.0f}s"
+        )
+
+    def _emit(self) -> None:
+        if self.bar:
+            filled = int(BAR_WIDTH * self.done / self.total) if self.total else BAR_WIDTH
+            self.stream.write(f"\r[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {self._line()}\x1b[K")
+        else:
+            self.stream.write(f"evalgate run: {self._line()}\n")
+        self.stream.flush()
+
+    def finish(self, status: str) -> None:
+        if self.bar:
+            self._emit()
+            self.stream.write("\n")
+        self.stream.write(f"evalgate run: {status}: {self.done}/{self.total} cases complete\n")
+        self.stream.flush()

@@ -1,0 +1,322 @@
+"""``evalgate run`` / ``python -m evals.run``: run the suite on the candidate, write the results file.
+
+The file is written at the start (``running``, nothing done), every few seconds while cases finish,
+and at the end, each time atomically with a status and counts that are true at that moment
+(seed 000: a partial run must never read as a whole one).
+
+Exit codes: 0 when every case completed (``success``); 3 when the run is incomplete (``error``
+— infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM, or ``timeout``), SPEC §9;
+2 for bad flags, config or cases."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import signal
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evals import __version__
+from evals.cases import Case, load_cases
+from evals.config import SuiteConfig, load_config
+from evals.errors import EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
+from evals.gitinfo import current_ref, current_sha
+from evals.progress import Progress
+from evals.results import CaseResult, Results, RunInfo, RunStatus, TargetInfo, load_results, save_results
+from evals.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
+from evals.scorers import build_scorers
+from evals.shards import parse_shard, shard_of
+from evals.smoke import smoke_subset, subset_label
+from evals.targets import Target, build_target
+
+WRITE_EVERY_S = 2.0
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def select_cases(
+    cases: list[Case], config: SuiteConfig, *, smoke: bool, shard: tuple[int, int] | None
+) -> tuple[list[Case], str | None]:
+    """The cases this run covers (smoke first, then the shard) and the ``subset`` label."""
+    subset = None
+    if smoke:
+        cases = smoke_subset(cases, config.smoke, config.slices)
+        subset = subset_label(config.smoke)
+        if not cases and config.smoke.tag:
+            raise UsageError(
+                f"{config.path or 'config'}: smoke.tag {config.smoke.tag!r} matches no case "
+                "(it names a tag key, or key=value)"
+            )
+    if shard is not None:
+        cases = [c for c in cases if shard_of(c.id, shard[1]) == shard[0]]
+    return cases, subset
+
+
+def _same_target(a: TargetInfo | None, b: TargetInfo) -> bool:
+    if a is None:
+        return False
+    strip = {"system_fingerprint"}  # learnt while running, not configured
+
+    def params(info: TargetInfo) -> dict[str, object]:
+        return {k: v for k, v in info.params.items() if k not in strip}
+
+    return a.kind == b.kind and a.model == b.model and params(a) == params(b)
+
+
+def resumable(
+    output: Path, config: SuiteConfig, cases: list[Case], target: TargetInfo
+) -> tuple[dict[str, CaseResult], Results | None]:
+    """Cases of an earlier run in ``output`` that need not run again: complete, same case hash,
+    same number of attempts, made under the same config hash and target."""
+    if not output.exists():
+        _say(f"--resume: {output} does not exist yet; running every case")
+        return {}, None
+    try:
+        previous = load_results(output)
+    except InputFileError as exc:
+        raise InputFileError(
+            exc.where, exc.problem, "--resume reads it to skip finished cases; move it away or drop --resume"
+        ) from None
+    if previous.run.suite != config.suite:
+        raise UsageError(
+            f"{output}: holds suite {previous.run.suite!r}, not {config.suite!r}; "
+            "pick another --output or drop --resume"
+        )
+    if previous.run.config_hash != config.config_hash():
+        _say(f"--resume: {output} was made with other scorers/metrics (config hash differs); running every case")
+        return {}, None
+    if not _same_target(previous.run.target, target):
+        _say(f"--resume: {output} was made with another target; running every case")
+        return {}, None
+    wanted = {c.id: c.hash for c in cases}
+    kept = {
+        r.id: r
+        for r in previous.cases
+        if r.id in wanted and r.hash == wanted[r.id] and r.complete and len(r.attempts) == config.attempts
+    }
+    _say(f"--resume: keeping {len(kept)} complete cases from {output}, running {len(cases) - len(kept)}")
+    return kept, previous
+
+
+def _say(text: str) -> None:
+    print(f"evalgate run: {text}", file=sys.stderr, flush=True)
+
+
+class Recorder:
+    """The results file as it grows; ``write`` always states the true status and counts."""
+
+    def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
+        self.output = output
+        self.order = [c.id for c in cases]
+        self.run = run
+        self.done: dict[str, CaseResult] = dict(kept)
+        self.last_write = 0.0
+        self.interval = WRITE_EVERY_S
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for r in self.done.values() if r.complete)
+
+    def results(self) -> Results:
+        self.run.completed_cases = self.completed
+        return Results(run=self.run, cases=[self.done[i] for i in self.order if i in self.done])
+
+    def write(self) -> Results:
+        started = time.monotonic()
+        results = self.results()
+        save_results(results, self.output)
+        self.last_write = time.monotonic()
+        # A big suite's file takes a while to write, and writing blocks the event loop: space the
+        # writes so they never take more than ~5% of the run.
+        self.interval = max(WRITE_EVERY_S, 20 * (self.last_write - started))
+        return results
+
+    def add(self, result: CaseResult) -> None:
+        self.done[result.id] = result
+        if time.monotonic() - self.last_write >= self.interval:
+            self.write()
+
+
+def execute(
+    config: SuiteConfig,
+    output: Path,
+    *,
+    smoke: bool = False,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+) -> Results:
+    """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
+    on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
+    period. Returns what was written last; the caller decides what an incomplete run means."""
+    output = Path(output)
+    cases, subset = select_cases(load_cases(config), config, smoke=smoke, shard=shard)
+    scorers = build_scorers(config.scorers, config.root)
+    target = build_target(config)
+    info = target.info()
+    kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
+    run = RunInfo(
+        suite=config.suite,
+        status="running",
+        total_cases=len(cases),
+        completed_cases=0,
+        started_at=previous.run.started_at if previous and kept else now_iso(),
+        git_sha=current_sha(config.root),
+        git_ref=current_ref(config.root),
+        config_hash=config.config_hash(),
+        target=info,
+        attempts_per_case=config.attempts,
+        shard=f"{shard[0]}/{shard[1]}" if shard else None,
+        subset=subset,
+        evalgate_version=__version__,
+    )
+    recorder = Recorder(output, cases, run, kept)
+    recorder.write()
+    todo = [c for c in cases if c.id not in kept]
+    settings = RunSettings(
+        attempts=config.attempts,
+        concurrency=config.concurrency,
+        timeout_s=config.timeout_s,
+        retries=config.retries,
+        run_timeout_s=config.run_timeout_s,
+        grace_s=grace_s,
+    )
+    runner = Runner(settings, target, scorers, secrets=target.secrets)
+    bar = Progress(len(cases), done=recorder.completed, bar=progress)
+
+    def on_case(result: CaseResult) -> None:
+        errors = sum(1 for a in result.attempts if a.error is not None)
+        bar.update(
+            cases=1 if result.complete else 0,
+            errors=1 if errors else 0,
+            retries=sum(a.retries for a in result.attempts),
+        )
+        recorder.add(result)
+
+    # What is loaded by now (modules, config, cases) lives through the run: frozen, the collector's
+    # full passes skip it. Unfrozen, one such pass over ~40k objects stalls every in-flight attempt
+    # for ~20 ms.
+    gc.freeze()
+    try:
+        reason = asyncio.run(_run(runner, target, todo, on_case))
+    except BaseException as exc:
+        # The file must not go on saying "running" for a run that is over.
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        run.status = "cancelled" if interrupted else "error"
+        run.message = "interrupted" if interrupted else f"the run stopped on an internal error: {type(exc).__name__}"
+        run.ended_at = now_iso()
+        with contextlib.suppress(Exception):
+            recorder.write()
+        raise
+    finally:
+        gc.unfreeze()
+    run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
+    run.status, run.message = _final_status(reason, recorder, settings)
+    run.ended_at = now_iso()
+    results = recorder.write()
+    bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
+    return results
+
+
+async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        name = signal.Signals(signum).name
+        if runner.reason == "cancelled":
+            _say(f"{name} again: abandoning in-flight attempts now")
+        else:
+            _say(f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts")
+        runner.stop("cancelled")
+
+    installed = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+    try:
+        return await runner.run(todo, on_case)
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        await target.aclose()
+
+
+def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
+    total, done = len(recorder.order), recorder.completed
+    if reason == "cancelled":
+        return "cancelled", f"cancelled after {done} of {total} cases; rerun with --resume to finish"
+    if reason == "timeout":
+        return "timeout", (
+            f"run_timeout_s={settings.run_timeout_s:g} reached after {done} of {total} cases; "
+            "rerun with --resume to finish"
+        )
+    if done == total:
+        return "success", None
+    failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i].complete]
+    shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+    return "error", (
+        f"{len(failed)} of {total} cases still had infra errors after {settings.retries.max} retries ({shown}); "
+        "rerun with --resume to redo them"
+    )
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml)")
+    parser.add_argument("--output", "-o", default="results.json", help="results file; .json.gz is gzipped")
+    parser.add_argument("--smoke", action="store_true", help="run only the smoke subset (config smoke:)")
+    parser.add_argument("--shard", metavar="I/N", help="run only shard I of N (join them with `evalgate merge`)")
+    parser.add_argument("--resume", action="store_true", help="keep complete cases already in --output, run the rest")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="override the config's concurrency")
+    parser.add_argument(
+        "--grace-s",
+        type=float,
+        default=DEFAULT_GRACE_S,
+        metavar="S",
+        help=f"on SIGINT/SIGTERM, how long in-flight attempts may finish (default {DEFAULT_GRACE_S:g})",
+    )
+    parser.add_argument(
+        "--progress", choices=("auto", "bar", "lines"), default="auto", help="progress on stderr (auto: bar on a TTY)"
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+        config.concurrency = args.concurrency
+    if args.grace_s < 0:
+        raise UsageError(f"--grace-s must be >= 0, got {args.grace_s:g}")
+    shard = parse_shard(args.shard) if args.shard else None
+    progress = {"auto": None, "bar": True, "lines": False}[args.progress]
+    results = execute(
+        config,
+        Path(args.output),
+        smoke=args.smoke,
+        shard=shard,
+        resume=args.resume,
+        progress=progress,
+        grace_s=args.grace_s,
+    )
+    if results.run.is_complete:
+        return EXIT_PASS
+    _say(f"{args.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}")
+    return EXIT_INFRA
+
+
+if __name__ == "__main__":
+    from evals.cli import module_main
+
+    raise SystemExit(module_main("run"))

@@ -1,0 +1,441 @@
+"""The three kinds of target (SPEC §2): a Python callable, a command, an OpenAI-compatible chat
+endpoint. Each turns one case into a ``TargetOutput`` or raises ``TargetFailure`` whose ``kind``
+tells the runner whether the failure is the candidate's (``target``) or the world's (``infra``,
+retried). Per-attempt timeouts are the runner's job: it cancels ``call``, and every target cleans
+up on cancellation (the command target kills its whole process group)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import hashlib
+import importlib
+import inspect
+import json
+import os
+import shlex
+import signal
+import sys
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpcore
+
+from evals.config import CommandTarget, OpenAITarget, PythonTarget, SuiteConfig
+from evals.connections import KeepAlivePool, Reply
+from evals.errors import InputFileError, UsageError
+from evals.results import ErrorKind, TargetInfo
+
+if TYPE_CHECKING:
+    from evals.cases import Case
+
+EXCERPT_CHARS = 500
+RETRYABLE_STATUS = frozenset({408, 409, 429})
+# Everything httpcore raises for a failed exchange short of a timeout (connect/read/write errors,
+# a reset, a malformed or cut-off HTTP message, a proxy refusing the tunnel).
+CONNECTION_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError, httpcore.UnsupportedProtocol)
+_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata"})
+
+
+@dataclass
+class TargetOutput:
+    output: Any
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+class TargetFailure(Exception):
+    """One failed try. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The tail of a stream: where tracebacks and server errors say what went wrong."""
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def case_payload(case: Case) -> dict[str, Any]:
+    return {"id": case.id, "input": case.input, "expected": case.expected, "tags": case.tags, "metadata": case.metadata}
+
+
+def unpack_result(value: Any, where: str) -> TargetOutput:
+    """A target returns either its output, or ``{"output": ..., "tokens_in": ..., ...}``."""
+    if not (isinstance(value, dict) and "output" in value and set(value) <= _RESULT_KEYS):
+        return TargetOutput(output=value)
+    try:
+        return TargetOutput(
+            output=value["output"],
+            tokens_in=_opt_int(value.get("tokens_in")),
+            tokens_out=_opt_int(value.get("tokens_out")),
+            cost_usd=_opt_float(value.get("cost_usd")),
+            metadata=dict(value.get("metadata") or {}),
+        )
+    except (TypeError, ValueError) as exc:
+        raise TargetFailure("target", f"{where}: bad result field: {exc}") from None
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or int(value) != value or value < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _opt_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or float(value) < 0:
+        raise ValueError(f"expected a non-negative number, got {value!r}")
+    return float(value)
+
+
+class Target(ABC):
+    """``secrets`` are values the runner masks wherever they might show up."""
+
+    kind: str = ""
+    secrets: tuple[str, ...] = ()
+
+    @abstractmethod
+    def info(self) -> TargetInfo:
+        """What the run records as ``run.target``."""
+
+    @abstractmethod
+    async def call(self, case: Case) -> TargetOutput:
+        """One try at one case; raises TargetFailure."""
+
+    def observed(self) -> dict[str, Any]:
+        """Facts learnt while running (e.g. server fingerprints) for the run's target params."""
+        return {}
+
+    async def aclose(self) -> None:
+        return None
+
+
+# ------------------------------------------------------------------------------------------ python
+
+
+def import_callable(spec: str, root: Path, extra_paths: list[str], what: str) -> Callable[..., Any]:
+    """``pkg.module:function`` → the function, with the config folder (and ``extra_paths``) importable."""
+    for entry in [*(str((root / p).resolve()) for p in reversed(extra_paths)), str(root)]:
+        if entry not in sys.path:
+            sys.path.insert(0, entry)
+    module_name, _, attr = spec.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise UsageError(
+            f"{what} {spec!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise UsageError(f"{what} {spec!r}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise UsageError(f"{what} {spec!r} is not callable")
+    return obj
+
+
+def _wants_case(fn: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.kind == p.VAR_POSITIONAL for p in params)
+
+
+class PythonCallableTarget(Target):
+    """Sync callables run in a pool sized to the concurrency, so they overlap like async ones do.
+    A sync call that overruns its timeout cannot be interrupted; its result is discarded."""
+
+    kind = "python"
+
+    def __init__(self, spec: PythonTarget, root: Path, concurrency: int):
+        self.spec = spec
+        self.fn = import_callable(spec.python, root, spec.path, "target")
+        self.with_case = _wants_case(self.fn)
+        self.is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+            getattr(self.fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
+        )
+        self._pool = None if self.is_async else ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="target")
+
+    def info(self) -> TargetInfo:
+        return TargetInfo(kind="python", params={"callable": self.spec.python})
+
+    async def call(self, case: Case) -> TargetOutput:
+        args = (case.input, case) if self.with_case else (case.input,)
+        try:
+            if self.is_async:
+                value = await self.fn(*args)
+            else:
+                loop = asyncio.get_running_loop()
+                value = await loop.run_in_executor(self._pool, lambda: self.fn(*args))
+        except asyncio.CancelledError:
+            raise
+        except TargetFailure:
+            raise
+        except Exception as exc:  # the candidate's own failure, not ours
+            raise TargetFailure("target", f"{type(exc).__name__}: {exc}") from None
+        return unpack_result(value, self.spec.python)
+
+    async def aclose(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+# ----------------------------------------------------------------------------------------- command
+
+
+def kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the process's whole session (started with ``start_new_session``): children too."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+class CommandProcessTarget(Target):
+    kind = "command"
+
+    def __init__(self, spec: CommandTarget, root: Path):
+        self.spec = spec
+        self.argv = shlex.split(spec.command) if isinstance(spec.command, str) else list(spec.command)
+        if not self.argv:
+            raise UsageError("target.command is empty")
+        self.cwd = (root / spec.cwd).resolve() if spec.cwd else root
+        self.env = {**os.environ, **spec.env}
+
+    def info(self) -> TargetInfo:
+        return TargetInfo(kind="command", params={"command": self.argv})
+
+    async def call(self, case: Case) -> TargetOutput:
+        stdin = json.dumps(case_payload(case), ensure_ascii=False, default=str).encode("utf-8")
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=self.cwd,
+                env=self.env,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise TargetFailure("target", f"cannot start {self.argv[0]!r}: {exc}") from None
+        try:
+            out, err = await proc.communicate(stdin)
+        finally:
+            # On timeout or cancellation this is what stops the work; on a normal exit it reaps
+            # grandchildren the target left behind, so nothing outlives its attempt.
+            kill_group(proc)
+            if proc.returncode is None:
+                await proc.wait()
+        stderr = err.decode("utf-8", errors="replace")
+        if proc.returncode != 0:
+            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+            raise TargetFailure("target", f"command {how}; stderr: {excerpt(stderr) or '(empty)'}")
+        return unpack_result(self._parse(out.decode("utf-8", errors="replace"), stderr), "command")
+
+    @staticmethod
+    def _parse(stdout: str, stderr: str) -> dict[str, Any]:
+        text = stdout.strip()
+        candidates = [text]
+        lines = [line for line in text.splitlines() if line.strip()]
+        if len(lines) > 1:
+            candidates.append(lines[-1])  # tolerate log lines printed before the result
+        for candidate in candidates:
+            try:
+                value = json.loads(candidate)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict) and "output" in value:
+                return value
+        raise TargetFailure(
+            "target",
+            'command did not print {"output": ...} as JSON on stdout; '
+            f"stdout: {excerpt(stdout) or '(empty)'}; stderr: {excerpt(stderr) or '(empty)'}",
+        )
+
+
+# ------------------------------------------------------------------------------------------ openai
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """``Retry-After`` is either seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class OpenAIChatTarget(Target):
+    kind = "openai"
+
+    def __init__(self, spec: OpenAITarget, root: Path):
+        self.params = spec.openai
+        self.system_prompt: str | None = None
+        if self.params.system_prompt:
+            prompt_path = root / self.params.system_prompt
+            try:
+                self.system_prompt = prompt_path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise InputFileError(
+                    prompt_path, "system prompt file not found", "target.openai.system_prompt"
+                ) from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputFileError(prompt_path, f"cannot read the system prompt: {exc}") from None
+        headers = {"Content-Type": "application/json", **self.params.headers}
+        key = None
+        if self.params.api_key_env:
+            key = os.environ.get(self.params.api_key_env)
+            if not key:
+                raise UsageError(
+                    f"target.openai.api_key_env names {self.params.api_key_env}, which is not set: "
+                    f"export {self.params.api_key_env}=... (the key is never read from the config file)"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        self.secrets = (key,) if key else ()
+        self.url = self.params.base_url.rstrip("/") + "/chat/completions"
+        self.fingerprints: set[str] = set()
+        self.pool = KeepAlivePool(self.url, headers)
+
+    def info(self) -> TargetInfo:
+        p = self.params
+        params: dict[str, Any] = {
+            "base_url": p.base_url,
+            **{
+                k: v
+                for k, v in (
+                    ("temperature", p.temperature),
+                    ("seed", p.seed),
+                    ("max_tokens", p.max_tokens),
+                    ("top_p", p.top_p),
+                )
+                if v is not None
+            },
+        }
+        if self.system_prompt is not None:
+            digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()
+            params["system_prompt"] = {"path": p.system_prompt, "sha256": f"sha256:{digest}"}
+        return TargetInfo(kind="openai", model=p.model, params=params)
+
+    def observed(self) -> dict[str, Any]:
+        return {"system_fingerprint": sorted(self.fingerprints)} if self.fingerprints else {}
+
+    def request_body(self, value: Any) -> dict[str, Any]:
+        p = self.params
+        if isinstance(value, dict) and isinstance(value.get("messages"), list):
+            messages = value["messages"]
+        else:
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+            messages = [{"role": "user", "content": text}]
+            if self.system_prompt is not None:
+                messages.insert(0, {"role": "system", "content": self.system_prompt})
+        body: dict[str, Any] = {"model": p.model_name, "messages": messages}
+        for key in ("temperature", "seed", "max_tokens", "top_p"):
+            if getattr(p, key) is not None:
+                body[key] = getattr(p, key)
+        return body
+
+    async def call(self, case: Case) -> TargetOutput:
+        body = json.dumps(self.request_body(case.input), ensure_ascii=False, separators=(",", ":"), default=str)
+        try:
+            reply = await self.pool.post(body.encode("utf-8"))
+        except httpcore.TimeoutException as exc:
+            raise TargetFailure("timeout", f"HTTP timeout talking to {self.url}: {type(exc).__name__}") from None
+        except CONNECTION_ERRORS as exc:  # connection refused/reset, broken or cut-off transfer
+            raise TargetFailure("infra", f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}") from None
+        status = reply.status
+        if status in RETRYABLE_STATUS or status >= 500:
+            raise TargetFailure(
+                "infra",
+                f"HTTP {status}: {excerpt(reply.text, 200)}",
+                status=status,
+                retry_after=parse_retry_after(reply.header("retry-after")),
+            )
+        if status >= 400:
+            raise TargetFailure("target", f"HTTP {status}: {excerpt(reply.text)}", status=status)
+        return self._parse(reply)
+
+    def _parse(self, reply: Reply) -> TargetOutput:
+        # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
+        try:
+            data = json.loads(reply.body)
+            message = data["choices"][0]["message"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise TargetFailure(
+                "infra", f"malformed response from the server: {excerpt(reply.text, 200) or '(empty body)'}"
+            ) from None
+        content = message.get("content")
+        if isinstance(content, list):  # content parts
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        metadata: dict[str, Any] = {}
+        if message.get("tool_calls"):
+            metadata["tool_calls"] = message["tool_calls"]
+        finish = data["choices"][0].get("finish_reason")
+        if finish:
+            metadata["finish_reason"] = finish
+        fingerprint = data.get("system_fingerprint")
+        if fingerprint:
+            metadata["system_fingerprint"] = fingerprint
+            self.fingerprints.add(fingerprint)
+        usage = data.get("usage") or {}
+        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        tokens_in = tokens_in if isinstance(tokens_in, int) and tokens_in >= 0 else None
+        tokens_out = tokens_out if isinstance(tokens_out, int) and tokens_out >= 0 else None
+        return TargetOutput(
+            output=content if content is not None else "",
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            cost_usd=self._cost(tokens_in, tokens_out),
+            metadata=metadata,
+        )
+
+    def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
+        p = self.params
+        if p.price_in_per_mtok is None and p.price_out_per_mtok is None:
+            return None
+        if (p.price_in_per_mtok is not None and tokens_in is None) or (
+            p.price_out_per_mtok is not None and tokens_out is None
+        ):
+            return None  # a price without the usage it applies to would understate the cost
+        return ((tokens_in or 0) * (p.price_in_per_mtok or 0) + (tokens_out or 0) * (p.price_out_per_mtok or 0)) / 1e6
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+def build_target(config: SuiteConfig) -> Target:
+    """The configured target, ready to call. UsageError when the config has none or it cannot load."""
+    spec = config.target
+    if spec is None:
+        raise UsageError(
+            f"{config.path or 'config'}: no target: to run the suite, add target: with python:, command: or openai:"
+        )
+    if isinstance(spec, PythonTarget):
+        return PythonCallableTarget(spec, config.root, config.concurrency)
+    if isinstance(spec, CommandTarget):
+        return CommandProcessTarget(spec, config.root)
+    return OpenAIChatTarget(spec, config.root)

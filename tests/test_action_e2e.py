@@ -1,0 +1,911 @@
+"""End to end: the action's own ``run:`` steps, read from action.yml, in a simulated runner against
+the fake GitHub server (tests/github_server.py) over real HTTP, on a copy of the quickstart suite
+in a real git repository; and the README's local command against the committed quickstart store.
+
+What is simulated and how:
+- A workflow run: the jobs of .github/workflows/eval-gate*.yml (or a workflow block of
+  docs/github-action.md) whose ``if:`` holds for the event, in file order, matrix jobs once per
+  value; ``run:`` steps in bash, upload/download-artifact as copies into a folder per workflow run,
+  ``uses: $/.`` (this action) through the action's own steps with the step's ``with:`` as inputs.
+  So the workflows the docs show are the ones exercised here.
+- ``${{ ... }}`` expressions in ``with:``, ``if:``, input defaults, ``env:`` blocks and
+  ``outputs:`` are evaluated by ``Expr`` below: context paths (``inputs.x``,
+  ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
+  ``matrix.shard``), literals, ``==``/``!=`` and ``&&``. Anything else fails the test rather than
+  being guessed.
+- Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
+  actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
+  into a fresh virtualenv, the workflows' "Install ..." steps): they need the package index, and
+  evalgate and pytest are already installed in the interpreter running these tests, which is what
+  the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
+  ``shell: bash`` step: ``bash --noprofile --norc -eo pipefail`` on the script, with only its
+  resolved ``env:`` and the runner's variables (GITHUB_EVENT_NAME/PATH, GITHUB_OUTPUT,
+  GITHUB_STEP_SUMMARY, GITHUB_API_URL pointing at the fake server, ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from github_server import GitHubServer, _error, _ok
+
+from evals.baseline import GitHubReleaseStore
+from evals.results import load_results
+
+ROOT = Path(__file__).resolve().parent.parent
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+WORKFLOWS = ROOT / ".github" / "workflows"
+TAG = "eval-baseline"
+CONFIG = "examples/quickstart/evalgate.yml"
+PR = 7
+
+# ------------------------------------------------------------------------------------------ expressions
+
+
+class Expr:
+    """A deliberately small evaluator of GitHub Actions expressions: enough for the ones our
+    action and workflows use, and an error for anything else."""
+
+    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&)|(?P<path>[A-Za-z_][\w.-]*))")
+
+    def __init__(self, contexts: dict[str, Any]):
+        self.contexts = contexts
+
+    def value(self, text: str) -> Any:
+        tokens = self._tokens(text)
+        groups = self._split(tokens, "&&")
+        result: Any = True
+        for group in groups:
+            result = self._comparison(group, text)
+            if not result:
+                return result
+        return result
+
+    def _tokens(self, text: str) -> list[tuple[str, str]]:
+        tokens, pos = [], 0
+        while pos < len(text.rstrip()):
+            match = self._TOKEN.match(text, pos)
+            if not match or match.end() == pos:
+                raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+            kind = match.lastgroup or ""
+            tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        return tokens
+
+    @staticmethod
+    def _split(tokens: list[tuple[str, str]], op: str) -> list[list[tuple[str, str]]]:
+        groups: list[list[tuple[str, str]]] = [[]]
+        for token in tokens:
+            if token == ("op", op):
+                groups.append([])
+            else:
+                groups[-1].append(token)
+        return groups
+
+    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> Any:
+        if len(tokens) == 1:
+            return self._operand(tokens[0])
+        if len(tokens) == 3 and tokens[1][0] == "op" and tokens[1][1] in ("==", "!="):
+            left, right = self._operand(tokens[0]), self._operand(tokens[2])
+            same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
+            return same if tokens[1][1] == "==" else not same
+        raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+
+    def _operand(self, token: tuple[str, str]) -> Any:
+        kind, raw = token
+        if kind == "str":
+            return raw[1:-1].replace("''", "'")
+        if raw in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[raw]
+        value: Any = self.contexts
+        for part in raw.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def render(self, template: Any) -> str:
+        """A string with ``${{ }}`` parts substituted (GitHub turns null into '')."""
+
+        def one(match: re.Match[str]) -> str:
+            value = self.value(match.group(1))
+            if isinstance(value, bool):
+                return "true" if value else "false"
+            return "" if value is None else str(value)
+
+        if isinstance(template, bool):  # YAML booleans reach actions as "true"/"false"
+            return "true" if template else "false"
+        return re.sub(r"\$\{\{(.*?)\}\}", one, str(template))
+
+
+def parse_output_file(path: Path) -> dict[str, str]:
+    """GITHUB_OUTPUT as the runner reads it: ``name=value`` lines and ``name<<DELIM`` blocks."""
+    values: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i + 1)
+            values[name] = "\n".join(lines[i + 1 : end])
+            i = end + 1
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            values[name] = value
+            i += 1
+        else:
+            i += 1
+    return values
+
+
+# ------------------------------------------------------------------------------------------ runner
+
+BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash` (and run-step default)
+
+
+@dataclass
+class Job:
+    """One simulated workflow run: an event, a checkout, a token, and which workflow file."""
+
+    event_name: str
+    payload: dict[str, Any]
+    checkout: Path
+    sha: str
+    ref: str
+    token: str
+    workflow: Path = WORKFLOWS / "eval-gate.yml"
+    dispatch_inputs: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StepRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    out_dir: Path
+    run_id: int = 0  # the workflow run it belonged to (artifacts are per run)
+
+    @property
+    def log(self) -> str:
+        return self.stdout + self.stderr
+
+
+class Runner:
+    """Runs the jobs of a workflow file as a GitHub runner would, step by step (see the module
+    docstring for what is simulated and what is skipped)."""
+
+    def __init__(self, gh: GitHubServer, tmp: Path):
+        self.gh = gh
+        self.tmp = tmp
+        self.artifacts = tmp / "artifacts"
+        self._ids = itertools.count(1)  # next() on it is atomic: concurrent jobs get distinct folders
+
+    def contexts(self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None) -> dict[str, Any]:
+        return {
+            "github": {
+                "event_name": job.event_name,
+                "event": job.payload,
+                "sha": job.sha,
+                "ref": job.ref,
+                "repository": self.gh.repo,
+                "actor": "octo-dev",
+                "token": job.token,
+                "workspace": str(job.checkout),
+                "api_url": self.gh.api_url,
+            },
+            "inputs": dict(job.dispatch_inputs),
+            "runner": {"temp": str(runner_temp), "os": "Linux"},
+            "matrix": matrix or {},
+        }
+
+    def jobs(self, job: Job) -> list[tuple[str, dict[str, Any]]]:
+        """The workflow's jobs whose ``if:`` holds for this event, in file order."""
+        workflow = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
+        contexts = self.contexts(job, self.tmp)
+        return [(n, spec) for n, spec in workflow["jobs"].items() if Expr(contexts).value(str(spec.get("if", "true")))]
+
+    def run(self, job: Job, **overrides: str) -> StepRun:
+        """One workflow run for the event: every job whose ``if:`` holds, in file order (``needs:``
+        in our workflows follows that order), matrix jobs once per value. Exactly one job may use
+        the action; its result is returned. ``overrides`` change the action's inputs."""
+        run_id = next(self._ids)
+        results = []
+        for _, spec in self.jobs(job):
+            matrix = (spec.get("strategy") or {}).get("matrix") or {}
+            assert len(matrix) <= 1, "the simulated runner handles one matrix axis"
+            values = [{k: v} for k, vs in matrix.items() for v in vs] or [None]
+            for value in values:
+                result = self.run_job(job, spec, run_id=run_id, matrix=value, overrides=overrides)
+                if result is not None:
+                    results.append(result)
+        assert len(results) == 1, f"{job.workflow.name}: {len(results)} uses of the action on {job.event_name}"
+        results[0].run_id = run_id
+        return results[0]
+
+    def run_job(
+        self,
+        job: Job,
+        spec: dict[str, Any],
+        *,
+        run_id: int,
+        matrix: dict[str, Any] | None = None,
+        overrides: dict[str, str],
+    ) -> StepRun | None:
+        home = self.tmp / f"job{next(self._ids)}"
+        runner_temp = home / "runner-temp"
+        runner_temp.mkdir(parents=True)
+        contexts = self.contexts(job, runner_temp, matrix)
+        result = None
+        failed = False
+        for number, step in enumerate(spec["steps"]):
+            condition = str(step.get("if", "success()"))
+            if condition == "always()":
+                pass
+            elif failed or (condition != "success()" and not Expr(contexts).value(condition)):
+                continue
+            uses = step.get("uses", "")
+            if uses == "$/.":
+                inputs = {k: Expr(contexts).render(v) for k, v in (step.get("with") or {}).items()} | overrides
+                result = self.action(job, home / f"action{number}", runner_temp, inputs)
+                failed = result.returncode != 0
+            elif uses.startswith("actions/upload-artifact@"):
+                self.upload(job, step, contexts, run_id)
+            elif uses.startswith("actions/download-artifact@"):
+                self.download(step, contexts, run_id)
+            elif uses.startswith(("actions/checkout@", "actions/setup-python@")) or str(
+                step.get("name", "")
+            ).startswith("Install "):
+                continue  # see the module docstring
+            elif "run" in step:
+                env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
+                assert "${{" not in step["run"], "expressions must reach run: through env:"
+                done = self.bash(
+                    step["run"], home / f"step{number}.sh", job, self.runner_env(job, home, runner_temp) | env
+                )
+                assert done.returncode == 0, f"step {step.get('name')} failed: {done.stdout}{done.stderr}"
+            else:
+                raise AssertionError(f"the simulated runner does not know the step {step}")
+        return result
+
+    def upload(self, job: Job, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        target = self.artifacts / str(run_id) / options["name"]
+        source = job.checkout / options["path"]
+        if not source.exists():
+            assert options.get("if-no-files-found") == "ignore", f"nothing to upload at {source}"
+            return
+        target.mkdir(parents=True)  # artifact names are unique within a workflow run
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target / source.name)
+
+    def download(self, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        source = self.artifacts / (options.get("run-id") or str(run_id))
+        target = Path(options["path"])
+        found = sorted(source.glob(options.get("pattern") or options["name"]))
+        assert found, f"no artifact {options.get('pattern') or options['name']} in run {source.name}"
+        for artifact in found:
+            merge = options.get("merge-multiple") == "true" or "name" in options
+            shutil.copytree(artifact, target if merge else target / artifact.name, dirs_exist_ok=True)
+
+    def runner_env(self, job: Job, home: Path, runner_temp: Path) -> dict[str, str]:
+        return {
+            # setup-python + the install steps put this interpreter's scripts (evalgate, pytest) on PATH
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": job.event_name,
+            "GITHUB_EVENT_PATH": str(home / "event.json"),
+            "GITHUB_OUTPUT": str(home / "output"),
+            "GITHUB_STEP_SUMMARY": str(home / "summary.md"),
+            "GITHUB_API_URL": self.gh.api_url,
+            "GITHUB_REPOSITORY": self.gh.repo,
+            "GITHUB_SHA": job.sha,
+            "GITHUB_REF": job.ref,
+            "GITHUB_ACTOR": "octo-dev",
+            "GITHUB_WORKSPACE": str(job.checkout),
+            "RUNNER_TEMP": str(runner_temp),
+            # Short client timeouts and backoff so fault scenarios stay fast.
+            "EVALGATE_GITHUB_TIMEOUT": "2",
+            "EVALGATE_GITHUB_BACKOFF": "0.05",
+            "EVALGATE_GITHUB_MAX_WAIT": "5",
+            **job.extra_env,
+        }
+
+    def bash(self, script: str, path: Path, job: Job, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "event.json").write_text(json.dumps(job.payload), encoding="utf-8")
+        path.write_text(script, encoding="utf-8")
+        return subprocess.run(
+            [*BASH, str(path)], cwd=job.checkout, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+
+    def action(self, job: Job, home: Path, runner_temp: Path, given: dict[str, str]) -> StepRun:
+        """The composite action's steps, with ``given`` inputs (the rest take their defaults)."""
+        home.mkdir(parents=True)
+        contexts = self.contexts(job, runner_temp)
+        undeclared = set(given) - set(ACTION["inputs"])
+        assert not undeclared, f"inputs not declared in action.yml: {undeclared}"
+        inputs = {
+            name: given[name] if name in given else Expr(contexts).render(spec.get("default", ""))
+            for name, spec in ACTION["inputs"].items()
+        }
+        steps: dict[str, dict[str, Any]] = {
+            "python": {"outputs": {"python-path": sys.executable}},
+            "install": {"outputs": {"python": sys.executable}},
+        }
+        contexts |= {"inputs": inputs, "steps": steps}
+        env_base = self.runner_env(job, home, runner_temp) | {"GITHUB_ACTION_PATH": str(ROOT)}
+        output_file, summary_file = home / "output", home / "summary.md"
+        done = None
+        for step in ACTION["runs"]["steps"]:
+            if "uses" in step or step.get("id") == "install":
+                continue  # setup-python and the install step: see the module docstring
+            assert step.get("shell") == "bash"
+            assert "${{" not in step["run"], "expressions must reach run: through env:"
+            env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
+            output_file.write_text("", encoding="utf-8")
+            done = self.bash(step["run"], home / f"step-{step['id']}.sh", job, env_base | env)
+            steps[step["id"]] = {"outputs": parse_output_file(output_file)}
+            if done.returncode != 0:
+                break
+        assert done is not None
+        outputs = {name: Expr(contexts).render(spec["value"]) for name, spec in ACTION["outputs"].items()}
+        summary = summary_file.read_text(encoding="utf-8") if summary_file.exists() else ""
+        for secret in (self.gh.write_token, self.gh.read_token):
+            assert secret not in done.stdout + done.stderr + summary, "the token leaked into the log"
+        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]))
+
+
+# ------------------------------------------------------------------------------------------ the repository
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    done = subprocess.run(
+        ["git", "-c", "user.name=dev", "-c", "user.email=dev@example.com", "-c", "init.defaultBranch=main", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@dataclass
+class Origin:
+    path: Path
+    main_sha: str
+    baseline_results: Path  # the quickstart's full run at main_sha, for seeding stores directly
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
+    """A repository laid out like this one (examples/quickstart/...) with one commit on main. Its
+    config differs from the shipped one only in the store section: the store is chosen by the
+    environment (github-release in Actions) and the first full run seeds it."""
+    repo = tmp_path_factory.mktemp("origin")
+    git(repo, "init", "-q")
+    target = repo / "examples" / "quickstart"
+    shutil.copytree(ROOT / "examples" / "quickstart", target, ignore=shutil.ignore_patterns("baselines", "__pycache__"))
+    config = yaml.safe_load((target / "evalgate.yml").read_text(encoding="utf-8"))
+    config["baseline"] = {"on_missing": "seed", "tag": TAG}
+    (target / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "quickstart")
+    sha = git(repo, "rev-parse", "HEAD")
+    results = tmp_path_factory.mktemp("results") / "baseline.json"
+    subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", str(target / "evalgate.yml"), "-o", str(results)],
+        cwd=repo,
+        env={k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+        check=True,
+        capture_output=True,
+    )
+    return Origin(repo, sha, results)
+
+
+@dataclass
+class World:
+    gh: GitHubServer
+    runner: Runner
+    origin: Origin
+    tmp: Path
+
+    def checkout(self, name: str) -> Path:
+        """A fresh clone (a runner's checkout with full history, like fetch-depth: 0)."""
+        path = self.tmp / "checkouts" / name
+        while path.exists():  # a second job with the same name gets its own runner
+            path = path.with_name(path.name + "+")
+        path.parent.mkdir(exist_ok=True)
+        git(self.tmp, "clone", "-q", str(self.origin.path), str(path))
+        return path
+
+    def commit(self, repo: Path, message: str) -> str:
+        (repo / "CHANGES.txt").open("a", encoding="utf-8").write(message + "\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    def seed(self) -> None:
+        """The baseline of main's first commit, put in the release store directly."""
+        store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
+        store.promote(load_results(self.origin.baseline_results), sha=self.origin.main_sha, verdict="seed")
+
+    def manifest(self) -> dict[str, Any]:
+        names = [a["name"] for a in self.gh.assets(TAG) if re.fullmatch(r"manifest-\d+\.json", a["name"])]
+        assert names, "no manifest in the release"
+        current = max(names, key=lambda n: int(re.findall(r"\d+", n)[0]))
+        return json.loads(self.gh.asset_data(TAG, current) or b"{}")
+
+    def latest_sha(self) -> str:
+        return self.manifest()["snapshots"][-1]["sha"]
+
+    def push(self, checkout: Path, sha: str, token: str | None = None) -> Job:
+        payload = {
+            "ref": "refs/heads/main",
+            "after": sha,
+            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
+        }
+        return Job("push", payload, checkout, sha, "refs/heads/main", token or self.gh.write_token)
+
+    def pull_request(
+        self, checkout: Path, head: str, *, base: str | None = None, fork: bool = False, number: int = PR
+    ) -> Job:
+        head_repo = "forker/evals" if fork else self.gh.repo
+        payload = {
+            "number": number,
+            "pull_request": {
+                "number": number,
+                "head": {"sha": head, "ref": "feature", "repo": {"full_name": head_repo}},
+                "base": {"sha": base or self.origin.main_sha, "ref": "main", "repo": {"full_name": self.gh.repo}},
+            },
+            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
+        }
+        self.gh.pulls[number] = payload["pull_request"]  # the PR as the API shows it now
+        token = self.gh.read_token if fork else self.gh.write_token
+        return Job("pull_request", payload, checkout, head, f"refs/pull/{number}/merge", token)
+
+
+class PullsServer(GitHubServer):
+    """The fake GitHub server plus ``GET /repos/{o}/{r}/pulls/{n}`` (docs.github.com/rest/pulls),
+    which ``evalgate comment`` reads to check a stored report against the PR's current head.
+    (tests/github_server.py does not serve it yet.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pulls: dict[int, dict[str, Any]] = {}
+
+    def _route(self, method: str, path: str, query: Any, headers: Any, body: bytes, token: Any, fault: Any) -> Any:
+        match = re.fullmatch(re.escape(f"{self.prefix}/repos/{self.repo}/pulls/") + r"(\d+)", path)
+        if not (match and method == "GET"):
+            return super()._route(method, path, query, headers, body, token, fault)
+        pull = self.pulls.get(int(match.group(1)))
+        return _ok({**pull, "state": "open"}) if pull else _error(404, "Not Found")
+
+
+@pytest.fixture
+def world(origin: Origin, tmp_path: Path) -> Iterator[World]:
+    with PullsServer() as gh:
+        yield World(gh, Runner(gh, tmp_path), origin, tmp_path)
+
+
+def regressed(job: Job) -> Job:
+    """The quickstart bot with its Korean handling broken (QUICKSTART_REGRESS=ko, see bot.py)."""
+    job.extra_env["QUICKSTART_REGRESS"] = "ko"
+    return job
+
+
+def our_comments(gh: GitHubServer, pr: int = PR) -> list[dict[str, Any]]:
+    return [c for c in gh.comments(pr) if "evalgate:gate=" in (c.get("body") or "")]
+
+
+# ------------------------------------------------------------------------------------------ the stories
+
+
+def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(world: World) -> None:
+    gh, main = world.gh, world.checkout("main")
+    first = world.runner.run(world.push(main, world.origin.main_sha))
+    assert first.returncode == 0, first.log
+    assert first.outputs["verdict"] == "no-baseline"
+    assert first.outputs["promoted"] == "true"
+    assert world.latest_sha() == world.origin.main_sha
+    assert "no-baseline" in first.summary.lower() or "no baseline" in first.summary.lower()
+
+    feature = world.checkout("feature")
+    head = world.commit(feature, "tweak the prompt")
+    run = world.runner.run(regressed(world.pull_request(feature, head)))
+    assert run.returncode == 1, run.log
+    assert run.outputs["verdict"] == "fail"
+    assert run.outputs["baseline-sha"] == world.origin.main_sha
+    assert run.outputs["comment-url"]
+    comments = our_comments(gh)
+    assert len(comments) == 1
+    assert "language=ko" in comments[0]["body"]
+    assert "::error" in run.stdout  # annotations for the regressed units
+    assert Path(run.outputs["report-path"]).is_file()
+    assert json.loads(Path(run.outputs["comparison-path"]).read_text())["verdict"] == "fail"
+    smoke = load_results(run.outputs["results-path"])
+    assert smoke.run.subset and len(smoke.cases) < 240  # PRs run the smoke subset
+
+    # A new push to the PR: the same comment is updated in place, never a second one.
+    head2 = world.commit(feature, "tweak it again")
+    again = world.runner.run(regressed(world.pull_request(feature, head2)))
+    assert again.returncode == 1, again.log
+    after = our_comments(gh)
+    assert len(after) == 1 and after[0]["id"] == comments[0]["id"]
+    assert after[0]["body"] != comments[0]["body"] and head2[:10] in after[0]["body"]
+    assert world.latest_sha() == world.origin.main_sha  # a PR never promotes
+
+
+def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: World) -> None:
+    gh = world.gh
+    world.seed()
+    fork = world.checkout("fork")
+    head = world.commit(fork, "a contribution from a fork")
+    run = world.runner.run(world.pull_request(fork, head, fork=True))
+    assert run.returncode == 0, run.log  # the 403 on the comment does not turn the check red
+    assert run.outputs["verdict"] == "pass"
+    assert our_comments(gh) == []
+    assert "::warning" in run.stdout and "fork" in run.stdout
+    meta = json.loads((run.out_dir / "comment.json").read_text())
+    assert meta["pr_number"] == PR and meta["head_sha"] == head
+    assert (run.out_dir / "comment.md").is_file() and run.summary
+
+    # Phase two: eval-gate-fork-comment.yml, triggered by that run, downloads its artifact and posts.
+    def workflow_run(run_id: int, head_sha: str) -> Job:
+        payload = {
+            "workflow_run": {
+                "id": run_id,
+                "event": "pull_request",
+                "conclusion": "success",
+                "head_sha": head_sha,
+                "head_repository": {"full_name": "forker/evals"},
+            },
+            "repository": {"full_name": gh.repo, "default_branch": "main"},
+        }
+        base = world.checkout(f"base-{run_id}")
+        job = Job("workflow_run", payload, base, world.origin.main_sha, "refs/heads/main", gh.write_token)
+        job.workflow = WORKFLOWS / "eval-gate-fork-comment.yml"
+        return job
+
+    posted = world.runner.run(workflow_run(run.run_id, head))
+    assert posted.returncode == 0, posted.log
+    comments = our_comments(gh)
+    assert len(comments) == 1 and posted.outputs["comment-url"]
+    assert posted.outputs["verdict"] == "pass"
+
+    # The fork's code wrote that artifact, so it may lie. A report for another commit than the
+    # triggering run's is refused (exit 2) ...
+    def forged(run_id: int, **changes: Any) -> int:
+        folder = world.runner.artifacts / str(run_id) / "evalgate-report"
+        shutil.copytree(world.runner.artifacts / str(run.run_id) / "evalgate-report", folder)
+        (folder / "comment.json").write_text(json.dumps(meta | changes))
+        return run_id
+
+    refused = world.runner.run(workflow_run(forged(10_001), "f" * 40))
+    assert refused.returncode == 2, refused.log
+    assert "does not belong" in refused.stderr
+    # ... one naming someone else's PR is not posted there (that PR's head is not this commit) ...
+    other = world.checkout("other")
+    world.pull_request(other, world.commit(other, "someone else's PR"), number=PR + 1)
+    aimed = world.runner.run(workflow_run(forged(10_002, pr_number=PR + 1), head))
+    assert aimed.returncode == 0, aimed.log
+    assert "not posted" in aimed.stderr and our_comments(gh, PR + 1) == []
+    # ... and once the PR has moved on, the older push's report is not posted either.
+    world.pull_request(fork, world.commit(fork, "a newer push"), fork=True)
+    stale = world.runner.run(workflow_run(run.run_id, head))
+    assert stale.returncode == 0 and "not posted" in stale.stderr
+    assert len(our_comments(gh)) == 1 and our_comments(gh)[0]["body"] == comments[0]["body"]
+
+
+def test_push_promotes_and_dispatch_reset_blesses_with_reason(world: World) -> None:
+    world.seed()
+    main = world.checkout("main")
+    sha = world.commit(main, "merge a good change")
+    run = world.runner.run(world.push(main, sha))
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass" and run.outputs["promoted"] == "true"
+    assert world.latest_sha() == sha
+
+    reset_sha = world.commit(main, "accept new behaviour")
+    job = world.push(main, reset_sha)
+    job.event_name, job.dispatch_inputs = "workflow_dispatch", {"reason": "new Korean tokenizer"}
+    job.payload = {"inputs": job.dispatch_inputs, "ref": "refs/heads/main", "repository": job.payload["repository"]}
+    reset = world.runner.run(regressed(job))
+    assert reset.returncode == 0, reset.log
+    assert reset.outputs["verdict"] == "reset"
+    entry = world.manifest()["snapshots"][-1]
+    assert entry["sha"] == reset_sha and entry["blessed"] is True
+    assert entry["reason"] == "new Korean tokenizer" and entry["actor"] == "octo-dev"
+    assert "new Korean tokenizer" in reset.summary
+
+
+def test_faults_during_download_and_comment_are_retried(world: World) -> None:
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+    gh.faults.add("GET", r"/releases/assets/\d+$", "500", times=1)
+    gh.faults.add("GET", r"^/", "truncate", server="storage")
+    gh.faults.add("GET", r"/releases/\d+/assets$", "reset", times=1)
+    gh.faults.add("POST", r"/issues/\d+/comments$", "502", times=1)
+    run = world.runner.run(regressed(world.pull_request(feature, head)))
+    assert gh.faults.pending() == []
+    assert run.returncode == 1, run.log
+    assert run.outputs["verdict"] == "fail"
+    assert len(our_comments(gh)) == 1
+
+
+def test_baseline_store_down_is_exit_3_and_comment_down_keeps_the_verdict(world: World) -> None:
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+    gh.faults.add("GET", r"/releases/assets/\d+$", "500", times=1000)
+    down = world.runner.run(world.pull_request(feature, head))
+    assert down.returncode == 3, down.log
+    assert down.outputs["verdict"] == "error"
+    assert "error" in down.summary
+    gh.faults.clear()
+
+    gh.faults.add("*", r"/issues/", "500", times=1000)
+    run = world.runner.run(regressed(world.pull_request(feature, head)))
+    assert run.returncode == 1, run.log  # the verdict's exit code, not the comment's failure
+    assert run.outputs["verdict"] == "fail" and run.outputs["comment-url"] == ""
+    assert "::warning" in run.stdout
+    assert our_comments(gh) == []
+
+
+def test_faults_during_promotion_retry_or_exit_3_with_previous_baseline_intact(world: World) -> None:
+    gh = world.gh
+    world.seed()
+    main = world.checkout("main")
+    first = world.commit(main, "change one")
+    gh.faults.add("POST", r"/releases/\d+/assets$", "reset-after", times=1)
+    ok = world.runner.run(world.push(main, first))
+    assert ok.returncode == 0, ok.log
+    assert gh.faults.pending() == []
+    assert world.latest_sha() == first
+
+    second = world.commit(main, "change two")
+    before = world.manifest()
+    gh.faults.add("POST", r"/releases/\d+/assets$", "500", times=1000)
+    failed = world.runner.run(world.push(main, second))
+    assert failed.returncode == 3, failed.log
+    gh.faults.clear()
+    assert world.manifest() == before and world.latest_sha() == first
+    store = GitHubReleaseStore(gh.client(), tag=TAG, repo=main)
+    assert store.latest().ref.snapshot.sha == first  # still loads and verifies
+
+
+def test_two_concurrent_promotions_leave_one_consistent_manifest(world: World) -> None:
+    gh = world.gh
+    world.seed()
+    older_checkout = world.checkout("older")
+    older = world.commit(older_checkout, "merge one")
+    newer_checkout = world.checkout("newer")
+    git(newer_checkout, "pull", "-q", str(older_checkout), "main")
+    newer = world.commit(newer_checkout, "merge two")
+    runs: dict[str, StepRun] = {}
+
+    def push(name: str, checkout: Path, sha: str) -> None:
+        runs[name] = world.runner.run(world.push(checkout, sha))
+
+    threads = [
+        threading.Thread(target=push, args=("older", older_checkout, older)),
+        threading.Thread(target=push, args=("newer", newer_checkout, newer)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert runs["older"].returncode == 0, runs["older"].log
+    assert runs["newer"].returncode == 0, runs["newer"].log
+    manifest = world.manifest()
+    shas = [s["sha"] for s in manifest["snapshots"]]
+    assert shas[-1] == newer and len(shas) == len(set(shas))
+    store = GitHubReleaseStore(gh.client(), tag=TAG, repo=newer_checkout)
+    for info in store.list().snapshots:
+        assert store.load(info).results.run.suite == "quickstart"  # every entry is there and verifies
+
+
+def test_sharded_workflow_merges_the_shards_and_promotes(world: World) -> None:
+    world.seed()
+    main = world.checkout("main")
+    sha = world.commit(main, "merge a change")
+    job = world.push(main, sha)
+    job.workflow = WORKFLOWS / "eval-gate-sharded.yml"
+    run = world.runner.run(job)
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass" and run.outputs["promoted"] == "true"
+    merged = load_results(run.outputs["results-path"])
+    assert merged.run.shard is None and len(merged.cases) == 240
+    assert world.latest_sha() == sha
+
+
+# ------------------------------------------------------------------------------------------ the docs
+
+
+DOC = ROOT / "docs" / "github-action.md"
+# What differs between this repository's workflows and the copies users paste from the docs.
+TO_DOCS = [
+    ("uses: $/.", "uses: evalgate/evalgate@<full-commit-sha> # v1"),
+    ("examples/quickstart/evalgate.yml", "evalgate.yml"),
+    (
+        "EVALGATE_PACKAGE: . # this repository is evalgate",
+        'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
+    ),
+    ("          baseline-store: github-release\n", ""),
+]
+
+
+def doc_workflows() -> dict[str, str]:
+    """The YAML blocks of docs/github-action.md that start with ``# .github/workflows/<name>``."""
+    blocks = re.findall(r"```yaml\n(# \.github/workflows/(\S+)\n.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return {name: text for text, name in blocks}
+
+
+def test_the_docs_show_the_workflows_the_tests_run() -> None:
+    docs = doc_workflows()
+    for path in sorted(WORKFLOWS.glob("eval-gate*.yml")):
+        text = path.read_text(encoding="utf-8")
+        for ours, theirs in TO_DOCS:
+            text = text.replace(ours, theirs)
+        assert path.name in docs, f"docs/github-action.md does not show {path.name}"
+        assert yaml.safe_load(docs[path.name]) == yaml.safe_load(text), f"the docs' {path.name} differs"
+    assert "eval-gate-byo.yml" in docs  # exercised by the next test
+
+
+def test_bring_your_own_results_from_the_docs(world: World) -> None:
+    """The docs' bring-your-own workflow: pytest's JUnit XML, imported and gated with mode: compare,
+    no evalgate.yml. The first push seeds the baseline; a PR that breaks a third of the tests fails."""
+    workflow = world.tmp / "eval-gate-byo.yml"
+    workflow.write_text(doc_workflows()["eval-gate-byo.yml"].replace(TO_DOCS[0][1], TO_DOCS[0][0]), encoding="utf-8")
+    main = world.checkout("byo")
+    (main / "eval_tests").mkdir()
+    (main / "eval_tests" / "test_answers.py").write_text(
+        "import os\n\nimport pytest\n\n\n"
+        "@pytest.mark.parametrize('n', range(40))\n"
+        "def test_answer(n):\n"
+        "    assert not (os.environ.get('BYO_REGRESS') == '1' and n % 3 == 0)\n",
+        encoding="utf-8",
+    )
+    base = world.commit(main, "eval tests")
+    push = world.push(main, base)
+    push.workflow = workflow
+    seeded = world.runner.run(push)
+    assert seeded.returncode == 0, seeded.log
+    assert seeded.outputs["verdict"] == "no-baseline" and seeded.outputs["promoted"] == "true"
+
+    head = world.commit(main, "a change that breaks a third of the answers")
+    pr = world.pull_request(main, head, base=base)
+    pr.workflow = workflow
+    pr.extra_env["BYO_REGRESS"] = "1"
+    run = world.runner.run(pr)
+    assert run.returncode == 1, run.log
+    assert run.outputs["verdict"] == "fail" and run.outputs["baseline-sha"] == base
+    assert len(our_comments(world.gh)) == 1
+
+
+def test_dispatch_without_a_reason_is_a_usage_error(world: World) -> None:
+    main = world.checkout("main")
+    job = world.push(main, world.origin.main_sha)
+    job.event_name, job.payload = "workflow_dispatch", {"inputs": {}, "repository": job.payload["repository"]}
+    run = world.runner.run(job)
+    assert run.returncode == 2, run.log
+    assert "reason" in run.stderr
+    assert world.gh.assets(TAG) == []
+
+
+def test_the_readme_command_against_the_committed_quickstart_baseline(tmp_path: Path) -> None:
+    """Outside Actions: the local store in examples/quickstart/baselines, read only."""
+    store = ROOT / "examples" / "quickstart" / "baselines"
+    before = sorted((p.name, p.read_bytes()) for p in store.iterdir())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "QUICKSTART_"))}
+    command = [sys.executable, "-m", "evals", "gate", "--config", CONFIG]
+
+    def gate(out: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, "--out-dir", str(tmp_path / out)],
+            cwd=ROOT,
+            env=env | extra,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    same = gate("same")
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout.startswith("evalgate gate: pass") and str(tmp_path / "same" / "report.md") in same.stdout
+    broken = gate("ko", QUICKSTART_REGRESS="ko")
+    assert broken.returncode == 1, broken.stdout + broken.stderr
+    assert broken.stdout.startswith("evalgate gate: fail") and "language=ko" in broken.stdout.splitlines()[0]
+    assert sorted((p.name, p.read_bytes()) for p in store.iterdir()) == before
+
+
+def test_baseline_command_lists_and_fetches_the_committed_store(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+
+    def baseline(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "evals", "baseline", *args]
+        return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
+
+    listed = baseline("list", "--config", CONFIG)
+    assert listed.returncode == 0, listed.stderr
+    assert "blessed" in listed.stdout and "initial baseline" in listed.stdout
+    fetched = baseline("fetch", "--config", CONFIG, "-o", str(tmp_path / "b.json"))
+    assert fetched.returncode == 0, fetched.stderr
+    assert len(load_results(tmp_path / "b.json").cases) == 240
+    missing = baseline("show", "--config", CONFIG, "0000000")
+    assert missing.returncode == 2 and "no snapshot of commit 0000000" in missing.stderr
+
+
+# ------------------------------------------------------------------------------------------ activity
+
+
+def detect_for(tmp_path: Path, event: str, payload: dict[str, Any], mode: str = "auto", **kw: Any) -> Any:
+    from evals.activity import detect
+
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    env = {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(path),
+        "GITHUB_REF": payload.get("ref", "refs/pull/3/merge"),
+        "GITHUB_SHA": "a" * 40,
+        "GITHUB_REPOSITORY": "octo/evals",
+    }
+    return detect(mode, env=env, **kw)
+
+
+REPO = {"full_name": "octo/evals", "default_branch": "trunk"}
+
+
+def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> None:
+    from evals.errors import UsageError
+
+    on_trunk = detect_for(tmp_path, "push", {"ref": "refs/heads/trunk", "repository": REPO})
+    assert (on_trunk.kind, on_trunk.promote) == ("full", True)
+    on_branch = detect_for(tmp_path, "push", {"ref": "refs/heads/main", "repository": REPO})
+    assert (on_branch.kind, on_branch.promote) == ("smoke", False)  # main is not this repo's default branch
+    nightly = detect_for(tmp_path, "schedule", {"repository": REPO})
+    assert (nightly.kind, nightly.promote) == ("full", False)
+    explicit = detect_for(tmp_path, "push", {"ref": "refs/heads/trunk", "repository": REPO}, mode="smoke")
+    assert (explicit.kind, explicit.promote) == ("smoke", False)
+    pr = {
+        "pull_request": {
+            "number": 3,
+            "head": {"sha": "b" * 40, "repo": None},  # a deleted fork
+            "base": {"sha": "c" * 40, "repo": {"full_name": "octo/evals"}},
+        },
+        "repository": REPO,
+    }
+    gated = detect_for(tmp_path, "pull_request", pr)
+    assert (gated.kind, gated.pr_number, gated.fork, gated.candidate_sha) == ("smoke", 3, True, "b" * 40)
+    with pytest.raises(UsageError, match="reason"):
+        detect_for(tmp_path, "workflow_dispatch", {"repository": REPO}, reason="  ")
+    with pytest.raises(UsageError, match="issues"):
+        detect_for(tmp_path, "issues", {"repository": REPO})

@@ -1,0 +1,600 @@
+"""The baseline store (SPEC §7) on real files, a real git history and (below) the fake GitHub server."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from github_server import GitHubServer, github_api_fixture  # noqa: F401  (registers the fixture)
+
+from evals import ancestry
+from evals.baseline import (
+    BaselineStore,
+    GitHubReleaseStore,
+    LocalStore,
+    ReleaseBlobs,
+    StoreCorrupt,
+    encode_snapshot,
+    manifest_name,
+    open_store,
+    promotion_allowed,
+    sha256_digest,
+    snapshot_name,
+)
+from evals.config import SuiteConfig
+from evals.errors import InfraError, UsageError
+from evals.manifest import Manifest
+from evals.results import Attempt, CaseResult, Results, RunInfo
+
+# ------------------------------------------------------------------------------------- helpers
+
+
+def results_for(sha: str, passed: list[bool], suite: str = "demo") -> Results:
+    cases = [CaseResult(id=f"c{i}", attempts=[Attempt(passed=p, score=float(p))]) for i, p in enumerate(passed)]
+    run = RunInfo(
+        suite=suite,
+        status="success",
+        total_cases=len(cases),
+        completed_cases=len(cases),
+        git_sha=sha,
+        git_ref="refs/heads/main",
+        config_hash="sha256:cfg",
+    )
+    return Results(run=run, cases=cases)
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A real repository with six commits on main, a day apart: c[0] oldest."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    shas = []
+    for day in range(6):
+        git(repo, "commit", "-q", "--allow-empty", "-m", f"c{day}", date=f"2026-11-0{day + 1}T12:00:00Z")
+        shas.append(git(repo, "rev-parse", "HEAD"))
+    return repo, shas
+
+
+def local(tmp_path: Path, repo: Path | None = None, **kw) -> LocalStore:
+    kw.setdefault("grace", timedelta(0))
+    kw.setdefault("settle_s", 0.0)
+    return LocalStore(tmp_path / "store", repo=repo, **kw)
+
+
+# ------------------------------------------------------------------------------------- rules
+
+
+def test_promotion_allowed_only_on_pass_or_inconclusive_with_drift_guard():
+    assert promotion_allowed("pass", True)[0]
+    assert promotion_allowed("inconclusive", True)[0]
+    for verdict in ("fail", "incomplete", "incompatible", "no-baseline"):
+        ok, why = promotion_allowed(verdict, True)
+        assert not ok and verdict in why
+    ok, why = promotion_allowed("pass", False)
+    assert not ok and "drift" in why
+
+
+def test_snapshot_bytes_are_reproducible_gzip():
+    a, b = encode_snapshot(results_for("a" * 40, [True, False])), encode_snapshot(results_for("a" * 40, [True, False]))
+    assert a == b and a[:2] == b"\x1f\x8b" and a[4:8] == b"\0\0\0\0"  # gzip mtime field is zero
+    assert json.loads(gzip.decompress(a))["run"]["git_sha"] == "a" * 40
+    with pytest.raises(UsageError):
+        snapshot_name("../etc")
+
+
+def test_ancestry_reads_real_git_history(history, tmp_path: Path):
+    repo, shas = history
+    walk = ancestry.ancestors(shas[3], repo=repo)
+    assert walk.shas == shas[3::-1] and walk.complete and walk.warning is None
+    assert ancestry.is_ancestor(shas[1], shas[3], repo=repo) is True
+    assert ancestry.is_ancestor(shas[3], shas[1], repo=repo) is False
+    assert ancestry.is_ancestor(shas[1], "f" * 40, repo=repo) is None
+    assert ancestry.commit_date(shas[0], repo=repo).isoformat() == "2026-11-01T12:00:00+00:00"
+    assert ancestry.resolve(repo, "--output=x") is None and not (repo / "x").exists()
+    assert not ancestry.ancestors(shas[0], repo=None).complete
+
+
+# ------------------------------------------------------------------------------------- local store
+
+
+def test_promote_list_latest_roundtrip(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    assert store.latest() is None and store.list().snapshots == []
+    first = store.promote(results_for(shas[0], [True, True]), sha=shas[0], verdict="seed", actor="alice")
+    assert first.promoted and first.snapshot is not None
+    second = store.promote(results_for(shas[1], [True, False]), sha=shas[1], verdict="pass", actor="bob")
+    assert second.promoted
+
+    files = sorted(p.name for p in (tmp_path / "store").iterdir())
+    assert files == [snapshot_name(shas[0]), snapshot_name(shas[1]), manifest_name(1), manifest_name(2)]
+    raw = (tmp_path / "store" / snapshot_name(shas[1])).read_bytes()
+    manifest = Manifest.model_validate_json((tmp_path / "store" / manifest_name(2)).read_text())
+    assert manifest.generation == 2
+    assert [e.sha for e in manifest.snapshots] == shas[:2]
+    entry = manifest.snapshots[-1]
+    assert entry.digest == sha256_digest(raw) and entry.size == len(raw)
+    assert (entry.verdict, entry.actor, entry.config_hash, entry.suite) == ("pass", "bob", "sha256:cfg", "demo")
+    assert entry.commit_date == "2026-11-02T12:00:00Z"
+
+    loaded = store.latest()
+    assert loaded is not None and loaded.results.run.git_sha == shas[1]
+    assert loaded.ref.source == f"local:{tmp_path / 'store'}" and loaded.ref.snapshot == entry
+    assert store.list() == manifest
+
+
+def test_select_walks_git_ancestry_to_the_nearest_snapshot(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    for i in (0, 2):
+        store.promote(results_for(shas[i], [True]), sha=shas[i], verdict="pass")
+
+    exact = store.select(base_sha=shas[2])
+    assert exact.results.run.git_sha == shas[2] and exact.ref.note == "snapshot of the PR base commit"
+    back = store.select(base_sha=shas[5])
+    assert back.results.run.git_sha == shas[2] and "3 commit(s) back" in back.ref.note and not back.warnings
+    older = store.select(base_sha=shas[1])
+    assert older.results.run.git_sha == shas[0]  # the newer snapshot of c2 is not an ancestor of c1
+    assert store.select(base_sha=None).results.run.git_sha == shas[2]
+
+    # A merge brings in a side branch whose commit has the only snapshot: found after the first-parent line.
+    git(repo, "checkout", "-q", "-b", "side", shas[3])
+    git(repo, "commit", "-q", "--allow-empty", "-m", "side", date="2026-11-10T12:00:00Z")
+    side = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    git(repo, "merge", "-q", "--no-ff", "-m", "merge", side, date="2026-11-11T12:00:00Z")
+    merge = git(repo, "rev-parse", "HEAD")
+    side_store = LocalStore(tmp_path / "side-store", repo=repo, grace=timedelta(0), settle_s=0)
+    side_store.promote(results_for(side, [True]), sha=side, verdict="pass")
+    assert side_store.select(base_sha=merge).results.run.git_sha == side
+
+
+def test_select_without_history_falls_back_and_says_so(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    store.promote(results_for(shas[4], [True]), sha=shas[4], verdict="pass")
+
+    # A shallow clone (actions/checkout's default depth 1) knows the base commit and its date only.
+    shallow = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", "--branch", "main", f"file://{repo}", str(shallow)], check=True
+    )
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", shas[3])
+    clipped = LocalStore(tmp_path / "store", repo=shallow, grace=timedelta(0), settle_s=0)
+    loaded = clipped.select(base_sha=shas[3])
+    assert loaded.results.run.git_sha == shas[1]  # the latest snapshot of a commit not newer than the base
+    assert any("shallow" in w for w in loaded.warnings) and "not newer than the PR base" in loaded.ref.note
+
+    # A base commit git does not have at all: the latest, with a warning naming the missing history.
+    unknown = clipped.select(base_sha="f" * 40)
+    assert unknown.results.run.git_sha == shas[4]
+    assert any("not in the checkout's history" in w for w in unknown.warnings)
+
+    # Ancestors passed in by the caller are used as given.
+    given = store.select(base_sha="e" * 40, ancestors=["e" * 40, "d" * 40, shas[1]])
+    assert given.results.run.git_sha == shas[1] and "2 commit(s) back" in given.ref.note
+
+
+def test_promotion_never_replaces_a_newer_commit(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    assert store.promote(results_for(shas[3], [True]), sha=shas[3], verdict="pass").promoted
+
+    older = store.promote(results_for(shas[2], [True]), sha=shas[2], verdict="pass")
+    assert not older.promoted and "older" in older.reason and older.snapshot is None
+    assert not (tmp_path / "store" / snapshot_name(shas[2])).exists()
+
+    again = store.promote(results_for(shas[3], [True]), sha=shas[3], verdict="pass")
+    assert again.promoted and "identical" in again.reason and again.manifest.generation == 1
+
+    rerun = store.promote(results_for(shas[3], [False]), sha=shas[3], verdict="pass")
+    assert not rerun.promoted and "reset" in rerun.reason
+
+    # A reset re-blesses a new run of the same commit under a second, digest-suffixed name.
+    reset = store.promote(
+        results_for(shas[3], [False]), sha=shas[3], verdict="reset", reason="new rubric", actor="carol", blessed=True
+    )
+    assert reset.promoted and reset.snapshot.blessed and reset.snapshot.name != snapshot_name(shas[3])
+    assert reset.snapshot.name.startswith(f"baseline-{shas[3]}-")
+    assert store.latest().results.cases[0].attempts[0].passed is False
+    blessed = store.blessed()
+    assert blessed.ref.snapshot.reason == "new rubric" and blessed.ref.snapshot.actor == "carol"
+    assert (tmp_path / "store" / snapshot_name(shas[3])).exists()  # the first run is untouched
+
+    # A reset may not go back in history either.
+    back = store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="reset", reason="x", blessed=True)
+    assert not back.promoted
+
+    assert store.promote(results_for(shas[5], [True]), sha=shas[5], verdict="pass").promoted
+
+
+def test_promotion_order_by_commit_date_when_git_cannot_tell(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    store.promote(results_for(shas[4], [True]), sha=shas[4], verdict="pass")
+    # A checkout that has only the candidate commit (shallow): the latest's recorded commit_date decides.
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
+    git(shallow, "fetch", "-q", "--depth", "1", "origin", shas[2])
+    clipped = LocalStore(tmp_path / "store", repo=shallow, grace=timedelta(0), settle_s=0)
+    refused = clipped.promote(results_for(shas[2], [True]), sha=shas[2], verdict="pass")
+    assert not refused.promoted and "dates decide" in refused.reason
+    newer = clipped.promote(results_for(shas[5], [True]), sha=shas[5], verdict="pass")
+    assert newer.promoted and any("commit date" in w for w in newer.warnings)
+
+    # Diverged history (neither is an ancestor) with the same commit second: a tie is not "newer".
+    git(repo, "checkout", "-q", "-b", "tie", shas[4])
+    git(repo, "commit", "-q", "--allow-empty", "-m", "tie", date="2026-11-06T12:00:00Z")
+    tie = git(repo, "rev-parse", "HEAD")
+    tied = store.promote(results_for(tie, [True]), sha=tie, verdict="pass")
+    assert not tied.promoted and "not newer" in tied.reason
+    assert store.latest().results.run.git_sha == shas[5]
+
+
+def test_keep_prunes_old_snapshots_but_never_the_blessed_one(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo, keep=2)
+    store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="reset", reason="start", blessed=True)
+    for sha in shas[1:]:
+        assert store.promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
+    manifest = store.list()
+    assert [e.sha for e in manifest.snapshots] == [shas[0], shas[4], shas[5]]
+    names = {p.name for p in (tmp_path / "store").iterdir()}
+    # The last 3 manifest generations are kept (gen 4 still names c2); snapshots none of them names are deleted.
+    assert {n for n in names if n.startswith("manifest-")} == {manifest_name(g) for g in (4, 5, 6)}
+    assert {n for n in names if n.startswith("baseline-")} == {snapshot_name(s) for s in (shas[0], *shas[2:])}
+    assert store.blessed().results.run.git_sha == shas[0]
+
+
+def test_prune_spares_young_unreferenced_snapshots(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo, grace=timedelta(hours=1))
+    orphan = tmp_path / "store" / snapshot_name("ab" * 20)
+    orphan.parent.mkdir()
+    orphan.write_bytes(encode_snapshot(results_for("ab" * 20, [True])))  # a concurrent writer's, not yet named
+    store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    assert orphan.exists()
+    old = orphan.stat().st_mtime - 7200
+    os.utime(orphan, (old, old))
+    store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert not orphan.exists()
+
+
+def test_legacy_baseline_json_is_read_until_the_first_manifest(tmp_path: Path, history):
+    repo, shas = history
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / "baseline.json").write_text(results_for(shas[0], [True, False]).model_dump_json())
+    store = local(tmp_path, repo)
+    legacy = store.latest()
+    assert legacy.ref.legacy and legacy.ref.snapshot is None and legacy.results.run.git_sha == shas[0]
+    assert store.select(base_sha=shas[3]).ref.legacy
+    store.promote(results_for(shas[1], [True, True]), sha=shas[1], verdict="pass")
+    now = store.latest()
+    assert not now.ref.legacy and now.results.run.git_sha == shas[1]
+    assert (folder / "baseline.json").exists()
+
+
+def test_corrupt_snapshot_is_detected_and_skipped(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    for sha in shas[:2]:
+        store.promote(results_for(sha, [True]), sha=sha, verdict="pass")
+    victim = tmp_path / "store" / snapshot_name(shas[1])
+    victim.unlink()
+    victim.write_bytes(encode_snapshot(results_for(shas[1], [False])))  # valid gzip, wrong content
+
+    loaded = store.latest()
+    assert loaded.results.run.git_sha == shas[0]
+    assert any("digest mismatch" in w for w in loaded.warnings) and "fell back" in loaded.ref.note
+    assert store.select(base_sha=shas[1]).results.run.git_sha == shas[0]
+
+    first = tmp_path / "store" / snapshot_name(shas[0])
+    first.unlink()
+    first.write_bytes(b"\x1f\x8b garbage")
+    with pytest.raises(StoreCorrupt, match="no snapshot passes verification"):
+        store.latest()
+
+
+def test_damaged_manifests_fall_back_or_fail_clearly(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    folder = tmp_path / "store"
+    (folder / manifest_name(7)).write_text('{"manifest_version": 1, "snap')  # a write that died half-way
+    loaded = store.latest()
+    assert loaded.results.run.git_sha == shas[0]
+    assert any(manifest_name(7) in w and "not a valid manifest" in w for w in loaded.warnings)
+    # The next writer goes above the debris, so readers see its manifest.
+    result = store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert result.manifest.generation == 8 and store.latest().results.run.git_sha == shas[1]
+
+    for path in folder.glob("manifest-*.json"):
+        path.write_text("not json")
+    with pytest.raises(StoreCorrupt, match="no manifest is readable"):
+        store.latest()
+    # A reset can still write a fresh manifest over a store whose manifests are all damaged.
+    fresh = store.promote(results_for(shas[2], [True]), sha=shas[2], verdict="reset", reason="repair", blessed=True)
+    assert fresh.promoted and store.latest().results.run.git_sha == shas[2]
+
+
+def test_half_written_snapshot_debris_is_replaced_but_a_valid_one_never(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    folder = tmp_path / "store"
+    folder.mkdir()
+    (folder / snapshot_name(shas[0])).write_bytes(encode_snapshot(results_for(shas[0], [True]))[:20])
+    assert store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass").promoted
+    assert store.latest().results.run.git_sha == shas[0]
+
+    # A complete, different snapshot under the name (another writer's) is never clobbered.
+    other = encode_snapshot(results_for(shas[1], [False]))
+    (folder / snapshot_name(shas[1])).write_bytes(other)
+    with pytest.raises(InfraError, match="never overwritten"):
+        store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert (folder / snapshot_name(shas[1])).read_bytes() == other
+    assert store.latest().results.run.git_sha == shas[0]
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time
+    from datetime import timedelta
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[4])
+    from test_baseline_store import results_for
+    from evals.baseline import LocalStore
+
+    folder, prefix, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+    store = LocalStore(folder, keep=100, repo=None, settle_s=0.01)
+    while not go.exists():
+        time.sleep(0.001)
+    # Fewer promotions than evals.baseline.WRITE_ATTEMPTS: each lost race means the other writer
+    # published, so no writer can run out of attempts.
+    for i in range(6):
+        sha = f"{prefix}{i:02d}"
+        result = store.promote(results_for(sha, [i % 2 == 0]), sha=sha, verdict="pass")
+        assert result.promoted, result.reason
+    """
+)
+
+
+def test_two_processes_promoting_at_once_end_with_one_consistent_manifest(tmp_path: Path):
+    folder, go = tmp_path / "store", tmp_path / "go"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(folder), prefix, str(go), str(Path(__file__).parent)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for prefix in ("aaaa", "bbbb")
+    ]
+    go.touch()
+    for proc in procs:
+        _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
+    store = LocalStore(folder, keep=100)
+    manifest = store.list()
+    shas = sorted(e.sha for e in manifest.snapshots)
+    assert shas == sorted([f"aaaa{i:02d}" for i in range(6)] + [f"bbbb{i:02d}" for i in range(6)])
+    assert manifest.generation == 12  # every publication took exactly one generation
+    for entry in manifest.snapshots:
+        assert store.load(entry).results.run.git_sha == entry.sha
+
+
+# ------------------------------------------------------------------------------------- open_store
+
+
+def test_open_store_defaults(tmp_path: Path):
+    config = SuiteConfig(suite="s", cases="c.jsonl")
+    config._root = tmp_path
+    store = open_store(config, env={})
+    assert isinstance(store, LocalStore) and store.folder == (tmp_path / ".evalgate/baselines").resolve()
+    assert store.repo == tmp_path
+    with pytest.raises(UsageError, match="token"):
+        open_store(config, env={"GITHUB_ACTIONS": "true", "GITHUB_REPOSITORY": "o/r"})
+
+
+# ------------------------------------------------------------------------------------- GitHub release store
+
+TAG = "eval-baseline"
+
+
+class BeforeCreate(ReleaseBlobs):
+    """The real release backend, with a test hook called with each name just before it is
+    uploaded: to interleave a concurrent writer or arm a server fault at an exact step."""
+
+    def __init__(self, client, hook):
+        super().__init__(client, TAG)
+        self.hook = hook
+
+    def create(self, name: str, data: bytes):
+        self.hook(name)
+        return super().create(name, data)
+
+
+def gh_store(gh: GitHubServer, repo: Path | None = None, *, before_create=None, **kw) -> BaselineStore:
+    kw.setdefault("grace", timedelta(0))
+    kw.setdefault("settle_s", 0.0)
+    if before_create is None:
+        return GitHubReleaseStore(gh.client(), tag=TAG, repo=repo, **kw)
+    return BaselineStore(BeforeCreate(gh.client(), before_create), f"github-release:{TAG}", repo=repo, **kw)
+
+
+def asset_names(gh: GitHubServer) -> list[str]:
+    return sorted(a["name"] for a in gh.assets(TAG))
+
+
+def test_github_store_creates_the_release_promotes_and_selects(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    store = gh_store(gh, repo)
+    assert store.latest() is None and gh.releases() == []
+    for sha in shas[:3]:
+        assert store.promote(results_for(sha, [True]), sha=sha, verdict="pass", actor="bot").promoted
+    assert [r["tag_name"] for r in gh.releases()] == [TAG]
+    assert asset_names(gh) == sorted([*(snapshot_name(s) for s in shas[:3]), *(manifest_name(g) for g in (1, 2, 3))])
+    data = gh.asset_data(TAG, snapshot_name(shas[1]))
+    manifest = Manifest.model_validate_json(gh.asset_data(TAG, manifest_name(3)))
+    assert manifest.snapshots[1].digest == sha256_digest(data)
+
+    fresh = gh_store(gh, repo)  # another job: nothing cached
+    assert fresh.latest().results.run.git_sha == shas[2]
+    picked = fresh.select(base_sha=shas[4])
+    assert picked.results.run.git_sha == shas[2] and picked.ref.source == f"github-release:{TAG}"
+    # Downloads went to the storage host, never with the token.
+    storage = gh.requests_to("storage")
+    assert storage and not any(r.auth for r in storage)
+
+
+def test_github_store_verifies_digests_on_download(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    store = gh_store(gh, repo)
+    for sha in shas[:2]:
+        store.promote(results_for(sha, [True]), sha=sha, verdict="pass")
+    client = gh.client()
+    victim = next(a for a in gh.assets(TAG) if a["name"] == snapshot_name(shas[1]))
+    client.delete_asset(victim["id"])
+    gh.add_asset(TAG, snapshot_name(shas[1]), encode_snapshot(results_for(shas[1], [False])))
+    loaded = store.latest()
+    assert loaded.results.run.git_sha == shas[0] and any("digest mismatch" in w for w in loaded.warnings)
+
+
+def test_github_store_reads_the_legacy_asset(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh.add_asset(TAG, "baseline.json", results_for(shas[0], [True]).model_dump_json().encode())
+    loaded = gh_store(gh, repo).latest()
+    assert loaded.ref.legacy and loaded.results.run.git_sha == shas[0]
+
+
+def test_github_store_concurrent_writer_name_clash_is_retried(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    at_gate, go = threading.Event(), threading.Event()
+
+    def hold_manifest_upload(name: str) -> None:
+        if name.startswith("manifest-") and not go.is_set():
+            at_gate.set()
+            go.wait(30)
+
+    slow = gh_store(gh, repo, before_create=hold_manifest_upload)
+    outcome: list = []
+    writer = threading.Thread(
+        target=lambda: outcome.append(slow.promote(results_for(shas[2], [True]), sha=shas[2], verdict="pass"))
+    )
+    writer.start()
+    assert at_gate.wait(30)
+    # While the first writer is about to publish generation 2, another one publishes it first.
+    other = gh_store(gh, repo).promote(results_for(shas[1], [False]), sha=shas[1], verdict="pass")
+    assert other.manifest.generation == 2
+    go.set()
+    writer.join(60)
+    assert outcome and outcome[0].promoted and outcome[0].manifest.generation == 3
+    clashes = [r for r in gh.requests if r.method == "POST" and r.status == 422]
+    assert clashes  # the first writer's generation-2 upload met the name clash
+    final = gh_store(gh, repo).list()
+    assert [e.sha for e in final.snapshots] == shas[:3] and final.generation == 3
+    assert Manifest.model_validate_json(gh.asset_data(TAG, manifest_name(2))).snapshots[-1].sha == shas[1]
+
+
+STEPS = ("download", "upload", "manifest")
+FAULTS = ("500", "502", "429", "secondary", "reset", "reset-after", "starter", "truncate")
+
+
+def arm(gh: GitHubServer, step: str, kind: str, times: int):
+    """Arm ``kind`` on the request that performs ``step`` of a promotion or a read."""
+    if step == "download":  # both downloads of a read: the manifest's and the snapshot's
+        for name in ("manifest-", "baseline-"):
+            gh.faults.add("GET", rf"^/storage/\d+/{name}", kind, times, server="storage", retry_after=1)
+        return None
+
+    def hook(name: str) -> None:
+        if name.startswith("baseline-" if step == "upload" else "manifest-") and not hook.armed:
+            hook.armed = True
+            gh.faults.add("POST", r"/assets$", kind, times, retry_after=1)
+
+    hook.armed = False
+    return hook
+
+
+@pytest.mark.parametrize(
+    ("step", "kind"),
+    [
+        *((s, k) for s in STEPS for k in FAULTS if not (s == "download" and k == "starter")),
+        ("download", "hang"),  # past the client's 1 s timeout: one slow case is enough
+        ("manifest", "hang"),
+    ],
+)
+def test_github_store_recovers_from_a_transient_fault(github_api: GitHubServer, history, step: str, kind: str):
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    store = gh_store(gh, repo, before_create=arm(gh, step, kind, times=1))
+    if step == "download":
+        assert store.latest().results.run.git_sha == shas[0]
+    else:
+        assert store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass").promoted
+        assert gh_store(gh, repo).latest().results.run.git_sha == shas[1]
+    assert not gh.faults.pending()  # the fault really fired
+    assert all(a["state"] == "uploaded" for a in gh.assets(TAG))
+
+
+@pytest.mark.parametrize("step", ["download", "upload", "manifest"])
+@pytest.mark.parametrize("kind", ["502", "reset"])
+def test_github_store_persistent_fault_is_infra_error_and_the_baseline_survives(
+    github_api: GitHubServer, history, step: str, kind: str
+):
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    store = gh_store(gh, repo, before_create=arm(gh, step, kind, times=50))
+    with pytest.raises(InfraError):
+        if step == "download":
+            store.latest()
+        else:
+            store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    gh.faults.clear()
+    survivor = gh_store(gh, repo)
+    assert survivor.latest().results.run.git_sha == shas[0] and survivor.list().generation == 1
+    # Once GitHub recovers, the same promotion goes through (reusing an already uploaded snapshot).
+    assert survivor.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass").promoted
+
+
+def test_github_store_read_only_token_cannot_promote(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    readonly = GitHubReleaseStore(gh.client(token=gh.read_token), tag=TAG, repo=repo)
+    assert readonly.latest().results.run.git_sha == shas[0]
+    with pytest.raises(InfraError, match="contents: write"):
+        readonly.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert asset_names(gh) == [snapshot_name(shas[0]), manifest_name(1)]
+
+
+def test_open_store_builds_a_github_client_from_the_environment(github_api: GitHubServer, tmp_path: Path):
+    config = SuiteConfig(suite="s", cases="c.jsonl")
+    config._root = tmp_path
+    store = open_store(config, env={**github_api.env(), "GITHUB_ACTIONS": "true"})
+    assert isinstance(store, GitHubReleaseStore) and store.source == f"github-release:{TAG}"
+    assert store.latest() is None

@@ -1,0 +1,389 @@
+"""compare(): pairing, metrics, decisions and verdicts; the CLI through real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evals.compare import compare
+from evals.comparison import Comparison
+from evals.config import GateSpec, MetricSpec, SuiteConfig
+from evals.errors import InputFileError
+from evals.lazyload import load_lazy
+from evals.results import (
+    Attempt,
+    AttemptError,
+    CaseResult,
+    Results,
+    RunInfo,
+    case_hash,
+    load_results,
+    save_results,
+)
+
+
+def run_of(cases: list[CaseResult], *, sha: str = "base", status: str = "success", **run) -> Results:
+    info = {"suite": "demo", "status": status, "total_cases": len(cases), "completed_cases": len(cases)}
+    info.update({"git_sha": sha, "config_hash": "sha256:same", **run})
+    return Results(run=RunInfo(**info), cases=cases)
+
+
+def case(i: int, passed: bool, *, lang: str = "en", latency: float = 100.0, **extra) -> CaseResult:
+    attempt = Attempt(passed=passed, score=float(passed), latency_ms=latency, output=f"answer {i}")
+    return CaseResult(
+        id=f"q{i:04d}",
+        slices={"language": lang},
+        attempts=[attempt],
+        input=f"question {i}",
+        expected="42",
+        hash=case_hash(f"question {i}", "42"),
+        **extra,
+    )
+
+
+def outcomes(n: int, rate: float, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).random(n) < rate
+
+
+def regression_pair() -> tuple[Results, Results]:
+    """800 cases, 400 Korean + 400 English; the candidate breaks 30% of the Korean cases that
+    passed and leaves English alone."""
+    ok = outcomes(800, 0.9, 1)
+    langs = ["ko" if i % 2 else "en" for i in range(800)]
+    broken = outcomes(800, 0.3, 2)
+    base = [case(i, bool(ok[i]), lang=langs[i]) for i in range(800)]
+    cand = [case(i, bool(ok[i] and not (langs[i] == "ko" and broken[i])), lang=langs[i]) for i in range(800)]
+    return run_of(base), run_of(cand, sha="cand")
+
+
+def test_regression_on_one_slice_fails_and_names_it():
+    baseline, candidate = regression_pair()
+    c = compare(baseline, candidate, tolerance=0.02)
+    assert c.verdict == "fail" and c.exit_code == 1
+    assert "language=ko" in c.reason
+    ko = next(u for u in c.units if u.unit == "language=ko")
+    en = next(u for u in c.units if u.unit == "language=en")
+    assert ko.blocking and ko.verdict == "regressed" and ko.p_adjusted is not None and ko.p_adjusted < 0.05
+    assert ko.method == "clt" and ko.n == 400
+    assert en.verdict == "unchanged" and en.delta == 0
+    flipped = {e.id for e in c.case_diff.pass_to_fail}
+    assert c.case_diff.n_pass_to_fail == sum(
+        1
+        for a, b in zip(baseline.cases, candidate.cases, strict=True)
+        if a.attempts[0].passed and not b.attempts[0].passed
+    )
+    assert flipped and all(e.slices["language"] == "ko" for e in c.case_diff.pass_to_fail)
+    first = c.case_diff.pass_to_fail[0]
+    assert first.input.startswith("question") and first.baseline_passed and not first.candidate_passed
+    assert c.provenance[0].field == "git_sha"
+
+
+def test_small_slices_use_mcnemar_and_are_advisory():
+    ok = outcomes(200, 0.7, 3)
+    base = [case(i, bool(ok[i]), lang=f"l{i % 8}") for i in range(200)]
+    flip = outcomes(200, 0.7, 4)
+    cand = [case(i, bool(flip[i]), lang=f"l{i % 8}") for i in range(200)]
+    c = compare(run_of(base), run_of(cand, sha="c"))
+    slices = [u for u in c.units if u.unit != "overall"]
+    assert len(slices) == 8 and all(u.method == "mcnemar" and not u.blocking for u in slices)
+    assert all(u.q_value is not None and u.p_adjusted is None for u in slices)
+    overall = c.units[0]
+    assert overall.blocking and overall.method == "mcnemar" and overall.mde > 0.1
+    assert any("can only detect drops" in w for w in c.warnings)
+
+
+def test_identical_runs_pass_and_are_reproducible():
+    ok = outcomes(500, 0.7, 5)
+    base = run_of([case(i, bool(ok[i]), lang="ko" if i < 250 else "en") for i in range(500)])
+    cand = base.model_copy(update={"run": base.run.model_copy(update={"git_sha": "cand"})})
+    first = compare(base, cand)
+    assert first.verdict == "pass" and first.exit_code == 0
+    assert all(u.verdict == "unchanged" for u in first.units)
+    again = compare(base, cand)
+    assert [u.model_dump() for u in again.units] == [u.model_dump() for u in first.units]
+
+
+def test_smoke_candidate_compares_with_the_same_ids_only():
+    ok = outcomes(300, 0.8, 6)
+    base = run_of([case(i, bool(ok[i])) for i in range(300)])
+    smoke = run_of([case(i, bool(ok[i])) for i in range(0, 300, 6)], sha="c", subset="smoke")
+    c = compare(base, smoke)
+    assert c.case_diff.n_paired == 50 and c.units[0].n == 50
+    assert c.case_diff.removed == [] and c.case_diff.n_outside_subset == 250
+    # 50 unchanged cases cannot show a drop ≤ 0.02: the Agresti–Min bound is 1.645/52 ≈ 0.032
+    assert c.verdict == "inconclusive" and c.exit_code == 0
+    assert "could be down by up to 0.03" in c.reason
+    bigger = run_of([case(i, bool(ok[i])) for i in range(0, 300, 2)], sha="c", subset="smoke")
+    assert compare(base, bigger).verdict == "pass"  # 150 unchanged cases can: 1.645/152 ≈ 0.011
+
+
+def test_added_removed_and_changed_cases_are_listed_not_paired():
+    ok = outcomes(100, 0.8, 7)
+    base = run_of([case(i, bool(ok[i])) for i in range(100)])
+    cand_cases = [case(i, bool(ok[i])) for i in range(3, 100)] + [case(500, False), case(501, True)]
+    edited = cand_cases[0].model_copy(
+        update={"hash": case_hash("a new question", "42"), "attempts": [Attempt(passed=False)]}
+    )
+    cand_cases[0] = edited
+    c = compare(base, run_of(cand_cases, sha="c"))
+    d = c.case_diff
+    assert d.removed == ["q0000", "q0001", "q0002"] and d.n_removed == 3
+    assert d.added == ["q0500", "q0501"]
+    assert d.changed == ["q0003"]
+    assert d.n_paired == 96 and c.units[0].n == 96
+    assert d.n_pass_to_fail == 0  # the edited case is not a flip: its question changed
+
+
+def test_infra_errors_are_not_failures():
+    ok = outcomes(200, 0.8, 8)
+    base = run_of([case(i, bool(ok[i])) for i in range(200)])
+    infra = Attempt(error=AttemptError(kind="infra", message="503 after retries"), retries=5)
+    cand_cases = []
+    for i in range(200):
+        c_ = case(i, bool(ok[i]))
+        if i % 20 == 0:  # 10 cases: infra failure only -> errored, left out
+            c_ = c_.model_copy(update={"attempts": [infra]})
+        elif i % 20 == 1:  # 10 cases: one infra failure, then a good attempt -> counts as that attempt
+            c_ = c_.model_copy(update={"attempts": [infra, *c_.attempts]})
+        cand_cases.append(c_)
+    c = compare(base, run_of(cand_cases, sha="c"))
+    assert c.verdict == "pass", c.reason
+    assert c.units[0].delta == 0 and c.units[0].n == 190
+    assert c.case_diff.n_errored == 10 and c.case_diff.n_pass_to_fail == 0
+    assert c.candidate_run.errored_cases == 10 and c.candidate_run.cases_with_infra_retries == 20
+    assert c.candidate_run.infra_errors == 20 and c.candidate_run.infra_retries == 100
+
+
+def test_target_errors_count_as_wrong_answers_and_can_make_a_run_incomplete():
+    base = run_of([case(i, True) for i in range(100)])
+    broken = Attempt(error=AttemptError(kind="target", message="exit 1"))
+    cand = run_of(
+        [case(i, True) if i % 4 else case(i, True).model_copy(update={"attempts": [broken]}) for i in range(100)]
+    )
+    c = compare(base, cand)
+    assert c.verdict == "incomplete" and c.exit_code == 3 and "error rate 25.0%" in c.reason
+    # the units are still computed, and the errors are failures there
+    assert c.units[0].candidate == pytest.approx(0.75)
+    config = SuiteConfig(suite="demo", cases="c.jsonl", gate=GateSpec(max_error_rate=0.5))
+    assert compare(base, cand, config).verdict == "fail"
+
+
+def test_latency_metric_lower_is_better_uses_bootstrap():
+    rng = np.random.default_rng(9)
+    lat = rng.gamma(2.0, 200.0, 400)
+    base = run_of([case(i, True, latency=float(lat[i])) for i in range(400)])
+    cand = run_of([case(i, True, latency=float(lat[i] * 1.5)) for i in range(400)], sha="c")
+    config = SuiteConfig(
+        suite="demo",
+        cases="c.jsonl",
+        metrics={"pass_rate": MetricSpec(), "latency_p95_ms": MetricSpec(tolerance="20%")},
+    )
+    c = compare(base, cand, config)
+    p95 = next(u for u in c.units if u.metric == "latency_p95_ms")
+    assert p95.direction == "lower" and p95.method == "bootstrap"
+    assert p95.delta == pytest.approx(np.percentile(lat, 95) * 0.5)
+    assert p95.tolerance == pytest.approx(0.2 * np.percentile(lat, 95))
+    assert p95.verdict == "regressed" and c.verdict == "fail"
+    ungated = config.model_copy(
+        update={"metrics": {"pass_rate": MetricSpec(), "latency_p95_ms": MetricSpec(tolerance="20%", gate=False)}}
+    )
+    assert compare(base, cand, ungated).verdict == "pass"
+
+
+def test_pass_at_k_and_named_scores_over_attempts():
+    def multi(i: int, passes: int) -> CaseResult:
+        attempts = [Attempt(passed=j < passes, scores={"format_valid": 1.0}) for j in range(5)]
+        return CaseResult(id=f"q{i}", attempts=attempts)
+
+    base = run_of([multi(i, 3) for i in range(60)], attempts_per_case=5)
+    cand = run_of([multi(i, 1) for i in range(60)], sha="c", attempts_per_case=5)
+    config = SuiteConfig(
+        suite="demo",
+        cases="c.jsonl",
+        metrics={"pass@2": MetricSpec(), "pass_rate": MetricSpec(), "format_valid": MetricSpec(gate=False)},
+    )
+    c = compare(base, cand, config)
+    by = {u.metric: u for u in c.units}
+    assert by["pass@2"].baseline == pytest.approx(1 - 1 / 10) and by["pass@2"].candidate == pytest.approx(1 - 6 / 10)
+    assert by["pass_rate"].baseline == pytest.approx(0.6) and by["pass_rate"].method == "bootstrap"
+    assert by["format_valid"].delta == 0 and not by["format_valid"].blocking
+    assert c.verdict == "fail"
+
+
+def test_incompatible_names_both_hashes():
+    base = run_of([case(i, True) for i in range(20)], config_hash="sha256:aaa")
+    cand = run_of([case(i, True) for i in range(20)], sha="c", config_hash="sha256:bbb")
+    c = compare(base, cand)
+    assert c.verdict == "incompatible" and c.exit_code == 1
+    assert "sha256:aaa" in c.reason and "sha256:bbb" in c.reason and c.units == []
+
+
+def test_drift_guard_against_the_blessed_baseline():
+    ok = outcomes(600, 0.9, 10)
+    blessed = run_of([case(i, bool(ok[i])) for i in range(600)], sha="blessed")
+    worse = outcomes(600, 0.8, 11)
+    drifted = [case(i, bool(ok[i] and worse[i])) for i in range(600)]
+    base, cand = run_of(drifted, sha="prev"), run_of(drifted, sha="c")
+    c = compare(base, cand, blessed=blessed)
+    assert c.verdict == "pass" and not c.drift_ok
+    assert c.drift.verdict == "regressed" and "blessed" in c.drift.reason
+    assert compare(base, cand, blessed=base).drift_ok
+
+
+def test_no_baseline_follows_on_missing():
+    cand = run_of([case(i, True) for i in range(10)])
+    c = compare(None, cand)
+    assert c.verdict == "no-baseline" and c.exit_code == 0 and c.case_diff.n_added == 10
+    strict = SuiteConfig.model_validate({"suite": "demo", "cases": "c.jsonl", "baseline": {"on_missing": "fail"}})
+    assert compare(None, cand, strict).exit_code == 1
+
+
+def test_comparison_round_trips_through_json():
+    baseline, candidate = regression_pair()
+    c = compare(baseline, candidate)
+    again = Comparison.model_validate_json(c.model_dump_json())
+    assert again == c
+
+
+# ---------------------------------------------------------------------------------------- CLI
+
+
+def cli(python_exe: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [python_exe, "-m", "evals.compare", *args], cwd=cwd, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_cli_seed_flags_exit_code_is_the_verdict(tmp_path, python_exe):
+    baseline, candidate = regression_pair()
+    save_results(baseline, tmp_path / "baseline.json")
+    save_results(candidate, tmp_path / "candidate.json.gz")
+    args = ["--baseline", "baseline.json", "--candidate", "candidate.json.gz", "--tolerance", "0.02"]
+    proc = cli(python_exe, *args, "--json", "comparison.json", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    assert "fail" in proc.stdout and "language=ko" in proc.stdout
+    data = json.loads((tmp_path / "comparison.json").read_text())
+    assert data["verdict"] == "fail" and data["exit_code"] == 1
+    same = cli(python_exe, "--baseline", "baseline.json", "--candidate", "baseline.json", cwd=tmp_path)
+    assert same.returncode == 0, same.stdout + same.stderr
+
+
+def test_cli_report_names_the_slice_and_flipped_cases(tmp_path, python_exe):
+    baseline, candidate = regression_pair()
+    save_results(baseline, tmp_path / "baseline.json")
+    save_results(candidate, tmp_path / "candidate.json")
+    args = ["--baseline", "baseline.json", "--candidate", "candidate.json", "--tolerance", "0.02"]
+    proc = cli(python_exe, *args, "--report", "report.md", cwd=tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    report = (tmp_path / "report.md").read_text()
+    assert "language=ko" in report
+    flipped = compare(baseline, candidate).case_diff.pass_to_fail[0].id
+    assert flipped in report
+
+
+def test_cli_special_verdict_exit_codes(tmp_path, python_exe):
+    full = run_of([case(i, True) for i in range(30)])
+    save_results(full, tmp_path / "base.json")
+    partial = run_of([case(i, True) for i in range(10)], status="cancelled", total_cases=30, completed_cases=10)
+    save_results(partial, tmp_path / "partial.json")
+    other = run_of([case(i, True) for i in range(30)], config_hash="sha256:other")
+    save_results(other, tmp_path / "other.json")
+    incomplete = cli(python_exe, "--baseline", "base.json", "--candidate", "partial.json", cwd=tmp_path)
+    assert incomplete.returncode == 3 and "incomplete" in incomplete.stdout and "10/30" in incomplete.stdout
+    incompatible = cli(python_exe, "--baseline", "base.json", "--candidate", "other.json", cwd=tmp_path)
+    assert incompatible.returncode == 1 and "sha256:other" in incompatible.stdout
+    first = cli(python_exe, "--candidate", "base.json", cwd=tmp_path)
+    assert first.returncode == 0 and "no-baseline" in first.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ('{"schema_version": 1, "run": {"suite": "x", "status": "succ', "invalid JSON"),
+        ('{"schema_version": 2, "run": {}, "cases": []}', "schema_version"),
+        ("[1, 2]", "not a results file"),
+        (
+            '{"schema_version": 1, "run": {"suite": "x", "status": "success", "total_cases": 2, "completed_cases": 2},'
+            ' "cases": [{"id": "a", "attempts": [{"score": NaN}]}, {"id": "b"}]}',
+            "case id 'a'",
+        ),
+        (
+            '{"schema_version": 1, "run": {"suite": "x", "status": "success", "total_cases": 2, "completed_cases": 2},'
+            ' "cases": [{"id": "a"}, {"id": "a"}]}',
+            "duplicate case id",
+        ),
+    ],
+)
+def test_cli_bad_input_exits_2_naming_the_file(tmp_path, python_exe, content, problem):
+    save_results(run_of([case(1, True)]), tmp_path / "good.json")
+    (tmp_path / "bad.json").write_text(content)
+    proc = cli(python_exe, "--baseline", "bad.json", "--candidate", "good.json", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "bad.json" in proc.stderr and problem in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------------------------- loader
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_lean_loader_accepts_exactly_what_load_results_accepts(tmp_path, data):
+    """compare's CLI loads with evals.lazyload; fuzzed files must get the same verdict (and the
+    same message) as from load_results, and a parse never crashes."""
+    good = run_of([case(i, i % 2 == 0, lang="ko" if i % 3 else "en") for i in range(4)])
+    text = good.model_dump_json()
+    action = data.draw(st.sampled_from(["cut", "flip", "insert"]))
+    at = data.draw(st.integers(0, len(text) - 1))
+    if action == "cut":
+        text = text[:at]
+    elif action == "flip":
+        text = text[:at] + data.draw(st.sampled_from(list('{}[]",:0123456789aNx '))) + text[at + 1 :]
+    else:
+        text = (
+            text[:at] + data.draw(st.sampled_from(["NaN", '"extra": 1,', "-1", "null", '"id": "q0000",'])) + text[at:]
+        )
+    path = tmp_path / "fuzz.json"
+    path.write_text(text)
+    try:
+        expected = load_results(path)
+    except InputFileError as exc:
+        with pytest.raises(InputFileError) as caught:
+            load_lazy(path)
+        assert str(caught.value) == str(exc)
+    else:
+        lean = load_lazy(path)
+        assert lean.run == expected.run and list(lean.cases) == expected.cases
+
+
+def test_cli_config_sets_metrics_slices_and_inconclusive_policy(tmp_path, capsys):
+    from evals.cli import main as evalgate
+
+    ok = outcomes(60, 0.7, 12)
+    flip = outcomes(60, 0.7, 13)
+    save_results(run_of([case(i, bool(ok[i]), lang=f"l{i % 3}") for i in range(60)]), tmp_path / "b.json")
+    save_results(run_of([case(i, bool(flip[i]), lang=f"l{i % 3}") for i in range(60)], sha="c"), tmp_path / "c.json")
+    (tmp_path / "evalgate.yml").write_text(
+        "suite: demo\ncases: cases.jsonl\nslices: [language]\n"
+        "metrics:\n  pass_rate: {tolerance: 0.05}\n  latency_p95_ms: {tolerance: '20%', gate: false}\n"
+        "gate: {inconclusive: fail}\n"
+    )
+    args = ["compare", "--baseline", str(tmp_path / "b.json"), "--candidate", str(tmp_path / "c.json")]
+    args += ["--config", str(tmp_path / "evalgate.yml"), "--json", str(tmp_path / "out.json")]
+    assert evalgate(args) == 1
+    assert "inconclusive" in capsys.readouterr().out
+    data = Comparison.model_validate_json((tmp_path / "out.json").read_text())
+    assert data.verdict == "inconclusive" and data.gate.inconclusive == "fail"
+    assert {u.metric for u in data.units} == {"pass_rate", "latency_p95_ms"} and len(data.units) == 8
+    assert data.units[0].tolerance == 0.05
+    assert evalgate([*args, "--inconclusive", "warn", "--tolerance", "0.03"]) == 0
+    data = Comparison.model_validate_json((tmp_path / "out.json").read_text())
+    assert data.units[0].tolerance == 0.03 and data.exit_code == 0
+    assert evalgate([*args[:2], str(tmp_path / "missing.json"), *args[3:]]) == 2
+    assert "missing.json: file not found" in capsys.readouterr().err

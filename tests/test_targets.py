@@ -1,0 +1,256 @@
+"""The three targets against real things: an imported module, a real subprocess, a local HTTP server."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from openai_server import OpenAIServer, hang, malformed, reset, status
+from openai_server import openai_server as openai_server  # the fixture
+from suites import load_suite, process_alive
+
+from evals.cases import Case
+from evals.errors import InputFileError, UsageError
+from evals.targets import TargetFailure, build_target, parse_retry_after
+
+CASE = Case(id="c1", input="hello", expected="hello", tags={"language": "ko"}, metadata={"m": 1})
+
+
+def call(target, case: Case = CASE, timeout: float | None = None):
+    async def go():
+        try:
+            if timeout is None:
+                return await target.call(case)
+            return await asyncio.wait_for(target.call(case), timeout)
+        finally:
+            await target.aclose()
+
+    return asyncio.run(go())
+
+
+def failure(target, case: Case = CASE) -> TargetFailure:
+    with pytest.raises(TargetFailure) as info:
+        call(target, case)
+    return info.value
+
+
+# ------------------------------------------------------------------------------------------ python
+
+
+@pytest.fixture
+def module_dir(tmp_path: Path) -> Path:
+    (tmp_path / "mytarget.py").write_text(
+        textwrap.dedent(
+            """
+            import asyncio
+
+            def upper(text):
+                return text.upper()
+
+            def with_case(text, case):
+                return {"output": f"{case.id}:{text}", "tokens_in": 3, "tokens_out": 2, "cost_usd": 0.5}
+
+            async def async_echo(text):
+                await asyncio.sleep(0)
+                return {"answer": text}
+
+            def broken(text):
+                raise ValueError("model exploded")
+            """
+        )
+    )
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("fn", "expected"),
+    [
+        ("upper", ("HELLO", None, None, None)),
+        ("with_case", ("c1:hello", 3, 2, 0.5)),
+        ("async_echo", ({"answer": "hello"}, None, None, None)),
+    ],
+)
+def test_python_target_sync_async_and_case_argument(module_dir: Path, fn: str, expected: tuple) -> None:
+    config = load_suite(module_dir, [], target={"python": f"mytarget:{fn}"})
+    out = call(build_target(config))
+    assert (out.output, out.tokens_in, out.tokens_out, out.cost_usd) == expected
+
+
+def test_python_target_exception_is_a_target_error(module_dir: Path) -> None:
+    config = load_suite(module_dir, [], target={"python": "mytarget:broken"})
+    err = failure(build_target(config))
+    assert err.kind == "target" and "ValueError: model exploded" in err.message
+
+
+def test_python_target_import_errors_are_usage_errors(module_dir: Path) -> None:
+    with pytest.raises(UsageError, match="no attribute 'nope'"):
+        build_target(load_suite(module_dir, [], target={"python": "mytarget:nope"}))
+    with pytest.raises(UsageError, match="cannot import module 'missing_mod'"):
+        build_target(load_suite(module_dir, [], target={"python": "missing_mod:fn"}))
+
+
+# ----------------------------------------------------------------------------------------- command
+
+
+def script_target(tmp_path: Path, body: str, **extra):
+    (tmp_path / "target.py").write_text(textwrap.dedent(body))
+    return build_target(load_suite(tmp_path, [], target={"command": [sys.executable, "target.py"], **extra}))
+
+
+def test_command_target_reads_case_on_stdin_and_prints_output(tmp_path: Path) -> None:
+    target = script_target(
+        tmp_path,
+        """
+        import json, sys
+        case = json.load(sys.stdin)
+        print("a log line before the result")
+        print(json.dumps({"output": [case["id"], case["input"], case["tags"]["language"]], "tokens_out": 4}))
+        """,
+    )
+    out = call(target)
+    assert out.output == ["c1", "hello", "ko"] and out.tokens_out == 4
+
+
+def test_command_target_nonzero_exit_and_bad_stdout_are_target_errors(tmp_path: Path) -> None:
+    err = failure(script_target(tmp_path, "import sys\nsys.stderr.write('boom: no model file')\nsys.exit(4)\n"))
+    assert err.kind == "target" and "exit 4" in err.message and "boom: no model file" in err.message
+    err = failure(script_target(tmp_path, "print('not json at all')\n"))
+    assert err.kind == "target" and "not json at all" in err.message
+
+
+def test_command_target_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids.txt"
+    target = script_target(
+        tmp_path,
+        f"""
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        with open({str(pids)!r} + ".tmp", "w") as fh:
+            fh.write(f"{{os.getpid()}} {{child.pid}}")
+        os.rename({str(pids)!r} + ".tmp", {str(pids)!r})
+        time.sleep(120)
+        """,
+    )
+
+    async def run_until_both_started_then_time_out() -> None:
+        task = asyncio.ensure_future(target.call(CASE))
+        try:
+            deadline = time.monotonic() + 60
+            while not pids.exists() and not task.done() and time.monotonic() < deadline:
+                await asyncio.sleep(0.02)
+            assert pids.exists(), "the target never started its child"
+            await asyncio.wait_for(task, 0.1)
+        finally:
+            await target.aclose()
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(run_until_both_started_then_time_out())
+    parent, child = (int(p) for p in pids.read_text().split())
+    deadline = time.monotonic() + 10
+    while (process_alive(parent) or process_alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_alive(parent), "the target process survived its timeout"
+    assert not process_alive(child), "the target's child survived the timeout"
+
+
+# ------------------------------------------------------------------------------------------ openai
+
+
+def openai_target(tmp_path: Path, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch, **params):
+    monkeypatch.setenv("EVALGATE_TEST_KEY", "sk-test-0123456789")
+    (tmp_path / "system.md").write_text("You are terse.")
+    spec = {"base_url": server.url, "model": "local:tiny-model", "api_key_env": "EVALGATE_TEST_KEY", **params}
+    return build_target(load_suite(tmp_path, [], target={"openai": spec}))
+
+
+def test_openai_request_and_response(tmp_path: Path, openai_server: OpenAIServer, monkeypatch) -> None:
+    target = openai_target(
+        tmp_path,
+        openai_server,
+        monkeypatch,
+        temperature=0,
+        seed=7,
+        max_tokens=64,
+        top_p=0.5,
+        system_prompt="system.md",
+        price_in_per_mtok=2.0,
+        price_out_per_mtok=10.0,
+    )
+    info = target.info()
+    out = call(target)
+    body = openai_server.requests[0]
+    assert body["model"] == "tiny-model"
+    assert body["messages"] == [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "hello"}]
+    assert (body["temperature"], body["seed"], body["max_tokens"], body["top_p"]) == (0, 7, 64, 0.5)
+    assert openai_server.headers[0]["Authorization"] == "Bearer sk-test-0123456789"
+    assert out.output == "hello"
+    assert out.metadata["system_fingerprint"] == "fp_local" and out.metadata["finish_reason"] == "stop"
+    assert (out.tokens_in, out.tokens_out) == (4, 1)  # "You are terse." + "hello"
+    assert out.cost_usd == pytest.approx((4 * 2.0 + 1 * 10.0) / 1e6)
+    assert info.model == "local:tiny-model" and info.params["seed"] == 7
+    assert info.params["system_prompt"]["sha256"].startswith("sha256:")
+    assert "sk-test" not in repr(info) and target.secrets == ("sk-test-0123456789",)
+    assert target.observed() == {"system_fingerprint": ["fp_local"]}
+
+
+def test_openai_messages_input_is_sent_as_is_and_tool_calls_kept(tmp_path, openai_server, monkeypatch) -> None:
+    tool_call = {"id": "t1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
+    openai_server.responder = lambda body: {"content": None, "tool_calls": [tool_call]}
+    target = openai_target(tmp_path, openai_server, monkeypatch, system_prompt="system.md")
+    messages = [{"role": "user", "content": "first"}, {"role": "assistant", "content": "ok"}]
+    out = call(target, Case(id="m", input={"messages": messages}))
+    assert openai_server.requests[0]["messages"] == messages
+    assert out.output == "" and out.metadata["tool_calls"] == [tool_call]
+
+
+def test_openai_missing_key_env_is_a_usage_error_naming_it(tmp_path, openai_server, monkeypatch) -> None:
+    monkeypatch.delenv("EVALGATE_NO_SUCH_KEY", raising=False)
+    spec = {"base_url": openai_server.url, "model": "local:m", "api_key_env": "EVALGATE_NO_SUCH_KEY"}
+    with pytest.raises(UsageError, match="EVALGATE_NO_SUCH_KEY"):
+        build_target(load_suite(tmp_path, [], target={"openai": spec}))
+
+
+def test_openai_missing_system_prompt_file(tmp_path, openai_server, monkeypatch) -> None:
+    with pytest.raises(InputFileError, match="system prompt file not found"):
+        openai_target(tmp_path, openai_server, monkeypatch, system_prompt="nope.md")
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "code"),
+    [
+        (status(429, retry_after="3"), "infra", 429),
+        (status(408), "infra", 408),
+        (status(409), "infra", 409),
+        (status(500), "infra", 500),
+        (status(503), "infra", 503),
+        (reset(), "infra", None),
+        (malformed(), "infra", None),
+        (status(400), "target", 400),
+        (status(404), "target", 404),
+    ],
+)
+def test_openai_error_classification(tmp_path, openai_server, monkeypatch, fault, kind, code) -> None:
+    openai_server.script(None, fault)
+    err = failure(openai_target(tmp_path, openai_server, monkeypatch))
+    assert (err.kind, err.status) == (kind, code)
+    if code == 429:
+        assert err.retry_after == 3.0
+
+
+def test_openai_hang_is_cut_by_the_callers_timeout(tmp_path, openai_server, monkeypatch) -> None:
+    openai_server.script(None, hang(20))
+    with pytest.raises(TimeoutError):
+        call(openai_target(tmp_path, openai_server, monkeypatch), timeout=0.3)
+
+
+def test_retry_after_seconds_and_http_date() -> None:
+    assert parse_retry_after("7") == 7.0
+    assert parse_retry_after(None) is None and parse_retry_after("soon") is None
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= parse_retry_after(later) <= 31
+    assert parse_retry_after(email.utils.formatdate(time.time() - 30, usegmt=True)) == 0.0
