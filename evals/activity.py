@@ -2,7 +2,8 @@
 python-coverage-comment-action: one action, one ``mode: auto`` input, and the event decides.
 
 ``auto``:
-- ``pull_request`` / ``pull_request_target`` → smoke gate, no promotion;
+- ``pull_request`` / ``pull_request_target`` → smoke gate, no promotion (``pull_request_target``
+  refuses to gate a checkout of the PR's code: see ``guard_pull_request_target``);
 - ``push`` to the default branch (``repository.default_branch`` in the event payload) → full gate,
   promotion when it passes; a push to any other branch → smoke gate, no promotion (full runs are
   what main pays for);
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,4 +157,30 @@ def _auto(facts: Activity) -> tuple[Kind, bool, str]:
     raise UsageError(
         f"mode auto does not know what to do on the event {name or '(none)'!r}: "
         "set the action's `mode` input (smoke, full, reset, compare or comment)"
+    )
+
+
+def guard_pull_request_target(activity: Activity, checkouts: Iterable[Path]) -> None:
+    """``pull_request_target`` runs with the base repository's write token and secrets. Running
+    the PR's code there (a "pwn request") hands both to whoever opened the PR, since the suite runs
+    the checked-out code. So: when a checkout (the working folder, the config's folder) contains
+    the PR's head commit, refuse (exit 2); otherwise the job gates the base branch's code, which
+    is allowed but rarely what was meant: a warning."""
+    if activity.event_name != "pull_request_target":
+        return
+    from evals import ancestry
+    from evals.publish import warn
+
+    head = activity.head_sha
+    for folder in checkouts:
+        if head and ancestry.is_ancestor(head, "HEAD", repo=folder):
+            raise UsageError(
+                f"pull_request_target with the PR's head {head[:12]} checked out in {folder}: evalgate does not run "
+                "a pull request's code with the base repository's write token and secrets. Gate pull requests on "
+                "the pull_request event and post fork comments from a workflow_run job with mode: comment (the "
+                "two-phase flow in docs/github-action.md)"
+            )
+    warn(
+        "pull_request_target: gating the base branch's checkout, not the pull request's code (which is never run "
+        "here with a write token). To gate the PR, use the pull_request event and the two-phase workflow_run flow."
     )

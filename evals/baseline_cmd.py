@@ -76,7 +76,12 @@ class Baselines:
 
 
 def load_baselines(
-    store: BaselineStore, config: SuiteConfig, *, pr_base_sha: str | None = None, is_pr: bool = False, drift: bool = True
+    store: BaselineStore,
+    config: SuiteConfig,
+    *,
+    pr_base_sha: str | None = None,
+    is_pr: bool = False,
+    drift: bool = True,
 ) -> Baselines:
     """Read (and digest-verify) the baselines before any candidate is run, so a corrupt or
     unreachable store costs nothing but this read. A PR compares with its base commit's snapshot

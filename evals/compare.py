@@ -33,7 +33,7 @@ from evals.comparison import (
     UnitResult,
     Verdict,
 )
-from evals.config import GateSpec, MetricSpec, SuiteConfig, load_config
+from evals.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig, load_config
 from evals.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
 from evals.lazyload import LazyResults, load_lazy
 from evals.manifest import BaselineRef
@@ -128,6 +128,10 @@ class _Tested:
     # band as well as the bootstrap interval, which has zero width when every case has the same delta.
     smoothed_low: float
     smoothed_high: float
+    # What max_detectable_drop is measured in: 1 for rates and scores (an absolute drop, 0.10 =
+    # 10 points); the baseline value for latency, tokens and cost, whose drops only mean something
+    # relative to their size (0.10 = 10% slower).
+    drop_unit: float = 1.0
 
 
 def _is_binary(x: np.ndarray) -> bool:
@@ -217,7 +221,8 @@ def _test_unit(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ran
         smoothed_high=s_high if sign > 0 else -s_low,
         verdict="inconclusive",
     )
-    return _Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high)
+    drop_unit = 1.0 if d_.bounded else abs(b_value)
+    return _Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit)
 
 
 def _data_scale(base: np.ndarray, cand: np.ndarray) -> float:
@@ -231,7 +236,8 @@ def _data_scale(base: np.ndarray, cand: np.ndarray) -> float:
 def _choose_blocking(tested: list[_Tested], gate: GateSpec) -> int:
     """Mark blocking units and set every unit's MDE. Overall units of gated metrics always block;
     a slice blocks when its MDE at the Bonferroni level α/m (Holm's strictest step, m = number
-    of blocking units including it) is ≤ max_detectable_drop. The largest such set is taken:
+    of blocking units including it) is ≤ max_detectable_drop (relative to the baseline value for
+    latency, tokens and cost: see ``_Tested.drop_unit``). The largest such set is taken:
     k slices block when the k with the smallest MDE at α/(m0 + k) all qualify. Returns m.
 
     The SE here is the smoothed one (:func:`evals.stats.smoothed_mean_delta`), so a tiny slice
@@ -239,13 +245,18 @@ def _choose_blocking(tested: list[_Tested], gate: GateSpec) -> int:
     become blocking. A slice with SE 0 even so (an unbounded metric whose values are all 0 on
     both sides) carries no information and stays advisory."""
     overall = [t for t in tested if t.result.gated and t.result.unit == "overall"]
-    slices = [t for t in tested if t.result.gated and t.result.unit != "overall" and 0.0 < t.se < math.inf]
+    slices = [
+        t
+        for t in tested
+        if t.result.gated and t.result.unit != "overall" and 0.0 < t.se < math.inf and t.drop_unit > 0.0
+    ]
     m0 = len(overall)
     se = np.array([t.se for t in slices])
     margin = np.array([t.margin for t in slices])
+    drop_unit = np.array([t.drop_unit for t in slices])
     chosen: list[_Tested] = []
     for k in range(len(slices), 0, -1):
-        mdes = mde(se, gate.alpha / (m0 + k), gate.power, margin)
+        mdes = mde(se, gate.alpha / (m0 + k), gate.power, margin) / drop_unit
         order = np.argsort(mdes, kind="stable")[:k]
         if mdes[order[-1]] <= gate.max_detectable_drop:
             chosen = [slices[i] for i in order]
@@ -357,18 +368,14 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
 # ---------------------------------------------------------------------------------------- compare
 
 
-def _gate_config(config: SuiteConfig | None, tolerance: float | None, tables: list[RunTable]):
+def _gate_config(config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]):
     if config is None:
         metrics = {default_metric(tables): MetricSpec(tolerance=0.02 if tolerance is None else tolerance)}
         return metrics, GateSpec(), slice_keys_of(tables), "warn", 20, 300
-    metrics = {
-        name: spec.model_copy(update={"tolerance": tolerance})
-        if tolerance is not None and (name in RATE_METRICS or name.startswith("pass@"))
-        else spec
-        for name, spec in config.metrics.items()
-    }
+    if tolerance is not None:
+        config = apply_tolerance_override(config, tolerance)
     return (
-        metrics,
+        dict(config.metrics),
         config.gate,
         list(config.slices),
         config.baseline.on_missing,
@@ -401,6 +408,7 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         attempts=attempts,
         error_counts=counts,
         error_rate=sum(counts.values()) / attempts if attempts else 0.0,
+        infra_error_rate=counts.get("infra", 0) / attempts if attempts else 0.0,
         infra_errors=counts.get("infra", 0),
         infra_retries=table.counts["infra_retries"],
         cases_with_infra_retries=table.counts["cases_with_infra_retries"],
@@ -584,14 +592,19 @@ def compare(
     candidate: Run,
     config: SuiteConfig | None = None,
     *,
-    tolerance: float | None = None,
+    tolerance: float | str | None = None,
     blessed: Run | None = None,
     baseline_ref: BaselineRef | None = None,
     blessed_ref: BaselineRef | None = None,
     inconclusive: Literal["warn", "fail"] | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
-    decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express."""
+    decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express.
+    ``tolerance`` (absolute, or ``"N%"``) is the ``--tolerance`` flag: with a config it replaces the
+    rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
+    of the one metric gated (default 0.02)."""
+    if tolerance is not None:
+        tolerance = _parse_tolerance(tolerance)
     names = named_scores(metric_def(name) for name in config.metrics) if config else []
     ct = scan(candidate.cases, len(candidate.cases), names)
     bt = scan(baseline.cases, len(baseline.cases), names) if baseline is not None else None
@@ -604,6 +617,7 @@ def compare(
         max_detectable_drop=gate.max_detectable_drop,
         inconclusive=policy,
         max_error_rate=gate.max_error_rate,
+        max_age_days=config.baseline.max_age_days if config else BaselineSpec().max_age_days,
         bootstrap_resamples=gate.bootstrap_resamples,
         seed=gate.seed,
         metrics=[
@@ -646,12 +660,13 @@ def compare(
                 + (f" ({cand_summary.message})" if cand_summary.message else "")
             ),
         )
-    elif cand_summary.error_rate > gate.max_error_rate:
+    elif cand_summary.infra_error_rate > gate.max_error_rate:
         verdict, reason = (
             "incomplete",
             (
-                f"candidate error rate {cand_summary.error_rate:.1%} is above max_error_rate {gate.max_error_rate:.1%} "
-                f"({', '.join(f'{k}: {v}' for k, v in sorted(cand_summary.error_counts.items()))})"
+                f"candidate infra error rate {cand_summary.infra_error_rate:.1%} is above max_error_rate "
+                f"{gate.max_error_rate:.1%}: {cand_summary.infra_errors} of {cand_summary.attempts} attempts got no "
+                "answer (connection, 429 or 5xx after retries) — fix the endpoint or its rate limits and re-run"
             ),
         )
     elif baseline is None:
@@ -670,10 +685,16 @@ def compare(
         units = decide(_inputs(defs, specs, bt, ct, pairing), unit_indices(ct, pairing.cand_rows, slice_keys), gate)
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
+        bounded = {d.name: d.bounded for d in defs}
         for u in units:
-            if u.unit == "overall" and u.gated and u.mde is not None and u.mde > gate.max_detectable_drop:
+            if u.unit != "overall" or not u.gated or u.mde is None:
+                continue
+            relative = not bounded.get(u.metric, True)
+            drop = u.mde / abs(u.baseline) if relative and u.baseline else u.mde
+            if drop > gate.max_detectable_drop:
+                shown = f"{drop:.1%} of the baseline value" if relative else f"{u.mde:.3g}"
                 warnings.append(
-                    f"{u.metric} overall can only detect drops of {u.mde:.3g} or more "
+                    f"{u.metric} overall can only detect drops of {shown} or more "
                     f"(max_detectable_drop {gate.max_detectable_drop:g}): more cases would make the gate sharper"
                 )
 
@@ -745,7 +766,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--baseline", metavar="FILE", help="baseline results (omit on a first run: no-baseline)")
     parser.add_argument("--candidate", metavar="FILE", required=True, help="candidate results")
     parser.add_argument("--config", metavar="FILE", help="evalgate.yml (metrics, slices, gate settings)")
-    parser.add_argument("--tolerance", type=float, metavar="DELTA", help="absolute tolerance for rate metrics")
+    parser.add_argument(
+        "--tolerance",
+        metavar="DELTA",
+        help='tolerance of the rate metrics (pass_rate, score, error_rate, pass@k): 0.02 or "5%%"',
+    )
     parser.add_argument("--blessed", metavar="FILE", help="last blessed baseline, for the drift guard")
     parser.add_argument("--inconclusive", choices=["warn", "fail"], help="exit code of an inconclusive gate")
     parser.add_argument("--report", metavar="FILE", help="write the markdown report (PR comment size)")
@@ -755,8 +780,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if args.tolerance is not None and (not math.isfinite(args.tolerance) or args.tolerance < 0):
-        raise UsageError(f"--tolerance must be a number >= 0, got {args.tolerance}")
+    # Checked before the (possibly large) files are read; compare() applies it.
+    tolerance = None if args.tolerance is None else _parse_tolerance(args.tolerance)
     config = load_config(args.config) if args.config else None
     if args.baseline and not Path(args.baseline).exists():
         raise InputFileError(args.baseline, "file not found", "omit --baseline on a first run: verdict no-baseline")
@@ -766,7 +791,7 @@ def main(args: argparse.Namespace) -> int:
         baseline,
         candidate,
         config,
-        tolerance=args.tolerance,
+        tolerance=tolerance,
         blessed=blessed,
         baseline_ref=ref,
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,

@@ -47,7 +47,8 @@ class GateConfig(_Model):
     power: float
     max_detectable_drop: float
     inconclusive: Literal["warn", "fail"]
-    max_error_rate: float
+    max_error_rate: float = Field(description="Largest share of attempts with an infra error before 'incomplete'.")
+    max_age_days: int = Field(default=30, description="baseline.max_age_days: older baselines get a warning.")
     bootstrap_resamples: int
     seed: int
     metrics: list[MetricGate]
@@ -148,8 +149,12 @@ class RunSummary(_Model):
     attempts: int = Field(default=0, description="Attempt records in the file.")
     error_counts: dict[str, int] = Field(default_factory=dict, description="Attempts with an error, by kind.")
     error_rate: float = Field(
+        default=0.0, description="Attempts ending in an error of any kind (target, scorer, timeout, infra) / attempts."
+    )
+    infra_error_rate: float = Field(
         default=0.0,
-        description="Attempts ending in an error of any kind (infra too) / attempts; gate.max_error_rate checks it.",
+        description="Attempts ending in an infra error (no answer: missing data) / attempts; gate.max_error_rate "
+        "checks it. Target, scorer and timeout errors are wrong answers, judged by the metrics instead.",
     )
     infra_errors: int = Field(default=0, description="Attempts that ended in an infra error (not failures).")
     infra_retries: int = Field(default=0, description="Infra retries over all attempts.")

@@ -1,8 +1,9 @@
 """``evalgate gate``: the whole pipeline in one command, and what the GitHub Action runs.
 
-config → candidate (run the suite — the smoke subset on PRs — or take ``--results``, importing it
-first with ``--results-format``) → baseline (the store's choice for this event, plus the blessed
-one for the drift guard) → compare → reports in ``--out-dir`` → publish (inside GitHub Actions:
+config → baseline (the store's choice for this event, plus the blessed one for the drift guard;
+read first, so a broken store costs no suite run) → candidate (run the suite — the smoke subset on
+PRs — in a child process that never sees the GitHub token, or take ``--results``, importing it
+first with ``--results-format``) → compare → reports in ``--out-dir`` → publish (inside GitHub Actions:
 step summary, annotations, sticky PR comment, outputs) → promote (push to the default branch, or
 ``--promote``). The exit code is the verdict's (SPEC §9). Publishing never changes it: a comment
 that cannot be posted (a fork's read-only token) is a warning, and its body is kept in the out dir
@@ -16,13 +17,13 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
-import ctypes
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+import textwrap
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,8 @@ COMMENT_SCHEMA = "evalgate.comment/1"
 # Where a GitHub token can sit in our environment: the action's `github-token` input (as
 # GITHUB_TOKEN), the gh CLI's names, and INPUT_* variables a runner sets for action inputs.
 TOKEN_VARS = ("GITHUB_TOKEN", "GH_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN")
+TOKEN_FD_VAR = "EVALGATE_TOKEN_FD"
+MIN_TOKEN_CHARS = 16  # GitHub's tokens are 40+ characters
 
 
 class CommentMeta(BaseModel):
@@ -98,7 +101,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="auto: chosen from the GitHub event (PR → smoke, push to the default branch → full + promote, "
         "workflow_dispatch → reset); outside Actions a full gate against the local store",
     )
-    parser.add_argument("--tolerance", metavar="DELTA", help='tolerance for every rate metric (pass_rate, score, error_rate, pass@k), as in `evalgate compare`: '
+    parser.add_argument(
+        "--tolerance",
+        metavar="DELTA",
+        help="tolerance for every rate metric (pass_rate, score, error_rate, pass@k), as in `evalgate compare`: "
         '0.02 or "5%%"',
     )
     parser.add_argument("--comment", choices=("on", "off"), default="on", help="post the sticky PR comment")
@@ -115,9 +121,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    isolate_token()
     activity = detect(args.mode, reason=args.reason, pr_number=args.pr)
     print(f"evalgate gate: {activity.why}", file=sys.stderr)
-    guard_pull_request_target(activity, [Path.cwd(), Path(args.config).resolve().parent])
+    try:
+        guard_pull_request_target(activity, [Path.cwd(), Path(args.config).resolve().parent])
+    except EvalgateError as exc:
+        report_failure(exc, activity)
+        raise
     if activity.kind == "comment":
         from evals.comment import post_stored
 
@@ -143,13 +154,43 @@ def main(args: argparse.Namespace) -> int:
     return outcome.exit_code
 
 
+def isolate_token(env: MutableMapping[str, str] = os.environ) -> None:
+    """Make sure the environment this process was started with holds no GitHub token: a child
+    can read that block from ``/proc/<pid>/environ`` even after ``os.environ`` forgets it. If it
+    does (``GITHUB_TOKEN``, the gh CLI's names, ``INPUT_*TOKEN*``, or another variable with the
+    same value), this process re-executes itself without those variables, handing the token over
+    on a pipe (``EVALGATE_TOKEN_FD``); the new image keeps it only in ``os.environ`` (which that
+    file does not show) for the client and the store."""
+    fd_text = env.pop(TOKEN_FD_VAR, None)
+    if fd_text:
+        try:
+            with os.fdopen(int(fd_text), encoding="utf-8") as handle:
+                token = handle.read()
+        except (ValueError, OSError) as exc:
+            raise UsageError(f"{TOKEN_FD_VAR}={fd_text!r}: cannot read the GitHub token from it ({exc})") from None
+        if token:
+            env["GITHUB_TOKEN"] = token
+        return
+    clean = suite_env(env)
+    if os.name != "posix" or not any(value for name, value in env.items() if name not in clean):
+        return
+    token = next((env[name] for name in TOKEN_VARS if env.get(name)), "")
+    read_end, write_end = os.pipe()
+    os.write(write_end, token.encode("utf-8"))  # a pipe holds far more than a token: no blocking
+    os.close(write_end)
+    os.set_inheritable(read_end, True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, sys.orig_argv, {**clean, TOKEN_FD_VAR: str(read_end)})
+
+
 def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
     """The suite config; or, when results are brought (``--results``) and there is no config file,
     defaults derived from those results (which are then already loaded, and returned too)."""
     if not args.results or Path(args.config).exists():
         return load_config(args.config), None
     # Said loudly: a mistyped --config path lands here too.
-    given = obtain_candidate(None, args, _out_dir(args), smoke=False)
+    given = load_given(args, _out_dir(args))
     print(f"evalgate: no {args.config}: gating {given[1]} with the default settings", file=sys.stderr)
     return config_for_results(given[0]), given
 
@@ -258,24 +299,27 @@ def github_client(activity: Activity, env: Mapping[str, str] = os.environ) -> Gi
 
 
 def obtain_candidate(
-    config: SuiteConfig | None, args: argparse.Namespace, out_dir: Path, *, smoke: bool
+    config: SuiteConfig, args: argparse.Namespace, out_dir: Path, *, smoke: bool
 ) -> tuple[Results, Path]:
-    """The candidate results and the file they are in: ``--results`` (imported into the out dir
-    when ``--results-format`` names another harness), else a fresh run written to the out dir."""
+    """The candidate results and the file they are in: ``--results``, else a fresh run written to
+    the out dir."""
     if args.results:
-        given = Path(args.results)
-        if args.results_format and args.results_format != "evalgate":
-            from evals.importers import import_results
-
-            results = import_results(args.results_format, [given])
-            path = out_dir / "results.json"
-            save_results(results, path)
-            return results, path
-        return load_results(given), given
-    if config is None:
-        raise UsageError(f"{args.config}: no suite config to run (only --results can be gated without one)")
+        return load_given(args, out_dir)
     path = out_dir / "results.json"
     return run_suite(Path(args.config), path, smoke=smoke), path
+
+
+def load_given(args: argparse.Namespace, out_dir: Path) -> tuple[Results, Path]:
+    """``--results``, imported into the out dir first when ``--results-format`` names another harness."""
+    given = Path(args.results)
+    if args.results_format and args.results_format != "evalgate":
+        from evals.importers import import_results
+
+        results = import_results(args.results_format, [given])
+        path = out_dir / "results.json"
+        save_results(results, path)
+        return results, path
+    return load_results(given), given
 
 
 def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str, str] = os.environ) -> Results:
@@ -332,10 +376,12 @@ def _relay(child: subprocess.Popen[str]) -> str:
 
 def suite_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without the GitHub token: the token variables, any ``INPUT_*TOKEN*`` variable, and
-    any variable whose value contains one of those tokens (the same token under another name).
-    The suite's own secrets (an API key for the model under test) stay."""
-    tokens = {env[name] for name in TOKEN_VARS if env.get(name)}
-    tokens |= {v for k, v in env.items() if k.upper().startswith("INPUT_") and "TOKEN" in k.upper() and v}
+    any variable whose value contains one of those tokens (the same token under another name;
+    only for token-length values, so a placeholder like "x" does not take PATH with it). The
+    suite's own secrets (an API key for the model under test) stay."""
+    named = [env[name] for name in TOKEN_VARS if env.get(name)]
+    named += [v for k, v in env.items() if k.upper().startswith("INPUT_") and "TOKEN" in k.upper()]
+    tokens = {token for token in named if len(token) >= MIN_TOKEN_CHARS}
     return {
         name: value
         for name, value in env.items()
@@ -350,6 +396,8 @@ def seal_process() -> None:
     to other processes of the same user — the suite's child among them. Elsewhere nothing."""
     if not sys.platform.startswith("linux"):
         return
+    import ctypes
+
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
@@ -491,9 +539,11 @@ def report_failure(exc: EvalgateError, activity: Activity) -> None:
     from evals.escape import code_block
     from evals.publish import write_step_summary
 
-    # The message can quote user files (case ids, values): a code block keeps it inert.
+    # The message can quote user files (case ids, values): a code block keeps it inert. Wrapped,
+    # since a code block cuts long lines.
+    message = "\n".join(textwrap.fill(line, 110, break_on_hyphens=False) for line in str(exc).splitlines())
     with contextlib.suppress(OSError, EvalgateError):
-        write_step_summary(f"## evalgate: error (exit {exc.exit_code})\n\n{code_block(str(exc))}\n")
+        write_step_summary(f"## evalgate: error (exit {exc.exit_code})\n\n{code_block(message)}\n")
     set_outputs_safely({"verdict": "error"})
 
 

@@ -15,7 +15,13 @@ def git(cwd: Path | str | None, *args: str, timeout: float = 30) -> subprocess.C
     binary, a hang): callers degrade to "unknown" instead of failing."""
     try:
         return subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False, stdin=subprocess.DEVNULL
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -298,7 +298,7 @@ def _baseline_info(c: Comparison) -> dict[str, Any] | None:
         return None
     snap = c.baseline.snapshot if c.baseline else None
     age = snap.age_days() if snap else None
-    max_age = getattr(c.gate, "max_age_days", 30)
+    max_age = c.gate.max_age_days
     run = c.baseline_run
     return {
         "source": c.baseline.source if c.baseline else None,

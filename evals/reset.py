@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from evals.activity import Activity, detect
+from evals.activity import Activity, detect, guard_pull_request_target
 from evals.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
 
 
@@ -39,16 +39,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    return run_reset(args, detect("reset", reason=args.reason))
+    activity = detect("reset", reason=args.reason)
+    guard_pull_request_target(activity, [Path.cwd(), Path(args.config).resolve().parent])
+    return run_reset(args, activity)
 
 
 def run_reset(args: argparse.Namespace, activity: Activity) -> int:
-    from evals.baseline_cmd import open_store_for
-    from evals.compare import compare
+    from evals.baseline import StoreCorrupt
+    from evals.baseline_cmd import Baselines, load_baselines, open_store_for
     from evals.gate import (
         candidate_sha,
         github_client,
-        hide_token,
         load_config_or_defaults,
         obtain_candidate,
         publish,
@@ -63,7 +64,13 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         config, given = load_config_or_defaults(args)
         client = github_client(activity)
         store = open_store_for(config, args, client=client)
-        hide_token()
+        # Read before the run, so a broken store costs no run; the reset is compared with it for the
+        # record, without the drift guard (a reset is what re-blesses).
+        try:
+            previous = load_baselines(store, config, drift=False)
+        except StoreCorrupt as exc:  # what a reset is for: store a fresh baseline
+            print(f"evalgate reset: the previous baseline is unreadable, not compared: {exc}", file=sys.stderr)
+            previous = Baselines(None, None)
         candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
         run = candidate.run
         if run.subset or run.shard:
@@ -73,13 +80,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
                 f"{results_path}: the run is not complete ({run.status}, {run.completed_cases}/{run.total_cases} "
                 f"cases{': ' + run.message if run.message else ''}); nothing was blessed"
             )
-        previous = store.latest()
-        comparison = compare(
-            previous.results if previous else None,
-            candidate,
-            config,
-            baseline_ref=previous.ref if previous else None,
-        )
+        comparison = previous.compare(candidate, config)
         paths = write_report_files(comparison, config, out_dir)
         sha = getattr(args, "sha", None) or candidate_sha(activity, candidate)
         actor = actor_name(getattr(args, "actor", None) or activity.actor)

@@ -1,9 +1,12 @@
 """Test helpers: small suites written into a test's tmp folder (a config plus a JSONL case file),
-and a liveness check for processes a target started."""
+a liveness check for processes a target started, git in a test repository, and GITHUB_OUTPUT as
+the runner reads it."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +50,41 @@ def process_alive(pid: int) -> bool:
     except (FileNotFoundError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def git(repo: Path, *args: str, date: str | None = None) -> str:
+    """``git ARGS`` in ``repo`` without the user's git config (a fixed identity, branch main);
+    ``date`` sets the author and committer date. Returns the stripped stdout; fails the test on error."""
+    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
+    if date:
+        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+    done = subprocess.run(
+        ["git", "-c", "user.name=dev", "-c", "user.email=dev@example.com", "-c", "init.defaultBranch=main", *args],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def read_output_file(path: Path) -> dict[str, str]:
+    """GITHUB_OUTPUT as the runner reads it: ``name=value`` lines and ``name<<DELIM`` blocks."""
+    values: dict[str, str] = {}
+    lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
+            name, delimiter = line.split("<<", 1)
+            end = lines.index(delimiter, i + 1)
+            values[name] = "\n".join(lines[i + 1 : end])
+            i = end + 1
+        elif "=" in line:
+            name, value = line.split("=", 1)
+            values[name] = value
+            i += 1
+        else:
+            i += 1
+    return values

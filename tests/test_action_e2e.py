@@ -41,8 +41,10 @@ from typing import Any
 import pytest
 import yaml
 from github_server import GitHubServer, _error, _ok
+from suites import echo_cases, git, read_output_file, write_suite
 
-from evals.baseline import GitHubReleaseStore
+from evals.baseline import GitHubReleaseStore, manifest_name
+from evals.promote import SEED_REASON
 from evals.results import load_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,27 +129,6 @@ class Expr:
         if isinstance(template, bool):  # YAML booleans reach actions as "true"/"false"
             return "true" if template else "false"
         return re.sub(r"\$\{\{(.*?)\}\}", one, str(template))
-
-
-def parse_output_file(path: Path) -> dict[str, str]:
-    """GITHUB_OUTPUT as the runner reads it: ``name=value`` lines and ``name<<DELIM`` blocks."""
-    values: dict[str, str] = {}
-    lines = path.read_text(encoding="utf-8").split("\n") if path.exists() else []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            end = lines.index(delimiter, i + 1)
-            values[name] = "\n".join(lines[i + 1 : end])
-            i = end + 1
-        elif "=" in line:
-            name, value = line.split("=", 1)
-            values[name] = value
-            i += 1
-        else:
-            i += 1
-    return values
 
 
 # ------------------------------------------------------------------------------------------ runner
@@ -365,7 +346,7 @@ class Runner:
             env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
             output_file.write_text("", encoding="utf-8")
             done = self.bash(step["run"], home / f"step-{step['id']}.sh", job, env_base | env)
-            steps[step["id"]] = {"outputs": parse_output_file(output_file)}
+            steps[step["id"]] = {"outputs": read_output_file(output_file)}
             if done.returncode != 0:
                 break
         assert done is not None
@@ -377,19 +358,6 @@ class Runner:
 
 
 # ------------------------------------------------------------------------------------------ the repository
-
-
-def git(repo: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
-    done = subprocess.run(
-        ["git", "-c", "user.name=dev", "-c", "user.email=dev@example.com", "-c", "init.defaultBranch=main", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 @dataclass
@@ -448,9 +416,11 @@ class World:
         return git(repo, "rev-parse", "HEAD")
 
     def seed(self) -> None:
-        """The baseline of main's first commit, put in the release store directly."""
+        """The baseline of main's first commit, put in the release store directly, blessed as a
+        seeding gate stores it (evals.promote)."""
         store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
-        store.promote(load_results(self.origin.baseline_results), sha=self.origin.main_sha, verdict="seed")
+        results = load_results(self.origin.baseline_results)
+        store.promote(results, sha=self.origin.main_sha, verdict="seed", reason=SEED_REASON, blessed=True)
 
     def manifest(self) -> dict[str, Any]:
         names = [a["name"] for a in self.gh.assets(TAG) if re.fullmatch(r"manifest-\d+\.json", a["name"])]
@@ -530,6 +500,8 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
     assert first.outputs["verdict"] == "no-baseline"
     assert first.outputs["promoted"] == "true"
     assert world.latest_sha() == world.origin.main_sha
+    seeded = world.manifest()["snapshots"][-1]  # the first reference point: the drift guard holds from here
+    assert (seeded["blessed"], seeded["reason"], seeded["actor"]) == (True, SEED_REASON, "octo-dev")
     assert "no-baseline" in first.summary.lower() or "no baseline" in first.summary.lower()
 
     feature = world.checkout("feature")
@@ -667,6 +639,7 @@ def test_baseline_store_down_is_exit_3_and_comment_down_keeps_the_verdict(world:
     assert down.returncode == 3, down.log
     assert down.outputs["verdict"] == "error"
     assert "error" in down.summary
+    assert not (down.out_dir / "results.json").exists()  # the baseline is read first: no suite run was wasted
     gh.faults.clear()
 
     gh.faults.add("*", r"/issues/", "500", times=1000)
@@ -744,6 +717,175 @@ def test_sharded_workflow_merges_the_shards_and_promotes(world: World) -> None:
     assert world.latest_sha() == sha
 
 
+# What a python target can find: the environment, every string reachable from this process's
+# objects (and what they reference), and the environment of each ancestor process. Token-shaped strings are recorded.
+SPY = """
+import gc
+import json
+import os
+import re
+from pathlib import Path
+
+import bot
+
+TOKEN = re.compile(r"gh[pousr]_[0-9A-Za-z]{20,}")
+
+
+memory = set()
+seen = set()
+stack = gc.get_objects()
+while stack:  # everything reachable from the collector's objects, untracked containers included
+    obj = stack.pop()
+    if id(obj) in seen:
+        continue
+    seen.add(id(obj))
+    if isinstance(obj, (bytes, bytearray)):
+        memory.update(TOKEN.findall(obj.decode("latin-1")))
+    elif isinstance(obj, str):
+        memory.update(TOKEN.findall(obj))
+    else:
+        stack.extend(gc.get_referents(obj))
+ancestors = {}
+pid = os.getppid()
+while pid > 1:
+    try:
+        ancestors[pid] = sorted(set(TOKEN.findall(Path(f"/proc/{pid}/environ").read_bytes().decode("latin-1"))))
+    except OSError as exc:
+        ancestors[pid] = "unreadable: " + str(exc.strerror)
+    pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+found = {
+    "env": sorted(t for v in os.environ.values() for t in TOKEN.findall(v)),
+    "memory": sorted(memory),
+    "ancestors": ancestors,
+}
+Path(os.environ["SPY_OUT"]).write_text(json.dumps(found))
+
+
+def answer(question):
+    return bot.answer(question)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_code_under_test_never_sees_the_token(world: World) -> None:
+    """A python target runs the code under test; it must find no GitHub token anywhere it can look,
+    even with the token also under the gh CLI's name, as a runner's INPUT_ variable and under a
+    name of the user's own. A token-shaped canary in its environment shows the search works."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    quickstart = feature / "examples" / "quickstart"
+    (quickstart / "spy.py").write_text(SPY, encoding="utf-8")
+    config = yaml.safe_load((quickstart / "evalgate.yml").read_text(encoding="utf-8"))
+    config["target"]["python"] = "spy:answer"
+    (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    head = world.commit(feature, "a target that looks for the token")
+    job = world.pull_request(feature, head)
+    canary = "ghs_" + "0" * 36
+    spy_out = world.tmp / "spy.json"
+    job.extra_env |= {
+        "SPY_OUT": str(spy_out),
+        "SPY_CANARY": canary,
+        "GH_TOKEN": gh.write_token,
+        "INPUT_GITHUB-TOKEN": gh.write_token,
+        "MY_PAT": f"token {gh.write_token}",
+    }
+    run = world.runner.run(job)
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass" and run.outputs["comment-url"]  # the gate itself had the token
+    found = json.loads(spy_out.read_text(encoding="utf-8"))
+    assert found["env"] == [canary]
+    assert found["memory"] == [canary]
+    lineage = found["ancestors"]
+    assert any(isinstance(v, list) for v in lineage.values()), lineage  # some ancestor was readable
+    for tokens in lineage.values():
+        assert gh.write_token not in tokens and gh.read_token not in tokens, lineage
+
+
+def test_tolerance_input_overrides_rate_metrics_and_keeps_the_baseline_comparable(world: World) -> None:
+    """`tolerance: 0.03` changes how deltas are judged, not what scores mean: a normal verdict
+    against the stored baseline (not `incompatible`), with compare's rule (rate metrics only)."""
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+    run = world.runner.run(world.pull_request(feature, head), tolerance="0.03")
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass" and run.outputs["baseline-sha"] == world.origin.main_sha
+    gate = json.loads(Path(run.outputs["comparison-path"]).read_text(encoding="utf-8"))["gate"]
+    assert {m["metric"]: m["tolerance"] for m in gate["metrics"]} == {"pass_rate": 0.03, "format_valid": 0.05}
+
+
+def test_pull_request_target_refuses_to_run_the_pr_code(world: World) -> None:
+    """pull_request_target has the base repository's write token: with the PR's head checked out
+    the gate refuses (exit 2) before anything runs; on the base branch's checkout it gates with a
+    warning."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "untrusted change")
+
+    def target_run(checkout: Path, name: str) -> StepRun:
+        job = world.pull_request(checkout, head)
+        job.event_name = "pull_request_target"
+        temp = world.tmp / f"{name}-temp"
+        temp.mkdir()
+        return world.runner.action(job, world.tmp / name, temp, {"config": CONFIG})
+
+    requests_before = len(gh.requests)
+    refused = target_run(feature, "pr-head")
+    assert refused.returncode == 2, refused.log
+    assert "pull_request_target" in refused.stderr and "workflow_run" in refused.stderr
+    assert refused.outputs["verdict"] == "error" and "workflow_run" in refused.summary
+    assert len(gh.requests) == requests_before  # no store read, no comment
+    assert not (feature / refused.out_dir / "results.json").exists()
+
+    base = world.checkout("base")  # actions/checkout's default on pull_request_target: the base branch
+    gated = target_run(base, "base-branch")
+    assert gated.returncode == 0, gated.log
+    assert gated.outputs["verdict"] == "pass"
+    assert "::warning" in gated.stdout and "pull_request_target" in gated.stdout
+
+
+def _gate_locally(config: Path, out_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "evals", "gate", "--config", str(config), "--out-dir", str(out_dir)]
+    return subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_corrupt_store_fails_before_the_suite_runs(tmp_path: Path) -> None:
+    """The baselines are read before the candidate is run: a store with no readable manifest is
+    exit 3, and the target (which leaves a mark when imported) never ran."""
+    (tmp_path / "marker.py").write_text(
+        "import os\nfrom pathlib import Path\n\nPath(os.environ['MARKER']).touch()\n\n\n"
+        "def answer(question):\n    return question\n",
+        encoding="utf-8",
+    )
+    config = write_suite(tmp_path, echo_cases(4), target={"python": "marker:answer"}, baseline={"path": "store"})
+    (tmp_path / "store").mkdir()
+    (tmp_path / "store" / manifest_name(1)).write_bytes(b"{not a manifest")
+    marker = tmp_path / "target-ran"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | {"MARKER": str(marker)}
+    broken = _gate_locally(config, tmp_path / "out", env)
+    assert broken.returncode == 3, broken.stdout + broken.stderr
+    assert "no manifest is readable" in broken.stderr
+    assert not marker.exists()
+
+    # The same suite with a sound (empty) store runs its target: the mark is a real signal.
+    shutil.rmtree(tmp_path / "store")
+    sound = _gate_locally(config, tmp_path / "out", env)
+    assert sound.returncode == 0, sound.stdout + sound.stderr
+    assert marker.exists()
+
+
+def test_a_suite_run_that_cannot_start_is_exit_2_with_its_message(tmp_path: Path) -> None:
+    """The suite runs in a child process; its one-line error reaches the gate's own message."""
+    config = write_suite(tmp_path, echo_cases(2), target={"python": "no_such_module:answer"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    done = _gate_locally(config, tmp_path / "out", env)
+    assert done.returncode == 2, done.stdout + done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert "the suite run stopped on a usage error" in last and "no_such_module" in last
+
+
 # ------------------------------------------------------------------------------------------ the docs
 
 
@@ -760,21 +902,30 @@ TO_DOCS = [
 ]
 
 
-def doc_workflows() -> dict[str, str]:
-    """The YAML blocks of docs/github-action.md that start with ``# .github/workflows/<name>``."""
-    blocks = re.findall(r"```yaml\n(# \.github/workflows/(\S+)\n.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+def doc_workflows(doc: Path = DOC) -> dict[str, str]:
+    """The YAML blocks of a doc (docs/github-action.md by default) that start with
+    ``# .github/workflows/<name>``."""
+    blocks = re.findall(r"```yaml\n(# \.github/workflows/(\S+)\n.*?)```", doc.read_text(encoding="utf-8"), re.S)
     return {name: text for text, name in blocks}
+
+
+def as_in_docs(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    for ours, theirs in TO_DOCS:
+        text = text.replace(ours, theirs)
+    return text
 
 
 def test_the_docs_show_the_workflows_the_tests_run() -> None:
     docs = doc_workflows()
     for path in sorted(WORKFLOWS.glob("eval-gate*.yml")):
-        text = path.read_text(encoding="utf-8")
-        for ours, theirs in TO_DOCS:
-            text = text.replace(ours, theirs)
         assert path.name in docs, f"docs/github-action.md does not show {path.name}"
-        assert yaml.safe_load(docs[path.name]) == yaml.safe_load(text), f"the docs' {path.name} differs"
+        assert yaml.safe_load(docs[path.name]) == yaml.safe_load(as_in_docs(path)), f"the docs' {path.name} differs"
     assert "eval-gate-byo.yml" in docs  # exercised by the next test
+    # The README shows the main workflow; it must be the one the tests run too.
+    readme = doc_workflows(ROOT / "README.md")
+    assert set(readme) == {"eval-gate.yml"}
+    assert yaml.safe_load(readme["eval-gate.yml"]) == yaml.safe_load(as_in_docs(WORKFLOWS / "eval-gate.yml"))
 
 
 def test_bring_your_own_results_from_the_docs(world: World) -> None:

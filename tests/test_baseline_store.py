@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401  (registers the fixture)
+from suites import git
 
 from evals import ancestry
 from evals.baseline import (
@@ -49,21 +50,6 @@ def results_for(sha: str, passed: list[bool], suite: str = "demo") -> Results:
         config_hash="sha256:cfg",
     )
     return Results(run=run, cases=cases)
-
-
-def git(repo: Path, *args: str, date: str | None = None) -> str:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
-    if date:
-        env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
-    done = subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "init.defaultBranch=main", *args],
-        cwd=repo,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
 
 
 @pytest.fixture

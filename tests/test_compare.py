@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evals.compare import compare
+from evals.compare import apply_tolerance_override, compare
 from evals.comparison import Comparison
 from evals.config import GateSpec, MetricSpec, SuiteConfig
-from evals.errors import InputFileError
+from evals.errors import InputFileError, UsageError
 from evals.lazyload import load_lazy
+from evals.manifest import BaselineRef
 from evals.results import (
     Attempt,
     AttemptError,
@@ -98,6 +100,60 @@ def test_small_slices_use_mcnemar_and_are_advisory():
     assert any("can only detect drops" in w for w in c.warnings)
 
 
+def test_tiny_slices_whose_cases_all_moved_alike_stay_advisory():
+    """All-unchanged or all-flipped tiny slices have a plain paired SE of 0, which made their MDE
+    the tolerance: blocking, inflating Holm's m, and "unchanged" on a zero-width interval."""
+    ok = outcomes(400, 0.8, 14)
+    tiny = {"t5": (5, True, True), "t4": (4, True, False), "t3": (3, False, False)}  # size, base, cand
+    base = [case(i, bool(ok[i]), lang="big") for i in range(400)]
+    cand = [case(i, bool(ok[i]), lang="big") for i in range(400)]
+    i = 400
+    for lang, (size, before, after) in tiny.items():
+        base += [case(j, before, lang=lang) for j in range(i, i + size)]
+        cand += [case(j, after, lang=lang) for j in range(i, i + size)]
+        i += size
+    c = compare(run_of(base), run_of(cand, sha="c"))
+    by = {u.unit: u for u in c.units}
+    assert {u.unit for u in c.units if u.blocking} == {"overall", "language=big"}
+    for name in ("language=t5", "language=t4", "language=t3"):
+        u = by[name]
+        assert not u.blocking and u.mde > 0.10 and u.q_value is not None, u
+        assert u.verdict == "inconclusive" and u.smoothed_low < -0.02
+    # t5: the bootstrap interval is [0, 0], inside the band, but 5 cases cannot show that
+    assert by["language=t5"].ci_low == by["language=t5"].ci_high == 0.0
+    assert "smoothed interval" in by["language=t5"].note
+    # the 400 unchanged cases can: 1.645 / 402 < 0.02
+    assert by["language=big"].verdict == "unchanged" and by["language=big"].mde < 0.10
+    overall = by["overall"]
+    assert overall.p_adjusted == pytest.approx(min(1.0, 2 * overall.p_value))  # Holm over 2 units
+
+
+def test_tiny_unbounded_and_continuous_slices_are_not_degenerate():
+    def scored(i: int, score: float, latency: float, lang: str) -> CaseResult:
+        attempt = Attempt(score=score, latency_ms=latency, tokens_in=100, tokens_out=20)
+        return CaseResult(id=f"q{i}", slices={"language": lang}, attempts=[attempt])
+
+    rng = np.random.default_rng(15)
+    scores, lat = rng.random(400), rng.gamma(2.0, 100.0, 400)
+    base = [scored(i, scores[i], lat[i], "big") for i in range(400)]
+    cand = [scored(i, scores[i], lat[i], "big") for i in range(400)]
+    base += [scored(400 + j, 0.9, 150.0, "tiny") for j in range(4)]
+    cand += [scored(400 + j, 0.6, 150.0, "tiny") for j in range(4)]  # every score down by exactly 0.3
+    config = SuiteConfig(
+        suite="demo",
+        cases="c.jsonl",
+        slices=["language"],
+        metrics={"score": MetricSpec(), "latency_p50_ms": MetricSpec(tolerance=5.0), "tokens": MetricSpec()},
+    )
+    c = compare(run_of(base), run_of(cand, sha="c"), config)
+    tiny = [u for u in c.units if u.unit == "language=tiny"]
+    assert len(tiny) == 3
+    for u in tiny:
+        assert not u.blocking and u.mde > u.tolerance and u.verdict != "unchanged", u
+    big = {u.metric: u for u in c.units if u.unit == "language=big"}
+    assert big["score"].blocking and big["score"].verdict == "unchanged"
+
+
 def test_identical_runs_pass_and_are_reproducible():
     ok = outcomes(500, 0.7, 5)
     base = run_of([case(i, bool(ok[i]), lang="ko" if i < 250 else "en") for i in range(500)])
@@ -160,18 +216,52 @@ def test_infra_errors_are_not_failures():
     assert c.candidate_run.infra_errors == 20 and c.candidate_run.infra_retries == 100
 
 
-def test_target_errors_count_as_wrong_answers_and_can_make_a_run_incomplete():
-    base = run_of([case(i, True) for i in range(100)])
-    broken = Attempt(error=AttemptError(kind="target", message="exit 1"))
-    cand = run_of(
-        [case(i, True) if i % 4 else case(i, True).model_copy(update={"attempts": [broken]}) for i in range(100)]
-    )
+def with_errors(cases: list[CaseResult], kind: str, every: int) -> list[CaseResult]:
+    """Every ``every``-th case's only attempt ends in an error of ``kind``."""
+    broken = Attempt(error=AttemptError(kind=kind, message="it broke"), retries=5 if kind == "infra" else 0)
+    return [c if i % every else c.model_copy(update={"attempts": [broken]}) for i, c in enumerate(cases)]
+
+
+def test_target_errors_are_wrong_answers_and_fail_through_pass_rate():
+    """A target that crashes on 15% of cases is a regression (exit 1), not an infra problem (exit 3)."""
+    base = run_of([case(i, True) for i in range(200)])
+    for kind in ("target", "timeout", "scorer"):
+        cand = run_of(with_errors([case(i, True) for i in range(200)], kind, 7), sha="c")  # 29 of 200: 14.5%
+        c = compare(base, cand)
+        assert c.verdict == "fail" and c.exit_code == 1, (kind, c.reason)
+        assert c.units[0].candidate == pytest.approx(171 / 200) and c.units[0].verdict == "regressed"
+        assert c.candidate_run.error_rate == pytest.approx(29 / 200) and c.candidate_run.infra_error_rate == 0
+
+
+def test_infra_errors_over_max_error_rate_make_the_run_incomplete():
+    base = run_of([case(i, True) for i in range(200)])
+    cand = run_of(with_errors([case(i, True) for i in range(200)], "infra", 7), sha="c")
     c = compare(base, cand)
-    assert c.verdict == "incomplete" and c.exit_code == 3 and "error rate 25.0%" in c.reason
-    # the units are still computed, and the errors are failures there
-    assert c.units[0].candidate == pytest.approx(0.75)
-    config = SuiteConfig(suite="demo", cases="c.jsonl", gate=GateSpec(max_error_rate=0.5))
-    assert compare(base, cand, config).verdict == "fail"
+    assert c.verdict == "incomplete" and c.exit_code == 3
+    assert "infra error rate 14.5%" in c.reason and "29 of 200 attempts" in c.reason
+    assert c.candidate_run.infra_error_rate == pytest.approx(29 / 200)
+    # infra-errored cases are left out, not failed: the rest is compared as usual
+    assert c.units[0].n == 171 and c.units[0].delta == 0
+    config = SuiteConfig(suite="demo", cases="c.jsonl", gate=GateSpec(max_error_rate=0.2))
+    assert compare(base, cand, config).verdict == "pass"
+
+
+def test_max_age_days_reaches_the_report():
+    from evals import report
+    from evals.manifest import SnapshotInfo
+
+    ok = outcomes(200, 0.8, 16)
+    base, cand = run_of([case(i, bool(ok[i])) for i in range(200)]), run_of([case(i, bool(ok[i])) for i in range(200)])
+    created = (datetime.now(UTC) - timedelta(days=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    snap = SnapshotInfo(sha="abc1234", name="baseline-abc1234.json.gz", digest="sha256:00", created_at=created)
+    ref = BaselineRef(source="local:.evalgate/baselines", snapshot=snap)
+    strict = SuiteConfig.model_validate({"suite": "demo", "cases": "c.jsonl", "baseline": {"max_age_days": 3}})
+    c = compare(base, cand, strict, baseline_ref=ref)
+    assert c.gate.max_age_days == 3
+    assert "older than 3 days" in report.render_markdown(c)
+    default = compare(base, cand, baseline_ref=ref)
+    assert default.gate.max_age_days == 30
+    assert "older than" not in report.render_markdown(default)
 
 
 def test_latency_metric_lower_is_better_uses_bootstrap():
@@ -194,6 +284,28 @@ def test_latency_metric_lower_is_better_uses_bootstrap():
         update={"metrics": {"pass_rate": MetricSpec(), "latency_p95_ms": MetricSpec(tolerance="20%", gate=False)}}
     )
     assert compare(base, cand, ungated).verdict == "pass"
+
+
+def test_large_latency_slice_can_block_with_a_relative_max_detectable_drop():
+    # max_detectable_drop is a share of the baseline value for unbounded metrics: a 600-case
+    # slice whose p50 latency is well measured blocks; a 20-case slice of widely spread latencies
+    # stays advisory.
+    rng = np.random.default_rng(3)
+    n_big, n_small = 600, 20
+    lat = np.concatenate([rng.normal(1000.0, 30.0, n_big), rng.gamma(1.0, 1000.0, n_small)])
+    langs = ["en"] * n_big + ["ko"] * n_small
+    base = run_of([case(i, True, lang=langs[i], latency=float(lat[i])) for i in range(n_big + n_small)])
+    slower = [float(lat[i] * (1.3 if langs[i] == "en" else 1.0)) for i in range(n_big + n_small)]
+    cand = run_of([case(i, True, lang=langs[i], latency=slower[i]) for i in range(n_big + n_small)], sha="c")
+    config = SuiteConfig(
+        suite="demo", cases="c.jsonl", slices=["language"], metrics={"latency_p50_ms": MetricSpec(tolerance="5%")}
+    )
+    c = compare(base, cand, config)
+    en = next(u for u in c.units if u.unit == "language=en")
+    ko = next(u for u in c.units if u.unit == "language=ko")
+    assert en.blocking and en.verdict == "regressed"
+    assert not ko.blocking
+    assert c.verdict == "fail" and "language=en" in c.reason
 
 
 def test_pass_at_k_and_named_scores_over_attempts():
@@ -251,6 +363,36 @@ def test_comparison_round_trips_through_json():
     assert again == c
 
 
+def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tmp_path):
+    from evals.config import load_config
+
+    (tmp_path / "evalgate.yml").write_text(
+        "suite: demo\ncases: cases.jsonl\nmetrics:\n  pass_rate: {tolerance: 0.05}\n  score: {}\n"
+        "  error_rate: {tolerance: 0.01}\n  pass@3: {}\n  latency_p95_ms: {tolerance: '20%'}\n"
+        "  tokens: {tolerance: 50}\n  format_valid: {tolerance: 0.1, gate: false}\n"
+    )
+    config = load_config(tmp_path / "evalgate.yml")
+    before = config.model_dump()
+    for value, expected in ((0.03, 0.03), ("0.03", 0.03), (" 5% ", "5%"), (0, 0.0)):
+        out = apply_tolerance_override(config, value)
+        tol = {name: spec.tolerance for name, spec in out.metrics.items()}
+        assert tol == {
+            "pass_rate": expected,
+            "score": expected,
+            "error_rate": expected,
+            "pass@3": expected,
+            "latency_p95_ms": "20%",
+            "tokens": 50,
+            "format_valid": 0.1,
+        }
+        assert out.config_hash() == config.config_hash() and out.root == config.root
+        assert out.metrics["format_valid"].gate is False
+    assert config.model_dump() == before  # the input is not changed
+    for bad in ("abc", "-0.1", -1, "nan", float("inf"), "5 %%", ""):
+        with pytest.raises(UsageError, match="--tolerance"):
+            apply_tolerance_override(config, bad)
+
+
 # ---------------------------------------------------------------------------------------- CLI
 
 
@@ -300,6 +442,12 @@ def test_cli_special_verdict_exit_codes(tmp_path, python_exe):
     assert incompatible.returncode == 1 and "sha256:other" in incompatible.stdout
     first = cli(python_exe, "--candidate", "base.json", cwd=tmp_path)
     assert first.returncode == 0 and "no-baseline" in first.stdout
+    save_results(run_of(with_errors([case(i, True) for i in range(30)], "infra", 5)), tmp_path / "infra.json")
+    infra = cli(python_exe, "--baseline", "base.json", "--candidate", "infra.json", cwd=tmp_path)
+    assert infra.returncode == 3 and "infra error rate 20.0%" in infra.stdout
+    save_results(run_of(with_errors([case(i, True) for i in range(30)], "target", 5)), tmp_path / "crash.json")
+    crash = cli(python_exe, "--baseline", "base.json", "--candidate", "crash.json", cwd=tmp_path)
+    assert crash.returncode == 1 and "regression" in crash.stdout, crash.stdout
 
 
 @pytest.mark.parametrize(
@@ -385,5 +533,11 @@ def test_cli_config_sets_metrics_slices_and_inconclusive_policy(tmp_path, capsys
     assert evalgate([*args, "--inconclusive", "warn", "--tolerance", "0.03"]) == 0
     data = Comparison.model_validate_json((tmp_path / "out.json").read_text())
     assert data.units[0].tolerance == 0.03 and data.exit_code == 0
+    assert {m.metric: m.tolerance for m in data.gate.metrics} == {"pass_rate": 0.03, "latency_p95_ms": "20%"}
+    assert evalgate([*args, "--tolerance", "10%"]) in (0, 1)
+    data = Comparison.model_validate_json((tmp_path / "out.json").read_text())
+    assert data.units[0].tolerance == pytest.approx(0.1 * data.units[0].baseline)
+    assert evalgate([*args, "--tolerance", "lots"]) == 2
+    assert "--tolerance 'lots'" in capsys.readouterr().err
     assert evalgate([*args[:2], str(tmp_path / "missing.json"), *args[3:]]) == 2
     assert "missing.json: file not found" in capsys.readouterr().err

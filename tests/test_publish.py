@@ -7,6 +7,7 @@ import io
 
 import pytest
 from github_server import MAX_COMMENT_CHARS, GitHubServer, github_api_fixture  # noqa: F401
+from suites import read_output_file
 
 from evals.errors import UsageError
 from evals.github import ACTIONS_BOT_LOGIN, GitHubError
@@ -118,11 +119,13 @@ def test_server_rejects_bodies_over_the_limit(github_api: GitHubServer):
 def test_read_only_token_gives_a_warning_naming_the_permission_not_an_error(github_api: GitHubServer):
     gh = github_api
     stream = io.StringIO()
-    result = upsert_sticky_comment_or_warn(gh.client(gh.read_token), PR, "report", "smoke", stream=stream)
+    hint = "The comment is in out/comment.md;\npost it with mode: comment."
+    result = upsert_sticky_comment_or_warn(gh.client(gh.read_token), PR, "report", "smoke", hint=hint, stream=stream)
     assert result is None
     line = stream.getvalue()
     assert line.startswith("::warning title=evalgate::") and line.count("\n") == 1
     assert "pull-requests: write" in line and "verdict is unaffected" in line
+    assert line.rstrip("\n").endswith("out/comment.md;%0Apost it with mode: comment.")  # one command line
     assert gh.comments(PR) == []
 
 
@@ -175,26 +178,6 @@ def test_step_summary_write_failure_is_a_warning(tmp_path):
     assert stream.getvalue().startswith("::warning title=evalgate::")
 
 
-def _read_outputs(path) -> dict[str, str]:
-    """GITHUB_OUTPUT as the runner reads it: ``name=value`` or ``name<<DELIM`` ... ``DELIM``."""
-    lines = path.read_text(encoding="utf-8").split("\n")
-    values, i = {}, 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delimiter = line.split("<<", 1)
-            end = lines.index(delimiter, i + 1)
-            values[name] = "\n".join(lines[i + 1 : end])
-            i = end + 1
-        elif line:
-            name, value = line.split("=", 1)
-            values[name] = value
-            i += 1
-        else:
-            i += 1
-    return values
-
-
 def test_outputs_survive_multiline_and_hostile_values(tmp_path):
     path = tmp_path / "output"
     path.write_text("earlier=1\n")
@@ -203,7 +186,7 @@ def test_outputs_survive_multiline_and_hostile_values(tmp_path):
         {"verdict": "fail", "report-path": "out/report.md", "reason": hostile, "comment-url": None},
         {"GITHUB_OUTPUT": str(path)},
     )
-    assert _read_outputs(path) == {
+    assert read_output_file(path) == {
         "earlier": "1",
         "verdict": "fail",
         "report-path": "out/report.md",

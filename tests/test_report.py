@@ -296,30 +296,31 @@ def test_tiers_step_down_and_say_what_was_cut(many_flips: Comparison) -> None:
 
 
 def test_compact_tier_leaves_out_unchanged_units() -> None:
-    """200 slices, one of which regresses: the all-units table is what does not fit."""
+    """50 slices of 100 cases, one of which regresses: the all-units table is what does not fit."""
 
     def run(sha: str, flip: bool) -> Results:
         cases = [
             {
-                "id": f"t-{i:04d}",
-                "slices": {"topic": f"topic-{i % 200:03d}"},
-                "attempts": [{"passed": i % 3 != 0 and not (flip and i % 200 == 7)}],
+                "id": f"t-{i:05d}",
+                "slices": {"topic": f"topic-{i % 50:03d}"},
+                "attempts": [{"passed": i % 3 != 0 and not (flip and i % 50 == 7)}],
             }
-            for i in range(2000)
+            for i in range(5000)
         ]
-        run = {"suite": "s", "status": "success", "total_cases": 2000, "completed_cases": 2000, "git_sha": sha}
+        run = {"suite": "s", "status": "success", "total_cases": 5000, "completed_cases": 5000, "git_sha": sha}
         return parse_results(json.dumps({"schema_version": 1, "run": run, "cases": cases}).encode(), sha)
 
     comparison = compare(run(BASE, False), run(CAND, True))
+    assert [u.unit for u in comparison.regressed] == ["topic=topic-007"]
     full = render_markdown(comparison, kind="full")
-    assert full.count("| topic=topic-") == 201  # 200 rows in the table of all units, one among the regressed
-    md = render_markdown(comparison, max_chars=20_000)
+    assert full.count("| topic=topic-") == 51  # 50 rows in the table of all units, one among the regressed
+    md = render_markdown(comparison, max_chars=len(full.encode()) * 2 // 3)
     assert "(compact view): left out unchanged units" in md
     table = md.split("<summary>All units", 1)[1].split("</details>", 1)[0]
     rows = [line.split(" | ")[0] for line in table.split("\n") if line.startswith("| ") and "Unit" not in line]
     assert rows == ["| overall", "| topic=topic-007"]
     assert '"topic=topic-007"' in md.split("```mermaid", 1)[1].split("```", 1)[0]
-    assert "- t-0007 (no excerpts recorded)" in md
+    assert "- t-00007 (no excerpts recorded)" in md
 
 
 def test_regressions_tier_lists_ids_without_excerpts(many_flips: Comparison) -> None:

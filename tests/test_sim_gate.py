@@ -36,7 +36,15 @@ def test_aa_false_fail_rate_20_slices_of_25(sim, model):
 def test_aa_false_fail_rate_uneven_slices(sim):
     result = sim.run_cell("100+19x21", "near-deterministic", 200, seed=2, gate=GateSpec(bootstrap_resamples=500))
     assert result.fail <= 0.08
-    assert result.blocking_slices > 0  # some slices block here, so Holm is exercised
+    # ~21-case slices whose cases all came out the same have a plain SE of 0 (MDE = tolerance); they
+    # used to block in most runs (0.80 slices per run at 1,000 replicates). The smoothed SE keeps them advisory.
+    assert result.blocking_slices < 0.2
+
+
+def test_aa_false_fail_rate_with_a_blocking_slice(sim):
+    result = sim.run_cell("400+100", "near-deterministic", 200, seed=4, gate=GateSpec(bootstrap_resamples=500))
+    assert result.fail <= 0.08
+    assert result.blocking_slices >= 0.9  # the 400-case slice blocks, so Holm is exercised
 
 
 def test_a_real_drop_on_a_large_slice_is_caught(sim):

@@ -121,6 +121,25 @@ def test_mde_gives_the_stated_power():
     assert reject_prob == pytest.approx(power, rel=1e-9)
 
 
+@pytest.mark.parametrize(("b", "c", "n"), [(0, 0, 5), (4, 0, 4), (3, 1, 20), (0, 0, 400), (30, 12, 250)])
+def test_smoothed_mean_delta_is_agresti_min_wald_plus_2(b, c, n):
+    """Agresti & Min (2005) adjusted Wald for matched pairs, as in Agresti's own R code
+    (users.stat.ufl.edu/~aa/cda/R/matched): diff = (c−b)/(n+2), sd = √((b+c+1) − (c−b)²/(n+2))/(n+2)."""
+    d = np.array([-1.0] * b + [1.0] * c + [0.0] * (n - b - c))
+    mean, se = stats.smoothed_mean_delta(d)
+    assert mean == pytest.approx((c - b) / (n + 2))
+    assert se == pytest.approx(math.sqrt((b + c + 1) - (c - b) ** 2 / (n + 2)) / (n + 2))
+    assert se > 0  # where the plain SE of all-equal deltas is 0
+    if b + c > 10:  # and it is close to the plain SE once there is data
+        assert se == pytest.approx(stats.standard_error(d), rel=0.05)
+
+
+def test_smoothed_mean_delta_scale_sets_the_floor():
+    assert stats.smoothed_mean_delta(np.zeros(8), scale=50.0)[1] == pytest.approx(50.0 / 10)
+    mean, se = stats.smoothed_mean_delta(np.full(3, -0.3))
+    assert mean == pytest.approx(-0.9 / 5) and se == pytest.approx(math.sqrt((0.27 + 1) / 5 - mean**2) / math.sqrt(5))
+
+
 def test_holm_hand_computed():
     p = np.array([0.01, 0.04, 0.03, 0.005])
     # sorted: 0.005·4=0.02, 0.01·3=0.03, 0.03·2=0.06, 0.04·1=0.04→0.06 (monotone)
