@@ -160,27 +160,60 @@ def _auto(facts: Activity) -> tuple[Kind, bool, str]:
     )
 
 
+def guard_reset_branch(activity: Activity) -> None:
+    """A reset blesses its run as the latest baseline of the default branch, so inside Actions it
+    runs only on that branch: a dispatch on a side branch would make that branch's code main's
+    reference point."""
+    if activity.kind != "reset" or not activity.in_actions or activity.on_default_branch:
+        return
+    default = activity.default_branch or "(unknown: the event payload has no repository.default_branch)"
+    raise UsageError(
+        f"a reset runs only on the default branch {default}, and this run is on {activity.ref or '(no GITHUB_REF)'}: "
+        "it would bless that code as the default branch's baseline. Dispatch the workflow on the default branch"
+    )
+
+
 def guard_pull_request_target(activity: Activity, checkouts: Iterable[Path]) -> None:
     """``pull_request_target`` runs with the base repository's write token and secrets. Running
     the PR's code there (a "pwn request") hands both to whoever opened the PR, since the suite runs
     the checked-out code. So: when a checkout (the working folder, the config's folder) contains
-    the PR's head commit, refuse (exit 2); otherwise the job gates the base branch's code, which
-    is allowed but rarely what was meant: a warning."""
+    the PR's head commit — or git cannot rule that out (a shallow clone of the merge commit does
+    not have the head commit, yet its files are the PR's) — refuse (exit 2); otherwise the job
+    gates the base branch's code, which is allowed but rarely what was meant: a warning."""
     if activity.event_name != "pull_request_target":
         return
-    from evals import ancestry
     from evals.publish import warn
 
-    head = activity.head_sha
+    head = activity.head_sha or ""
+    refusal = (
+        "evalgate does not run a pull request's code with the base repository's write token and secrets. Gate pull "
+        "requests on the pull_request event and post fork comments from a workflow_run job with mode: comment (the "
+        "two-phase flow in docs/github-action.md)"
+    )
     for folder in checkouts:
-        if head and ancestry.is_ancestor(head, "HEAD", repo=folder):
+        contains = _contains_commit(folder, head)
+        if contains:
+            raise UsageError(f"pull_request_target with the PR's head {head[:12]} checked out in {folder}: {refusal}")
+        if contains is None:
             raise UsageError(
-                f"pull_request_target with the PR's head {head[:12]} checked out in {folder}: evalgate does not run "
-                "a pull request's code with the base repository's write token and secrets. Gate pull requests on "
-                "the pull_request event and post fork comments from a workflow_run job with mode: comment (the "
-                "two-phase flow in docs/github-action.md)"
+                f"pull_request_target: cannot rule out that {folder} holds the PR's code (head "
+                f"{head[:12] or '(unknown)'}): it is not a git checkout, or a shallow one without that commit. "
+                f"Check out the base branch with fetch-depth: 0 to gate it. {refusal}"
             )
     warn(
         "pull_request_target: gating the base branch's checkout, not the pull request's code (which is never run "
         "here with a write token). To gate the PR, use the pull_request event and the two-phase workflow_run flow."
     )
+
+
+def _contains_commit(folder: Path, sha: str) -> bool | None:
+    """Whether the checkout's HEAD is ``sha`` or descends from it; None when git cannot tell. A
+    commit missing from a complete (not shallow) history is not an ancestor of HEAD."""
+    from evals import ancestry
+
+    if not sha or ancestry.resolve(folder, "HEAD") is None:
+        return None
+    found = ancestry.is_ancestor(sha, "HEAD", repo=folder)
+    if found is None and ancestry.resolve(folder, sha) is None and not ancestry.is_shallow(folder):
+        return False
+    return found

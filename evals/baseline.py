@@ -580,8 +580,9 @@ class BaselineStore:
         The caller decides whether the gate allows it (``promotion_allowed``); this enforces the
         store's own rule: a promotion never replaces a newer commit's baseline with an older one
         (refused when ``sha`` is the latest's commit or an ancestor of it, by git ancestry in
-        ``self.repo``, else by commit date). A reset passes ``blessed=True`` (it may re-bless the
-        latest's own commit, never an older one). Protocol: upload the snapshot (an existing
+        ``self.repo``, else by commit date; refused when neither can tell). A reset passes
+        ``blessed=True`` (it may re-bless the latest's own commit, never an older one; when neither
+        can tell, it goes ahead with a note). Protocol: upload the snapshot (an existing
         identical one is fine, a different one is never clobbered) and read it back, then publish
         the next manifest generation exclusively; a name clash means a concurrent writer → re-read
         and retry. Finally prune manifests and snapshots beyond ``keep`` (never referenced or
@@ -683,13 +684,17 @@ class BaselineStore:
                     None,
                 )
             return None, None, "git could not relate the commits; ordered them by commit date"
+        unknown = (
+            f"cannot tell whether {sha[:12]} is newer than the current baseline's {latest.sha[:12]} (no shared git "
+            "history or commit dates)"
+        )
+        if blessed:  # a reset is a person's explicit choice of this run: it goes ahead, noted
+            return None, None, f"{unknown}; reset anyway"
+        # "Never older" cannot be shown, so it is not risked; fetch-depth: 0 (or a reset) settles it.
         return (
+            f"{unknown}; not promoted. Check out with fetch-depth: 0 so git ancestry can decide, or reset",
             None,
             None,
-            (
-                f"cannot tell whether {sha[:12]} is newer than the current baseline's {latest.sha[:12]} "
-                "(no shared git history or commit dates); promoted"
-            ),
         )
 
     def _put_snapshot(self, state: _State, sha: str, data: bytes, digest: str, *, allow_second: bool) -> str:

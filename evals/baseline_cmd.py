@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +59,9 @@ class Baselines:
 
     baseline: LoadedBaseline | None
     blessed: LoadedBaseline | None
+    # Why the drift guard could not be checked (the blessed snapshot is unreadable): the gate still
+    # compares with the latest baseline, but promotes nothing in that run.
+    drift_unchecked: str | None = None
 
     def compare(self, candidate: Results, config: SuiteConfig) -> Comparison:
         from evals.compare import compare
@@ -70,8 +74,11 @@ class Baselines:
             baseline_ref=self.baseline.ref if self.baseline else None,
             blessed_ref=self.blessed.ref if self.blessed else None,
         )
-        if self.baseline is not None:
-            comparison.warnings.extend(self.baseline.warnings)
+        for loaded in (self.baseline, self.blessed):
+            if loaded is not None:
+                comparison.warnings.extend(w for w in loaded.warnings if w not in comparison.warnings)
+        if self.drift_unchecked:
+            comparison.warnings.append(self.drift_unchecked)
         return comparison
 
 
@@ -86,9 +93,18 @@ def load_baselines(
     """Read (and digest-verify) the baselines before any candidate is run, so a corrupt or
     unreachable store costs nothing but this read. A PR compares with its base commit's snapshot
     (or its nearest ancestor's); everything else with the latest."""
+    from evals.baseline import StoreCorrupt
+
     baseline = store.select(base_sha=pr_base_sha) if is_pr else store.latest()
-    blessed = store.blessed() if drift and config.baseline.drift_guard else None
-    return Baselines(baseline, blessed)
+    if not (drift and config.baseline.drift_guard):
+        return Baselines(baseline, None)
+    try:
+        return Baselines(baseline, store.blessed())
+    except StoreCorrupt as exc:
+        # The latest baseline is intact: gate on it rather than stop every gate until a reset.
+        why = f"drift guard not checked, so nothing is promoted in this run: the blessed snapshot is unreadable ({exc})"
+        print(f"evalgate: warning: {why}", file=sys.stderr)
+        return Baselines(baseline, None, why)
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -325,12 +325,21 @@ def _describe_unit(u: UnitResult) -> str:
     )
 
 
-def _bad_side(u: UnitResult) -> float:
+def _bad_side(u: UnitResult) -> tuple[float, str]:
     """The unit's worst plausible oriented delta: the bad end of the bootstrap interval or of the
-    smoothed one, whichever is worse (the bootstrap's is 0 when every case has the same delta)."""
-    ends = (u.ci_low, u.smoothed_low) if u.direction == "higher" else (u.ci_high, u.smoothed_high)
+    smoothed one, whichever is worse (the bootstrap's is 0 when every case has the same delta),
+    and that interval as the reason shows it, so the number it quotes is the one it prints."""
     sign = 1.0 if u.direction == "higher" else -1.0
-    return min(sign * x for x in ends if x is not None)
+    intervals = [("CI", u.ci_low, u.ci_high), ("smoothed interval", u.smoothed_low, u.smoothed_high)]
+    worst: tuple[float, str] | None = None
+    for name, low, high in intervals:
+        end = low if u.direction == "higher" else high
+        if low is None or high is None:
+            continue
+        if worst is None or sign * end < worst[0]:
+            worst = (sign * end, f"{name} {_fmt(low)} to {_fmt(high)}")
+    assert worst is not None  # gate_verdict checks the bootstrap interval exists first
+    return worst
 
 
 def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inconclusive"], str]:
@@ -354,11 +363,11 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
     for u in overall:
         if u.n < 2 or u.ci_low is None or u.ci_high is None:
             return "inconclusive", f"{u.metric}: fewer than 2 paired cases, nothing to compare"
-        bad_side = _bad_side(u)
+        bad_side, interval = _bad_side(u)
         if bad_side < -u.tolerance:
             return "inconclusive", (
                 f"no significant regression, but {u.metric} overall could be down by up to {-bad_side:.4g} "
-                f"(CI {_fmt(u.ci_low)} to {_fmt(u.ci_high)}, n={u.n}) — more than the tolerance {u.tolerance:.4g}; "
+                f"({interval}, n={u.n}) — more than the tolerance {u.tolerance:.4g}; "
                 f"this run can detect drops of {u.mde:.3g} or more"
             )
     names = ", ".join(u.metric for u in overall)
@@ -690,12 +699,20 @@ def compare(
             if u.unit != "overall" or not u.gated or u.mde is None:
                 continue
             relative = not bounded.get(u.metric, True)
-            drop = u.mde / abs(u.baseline) if relative and u.baseline else u.mde
-            if drop > gate.max_detectable_drop:
-                shown = f"{drop:.1%} of the baseline value" if relative else f"{u.mde:.3g}"
+            scale = abs(u.baseline) if relative and u.baseline else 1.0
+            limit = f"max_detectable_drop {gate.max_detectable_drop:g}"
+            # The MDE is the tolerance plus a sampling term: past the tolerance, cases cannot help.
+            if u.tolerance / scale > gate.max_detectable_drop:
+                shown = f"{u.tolerance / scale:.1%} of the baseline value" if relative else f"{u.tolerance:.3g}"
                 warnings.append(
-                    f"{u.metric} overall can only detect drops of {shown} or more "
-                    f"(max_detectable_drop {gate.max_detectable_drop:g}): more cases would make the gate sharper"
+                    f"{u.metric}'s tolerance ({shown}) is itself larger than {limit}: no number of cases "
+                    "makes the gate detect smaller drops; lower the tolerance or raise max_detectable_drop"
+                )
+            elif u.mde / scale > gate.max_detectable_drop:
+                shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{u.mde:.3g}"
+                warnings.append(
+                    f"{u.metric} overall can only detect drops of {shown} or more ({limit}): "
+                    "more cases would make the gate sharper"
                 )
 
     drift = None

@@ -27,6 +27,12 @@ from evals.yamlsource import load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
 BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric")
+LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
+
+
+def default_direction(metric: str) -> Literal["higher", "lower"]:
+    """Which way is better for a metric when its config does not say."""
+    return "lower" if metric in LOWER_IS_BETTER else "higher"
 
 
 class _Strict(BaseModel):
@@ -238,14 +244,19 @@ class SuiteConfig(_Strict):
         return self.gate.id or self.suite
 
     def config_hash(self) -> str:
-        """What makes two runs' scores mean the same thing: the scorer definitions and which
-        metrics are measured in which direction (SPEC §3). Left out on purpose: the target, cases,
-        attempts and concurrency (changing them is what a gate is for; case edits are handled per
-        case by its ``hash``), and each metric's tolerance and ``gate`` flag, which change how a
-        delta is judged, not what a score means — tightening a band must not need a reset."""
+        """What makes two runs' scores mean the same thing (SPEC §3): the scorer definitions, and
+        any metric whose better direction was turned around from its default. Left out on
+        purpose: the target, cases, attempts and concurrency (changing them is what a gate is
+        for; case edits are handled per case by its ``hash``), and everything else about metrics
+        (which ones are reported, tolerances, ``gate`` flags): metrics are computed at compare
+        time from the stored attempts, so adding one or tightening a band needs no reset."""
         payload = {
             "scorers": [s.model_dump(mode="json") for s in self.scorers],
-            "metrics": {name: spec.direction for name, spec in sorted(self.metrics.items())},
+            "directions": {
+                name: spec.direction
+                for name, spec in sorted(self.metrics.items())
+                if spec.direction not in (None, default_direction(name))
+            },
         }
         return hash_json(payload)
 

@@ -13,6 +13,8 @@ CPU, where httpx took ~0.5 ms (with several small pools) and ~4.5 ms (with one).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import select
 import ssl
 import urllib.parse
 import urllib.request
@@ -26,8 +28,31 @@ from evals import __version__
 from evals.errors import UsageError
 
 KEEPALIVE_S = 5.0  # httpx's default: an idle connection older than this is not reused
+CONNECT_TIMEOUT_S = 10.0  # TCP connect (and TLS handshake) of one connection, at most
 FLUSH_BYTES = 64 * 1024  # a larger request body is sent as it is written, not held back
 T = TypeVar("T")
+
+
+class _Received:
+    """Response bytes read during one exchange."""
+
+    count = 0
+
+
+# Counted by AsyncioStream.read for the exchange running in this task. A context variable
+# because a proxied connection's stream is opened inside httpcore, out of the pool's reach.
+_RECEIVED: contextvars.ContextVar[_Received | None] = contextvars.ContextVar("evalgate_received", default=None)
+
+
+def socket_readable(sock: Any) -> bool:
+    """Whether ``sock`` has something to read (or is gone): on an idle HTTP/1.1 connection that is
+    the server's EOF, a reset, or bytes no request asked for — never something to send a request after."""
+    fd = sock.fileno() if sock is not None else -1
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
 class Reply(NamedTuple):
@@ -82,11 +107,15 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if self._unsent:
             await self._flush(timeout)
         try:
-            return await _within(timeout, self._reader.read(max_bytes))
+            data = await _within(timeout, self._reader.read(max_bytes))
         except TimeoutError:
             raise httpcore.ReadTimeout(f"no data within {timeout:g}s") from None
         except OSError as exc:
             raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
+        received = _RECEIVED.get()
+        if received is not None:
+            received.count += len(data)
+        return data
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         # httpcore writes a request's head and body separately, and the socket has TCP_NODELAY:
@@ -126,8 +155,13 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
-            # The loop reads eagerly, so a server that hung up on an idle connection shows as EOF.
-            return self._reader.at_eof() or self._writer.is_closing()
+            # The loop shows a server's hang-up as EOF only once it has run since the FIN came in;
+            # a request sent right after the previous response would beat it. The socket tells now.
+            return (
+                self._reader.at_eof()
+                or self._writer.is_closing()
+                or socket_readable(self._writer.get_extra_info("socket"))
+            )
         name = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername", "socket": "socket"}
         return self._writer.get_extra_info(name[info]) if info in name else None
 
@@ -164,10 +198,12 @@ class AsyncioBackend(httpcore.AsyncNetworkBackend):
 
 
 class KeepAlivePool:
-    """POSTs to ``url`` with fixed ``headers``. No timeouts of its own: the caller bounds each call
-    (the runner's per-attempt timeout cancels it, and a cancelled exchange closes its connection)."""
+    """POSTs to ``url`` with fixed ``headers``. The caller bounds each call (the runner's
+    per-attempt timeout cancels it, and a cancelled exchange closes its connection); the pool's
+    only timeout is ``connect_timeout_s`` for opening a connection (``httpcore.ConnectTimeout``),
+    so an endpoint that cannot be reached shows as that, not as a slow answer."""
 
-    def __init__(self, url: str, headers: dict[str, str]):
+    def __init__(self, url: str, headers: dict[str, str], connect_timeout_s: float = CONNECT_TIMEOUT_S):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"{url!r} is not an http:// or https:// URL with a host")
@@ -184,6 +220,10 @@ class KeepAlivePool:
             raise UsageError(f"HTTP header {bad[0]!r} for {url} holds non-ASCII text; HTTP/1.1 headers are ASCII")
         # Built once: header validation and encoding are a noticeable part of a request's cost.
         self.headers = [(k.encode("ascii"), v.encode("ascii")) for k, v in fixed.values()]
+        self.connect_timeout_s = connect_timeout_s
+        # httpcore reads it for the connections it opens itself (through a proxy); read and
+        # write have none (None), as above.
+        self._extensions = {"timeout": {"connect": connect_timeout_s}}
         self._backend = AsyncioBackend()
         proxy = environment_proxy(url)
         # The CA bundle (certifi, or SSL_CERT_FILE as httpx reads it) is loaded only for https.
@@ -211,12 +251,15 @@ class KeepAlivePool:
             )
         self._idle: list[httpcore.AsyncConnectionInterface] = []
 
-    async def _take(self) -> httpcore.AsyncConnectionInterface:
+    async def _idle_connection(self) -> httpcore.AsyncConnectionInterface | None:
         while self._idle:
             connection = self._idle.pop()  # the most recently used: the likeliest to be alive
             if connection.is_available() and not connection.has_expired():
                 return connection
             await connection.aclose()  # idle too long, or the server hung up
+        return None
+
+    async def _new_connection(self) -> httpcore.AsyncConnectionInterface:
         if self._proxy is not None:
             return self._proxy.create_connection(self.url.origin)
         return await self._connect()
@@ -224,10 +267,10 @@ class KeepAlivePool:
     async def _connect(self) -> httpcore.AsyncHTTP11Connection:
         origin = self.url.origin
         host = origin.host.decode("ascii")
-        stream = await self._backend.connect_tcp(host, origin.port)
+        stream = await self._backend.connect_tcp(host, origin.port, timeout=self.connect_timeout_s)
         if self._tls is not None:
             try:
-                stream = await stream.start_tls(self._tls, server_hostname=host)
+                stream = await stream.start_tls(self._tls, server_hostname=host, timeout=self.connect_timeout_s)
             except BaseException:
                 await stream.aclose()
                 raise
@@ -242,8 +285,25 @@ class KeepAlivePool:
 
     async def post(self, body: bytes) -> Reply:
         headers = [*self.headers, (b"Content-Length", str(len(body)).encode())]
-        request = httpcore.Request(b"POST", self.url, headers=headers, content=body)
-        connection = await self._take()
+        request = httpcore.Request(b"POST", self.url, headers=headers, content=body, extensions=self._extensions)
+        connection = await self._idle_connection()
+        if connection is None:
+            return await self._exchange(await self._new_connection(), request)
+        received = _Received()
+        token = _RECEIVED.set(received)
+        try:
+            return await self._exchange(connection, request)
+        except (httpcore.NetworkError, httpcore.ProtocolError):
+            if received.count:
+                raise
+        finally:
+            _RECEIVED.reset(token)
+        # Not a byte of an answer on a reused connection: the server closed it as the request
+        # went out (the poll above cannot see a FIN still in flight), so the request never reached
+        # its application. Sent once more on a new connection, as urllib3 and Go's net/http do.
+        return await self._exchange(await self._new_connection(), request)
+
+    async def _exchange(self, connection: httpcore.AsyncConnectionInterface, request: httpcore.Request) -> Reply:
         reusable = False
         try:
             response = await connection.handle_async_request(request)

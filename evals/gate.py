@@ -174,6 +174,8 @@ def isolate_token(env: MutableMapping[str, str] = os.environ) -> None:
     clean = suite_env(env)
     if os.name != "posix" or not any(value for name, value in env.items() if name not in clean):
         return
+    removed = sorted(name for name in env if name not in clean)
+    print(f"evalgate: kept out of the suite's environment: {', '.join(removed)}", file=sys.stderr)
     token = next((env[name] for name in TOKEN_VARS if env.get(name)), "")
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode("utf-8"))  # a pipe holds far more than a token: no blocking
@@ -181,7 +183,11 @@ def isolate_token(env: MutableMapping[str, str] = os.environ) -> None:
     os.set_inheritable(read_end, True)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, sys.orig_argv, {**clean, TOKEN_FD_VAR: str(read_end)})
+    # -P: however this process was started (`python -m evals` puts the working folder first on
+    # sys.path), the new image never imports from the user's checkout (an `evals/` or `yaml.py`
+    # there would run with the token).
+    argv = [sys.orig_argv[0], "-P", *sys.orig_argv[1:]]
+    os.execve(sys.executable, argv, {**clean, TOKEN_FD_VAR: str(read_end)})
 
 
 def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
@@ -270,7 +276,9 @@ def run_gate(
         and config.baseline.on_missing == "seed"
     )
     wants_promotion = wants_promotion or seeding
-    if wants_promotion and activity.is_pr:
+    if wants_promotion and baselines.drift_unchecked:
+        print("evalgate gate: not promoting: the drift guard could not be checked", file=sys.stderr)
+    elif wants_promotion and activity.is_pr:
         print("evalgate gate: not promoting: a pull request's candidate never becomes the baseline", file=sys.stderr)
     elif wants_promotion:
         done = promote_candidate(
@@ -323,7 +331,7 @@ def load_given(args: argparse.Namespace, out_dir: Path) -> tuple[Results, Path]:
 
 
 def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str, str] = os.environ) -> Results:
-    """Run the suite as ``python -m evals run`` in a child process and read what it wrote.
+    """Run the suite as ``python -P -m evals run`` in a child process and read what it wrote.
 
     The suite is user code (a python target runs in the runner's process) and this process holds
     the GitHub token (in its client, and in the environment the action gave it). So the code under
@@ -333,7 +341,9 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
     A partial run (exit 3 with a results file) is still returned: the comparison says
     ``incomplete``."""
     output.unlink(missing_ok=True)  # never gate on an earlier gate's file
-    command = [sys.executable, "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
+    # -P: `evals` is ours, not a package of that name in the user's checkout (python targets put
+    # their own folders on sys.path explicitly, evals.targets.import_callable).
+    command = [sys.executable, "-P", "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
     command += ["--progress", "lines", *(["--smoke"] if smoke else [])]
     seal_process()
     # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.

@@ -18,11 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evals.config import MetricSpec
+from evals.config import MetricSpec, default_direction
 from evals.results import CaseResult, Results
 from evals.stats import pass_at_k
 
-LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
 _PASS_AT = re.compile(r"^pass@([1-9]\d*)$")
 
@@ -40,9 +39,7 @@ class MetricDef:
 
 
 def metric_def(name: str, spec: MetricSpec | None = None) -> MetricDef:
-    direction = (spec.direction if spec and spec.direction else None) or (
-        "lower" if name in LOWER_IS_BETTER else "higher"
-    )
+    direction = (spec.direction if spec and spec.direction else None) or default_direction(name)
     if name in PERCENTILES:
         return MetricDef(name, "latency", PERCENTILES[name], direction, False, bounded=False)
     if name in ("pass_rate", "error_rate"):

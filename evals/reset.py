@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from evals.activity import Activity, detect, guard_pull_request_target
+from evals.activity import Activity, detect, guard_pull_request_target, guard_reset_branch
 from evals.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
 
 
@@ -39,6 +39,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from evals.gate import isolate_token
+
+    isolate_token()
     activity = detect("reset", reason=args.reason)
     guard_pull_request_target(activity, [Path.cwd(), Path(args.config).resolve().parent])
     return run_reset(args, activity)
@@ -61,6 +64,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     try:
+        guard_reset_branch(activity)
         config, given = load_config_or_defaults(args)
         client = github_client(activity)
         store = open_store_for(config, args, client=client)

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import httpcore
 
 from evals.config import CommandTarget, OpenAITarget, PythonTarget, SuiteConfig
-from evals.connections import KeepAlivePool, Reply
+from evals.connections import CONNECT_TIMEOUT_S, KeepAlivePool, Reply
 from evals.errors import InputFileError, UsageError
 from evals.results import ErrorKind, TargetInfo
 
@@ -293,7 +293,7 @@ def parse_retry_after(value: str | None) -> float | None:
 class OpenAIChatTarget(Target):
     kind = "openai"
 
-    def __init__(self, spec: OpenAITarget, root: Path):
+    def __init__(self, spec: OpenAITarget, root: Path, timeout_s: float):
         self.params = spec.openai
         self.system_prompt: str | None = None
         if self.params.system_prompt:
@@ -319,7 +319,10 @@ class OpenAIChatTarget(Target):
         self.secrets = (key,) if key else ()
         self.url = self.params.base_url.rstrip("/") + "/chat/completions"
         self.fingerprints: set[str] = set()
-        self.pool = KeepAlivePool(self.url, headers)
+        # Well inside the attempt's timeout, so that an endpoint nobody answers for is told apart
+        # from a slow answer: the first is infra (retried, and no verdict on the model), the second
+        # the candidate's timeout.
+        self.pool = KeepAlivePool(self.url, headers, connect_timeout_s=min(CONNECT_TIMEOUT_S, timeout_s / 2))
 
     def info(self) -> TargetInfo:
         p = self.params
@@ -363,6 +366,8 @@ class OpenAIChatTarget(Target):
         body = json.dumps(self.request_body(case.input), ensure_ascii=False, separators=(",", ":"), default=str)
         try:
             reply = await self.pool.post(body.encode("utf-8"))
+        except httpcore.ConnectTimeout as exc:
+            raise TargetFailure("infra", f"cannot connect to {self.url}: {exc}") from None
         except httpcore.TimeoutException as exc:
             raise TargetFailure("timeout", f"HTTP timeout talking to {self.url}: {type(exc).__name__}") from None
         except CONNECTION_ERRORS as exc:  # connection refused/reset, broken or cut-off transfer
@@ -438,4 +443,4 @@ def build_target(config: SuiteConfig) -> Target:
         return PythonCallableTarget(spec, config.root, config.concurrency)
     if isinstance(spec, CommandTarget):
         return CommandProcessTarget(spec, config.root)
-    return OpenAIChatTarget(spec, config.root)
+    return OpenAIChatTarget(spec, config.root, config.timeout_s)

@@ -846,6 +846,72 @@ def test_pull_request_target_refuses_to_run_the_pr_code(world: World) -> None:
     assert "::warning" in gated.stdout and "pull_request_target" in gated.stdout
 
 
+def test_pull_request_target_refuses_a_shallow_merge_checkout_it_cannot_clear(world: World) -> None:
+    """``ref: refs/pull/N/merge`` with fetch-depth 1: the merge commit's files are the PR's, but its
+    parents (the PR head among them) are not in the clone, so git cannot say. That is refused too."""
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "untrusted change")
+    git(feature, "checkout", "-q", "-b", "pr-merge", world.origin.main_sha)
+    git(feature, "merge", "-q", "--no-ff", "-m", "merge the PR", head)
+    merge = world.tmp / "checkouts" / "merge-depth-1"
+    git(world.tmp, "clone", "-q", "--depth", "1", "--branch", "pr-merge", f"file://{feature}", str(merge))
+    assert git(merge, "rev-parse", "--is-shallow-repository") == "true"
+
+    job = world.pull_request(merge, head)
+    job.event_name = "pull_request_target"
+    requests_before = len(world.gh.requests)
+    temp = world.tmp / "merge-temp"
+    temp.mkdir()
+    refused = world.runner.action(job, world.tmp / "merge-run", temp, {"config": CONFIG})
+    assert refused.returncode == 2, refused.log
+    assert "cannot rule out" in refused.stderr and "fetch-depth: 0" in refused.stderr
+    assert refused.outputs["verdict"] == "error"
+    assert len(world.gh.requests) == requests_before
+    assert not (merge / refused.out_dir / "results.json").exists()
+
+
+def test_a_reset_dispatched_on_a_side_branch_is_refused(world: World) -> None:
+    """A reset blesses its run as the default branch's baseline: only on the default branch."""
+    world.seed()
+    side = world.checkout("side")
+    sha = world.commit(side, "experiment")
+    job = world.push(side, sha)
+    job.event_name, job.ref, job.dispatch_inputs = "workflow_dispatch", "refs/heads/side", {"reason": "try it"}
+    job.payload = {"inputs": job.dispatch_inputs, "ref": job.ref, "repository": job.payload["repository"]}
+    requests_before = len(world.gh.requests)
+    run = world.runner.run(job)
+    assert run.returncode == 2, run.log
+    assert "default branch main" in run.stderr and "refs/heads/side" in run.stderr
+    assert run.outputs["verdict"] == "error"
+    assert len(world.gh.requests) == requests_before  # the store was not even read
+    assert world.latest_sha() == world.origin.main_sha
+
+
+CHECKOUT_EVALS = "raise RuntimeError('the checkout's own evals package was imported')\n"
+CHECKOUT_YAML = "import os\nfrom pathlib import Path\n\nPath(os.environ['YAML_MARKER']).write_text(str(os.getpid()))\n"
+
+
+def test_a_checkout_with_its_own_evals_package_and_yaml_module_does_not_replace_evalgates(world: World) -> None:
+    """The action runs evalgate with the checkout (the working folder) off sys.path: a repository's
+    own ``evals/`` package or ``yaml.py`` is never imported by the gate, which holds the token."""
+    world.seed()
+    feature = world.checkout("feature")
+    (feature / "evals").mkdir()
+    (feature / "evals" / "__init__.py").write_text(CHECKOUT_EVALS, encoding="utf-8")
+    (feature / "yaml.py").write_text(CHECKOUT_YAML, encoding="utf-8")
+    head = world.commit(feature, "a repository with an evals package and a yaml.py")
+    job = world.pull_request(feature, head)
+    marker = world.tmp / "yaml-imported"
+    job.extra_env["YAML_MARKER"] = str(marker)
+    run = world.runner.run(job)
+    assert run.returncode == 0, run.log
+    assert run.outputs["verdict"] == "pass"
+    assert not marker.exists(), f"the checkout's yaml.py ran in process {marker.read_text()}"
+    # The gate said which variables it kept from the suite (names, never values).
+    assert "kept out of the suite's environment: GITHUB_TOKEN" in run.stderr
+
+
 def _gate_locally(config: Path, out_dir: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "evals", "gate", "--config", str(config), "--out-dir", str(out_dir)]
     return subprocess.run(command, cwd=config.parent, env=env, capture_output=True, text=True, timeout=120, check=False)
@@ -884,6 +950,38 @@ def test_a_suite_run_that_cannot_start_is_exit_2_with_its_message(tmp_path: Path
     assert done.returncode == 2, done.stdout + done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert "the suite run stopped on a usage error" in last and "no_such_module" in last
+
+
+def test_reset_run_directly_also_keeps_the_token_from_the_suite(tmp_path: Path) -> None:
+    """`evalgate reset` typed in a user's own `run:` step (not the action's exec): it re-executes
+    itself without the token too, and says which variables it kept from the suite, never their values."""
+    (tmp_path / "look.py").write_text(
+        "import json, os\nfrom pathlib import Path\n\n\ndef answer(question):\n"
+        "    token = Path(os.environ['SECRET_FILE']).read_text()\n"
+        "    seen = sorted(k for k, v in os.environ.items() if 'TOKEN' in k or token in v)\n"
+        "    Path(os.environ['LOOK_OUT']).write_text(json.dumps(seen))\n    return question\n",
+        encoding="utf-8",
+    )
+    config = write_suite(tmp_path, echo_cases(2), target={"python": "look:answer"}, baseline={"path": "store"})
+    token = "ghs_" + "7" * 36
+    look = tmp_path / "seen.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_"))}
+    (tmp_path / "token.txt").write_text(token, encoding="utf-8")  # for the target's search only
+    env |= {"GITHUB_TOKEN": token, "PLANTED": token, "LOOK_OUT": str(look), "SECRET_FILE": str(tmp_path / "token.txt")}
+    command = [sys.executable, "-m", "evals", "reset", "--reason", "first", "--sha", "a" * 40, "--config", str(config)]
+    done = subprocess.run(
+        [*command, "--out-dir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "kept out of the suite's environment: GITHUB_TOKEN, PLANTED" in done.stderr
+    assert token not in done.stdout + done.stderr
+    assert json.loads(look.read_text(encoding="utf-8")) == []
 
 
 # ------------------------------------------------------------------------------------------ the docs

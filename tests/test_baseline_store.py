@@ -33,7 +33,7 @@ from evals.baseline import (
 from evals.config import SuiteConfig
 from evals.errors import InfraError, UsageError
 from evals.manifest import Manifest
-from evals.results import Attempt, CaseResult, Results, RunInfo
+from evals.results import Attempt, CaseResult, Results, RunInfo, save_results
 
 # ------------------------------------------------------------------------------------- helpers
 
@@ -361,10 +361,11 @@ WRITER = textwrap.dedent(
     while not go.exists():
         time.sleep(0.001)
     # Fewer promotions than evals.baseline.WRITE_ATTEMPTS: each lost race means the other writer
-    # published, so no writer can run out of attempts.
+    # published, so no writer can run out of attempts. The shas have no git history to order
+    # them, which only a reset (blessed) may store past.
     for i in range(6):
         sha = f"{prefix}{i:02d}"
-        result = store.promote(results_for(sha, [i % 2 == 0]), sha=sha, verdict="pass")
+        result = store.promote(results_for(sha, [i % 2 == 0]), sha=sha, verdict="reset", blessed=True)
         assert result.promoted, result.reason
     """
 )
@@ -584,3 +585,54 @@ def test_open_store_builds_a_github_client_from_the_environment(github_api: GitH
     store = open_store(config, env={**github_api.env(), "GITHUB_ACTIONS": "true"})
     assert isinstance(store, GitHubReleaseStore) and store.source == f"github-release:{TAG}"
     assert store.latest() is None
+
+
+def test_promotion_is_refused_when_nothing_can_order_the_commits_but_a_reset_goes_ahead(tmp_path: Path):
+    store = local(tmp_path, repo=None)  # no git history, so no ancestry and no commit dates
+    assert store.promote(results_for("a" * 40, [True]), sha="a" * 40, verdict="pass").promoted
+
+    unordered = store.promote(results_for("b" * 40, [True]), sha="b" * 40, verdict="pass")
+    assert not unordered.promoted and "cannot tell" in unordered.reason and "fetch-depth: 0" in unordered.reason
+    assert store.latest().results.run.git_sha == "a" * 40
+
+    reset = store.promote(results_for("b" * 40, [True]), sha="b" * 40, verdict="reset", reason="r", blessed=True)
+    assert reset.promoted and any("cannot tell" in w and "reset anyway" in w for w in reset.warnings)
+    assert store.latest().results.run.git_sha == "b" * 40
+
+
+def _corrupt(path: Path) -> None:
+    path.unlink()
+    path.write_bytes(encode_snapshot(results_for("0" * 40, [False])))  # valid gzip, wrong digest
+
+
+def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothing(tmp_path: Path, history):
+    from evals.baseline_cmd import load_baselines
+    from evals.gate import config_for_results
+
+    repo, shas = history
+    store = local(tmp_path, repo)
+    store.promote(results_for(shas[0], [True] * 4), sha=shas[0], verdict="seed", blessed=True)
+    store.promote(results_for(shas[1], [True] * 4), sha=shas[1], verdict="reset", reason="r", blessed=True)
+    store.promote(results_for(shas[2], [True] * 4), sha=shas[2], verdict="pass")
+    candidate = results_for(shas[3], [True] * 4)
+    config = config_for_results(candidate)
+
+    # The newest blessed snapshot is damaged: the guard falls back to the older one and says so.
+    _corrupt(tmp_path / "store" / snapshot_name(shas[1]))
+    fell_back = load_baselines(store, config)
+    assert fell_back.blessed.results.run.git_sha == shas[0] and fell_back.drift_unchecked is None
+    assert any("digest mismatch" in w for w in fell_back.compare(candidate, config).warnings)
+
+    # No blessed snapshot verifies: the gate still compares with the intact latest, without promoting.
+    _corrupt(tmp_path / "store" / snapshot_name(shas[0]))
+    results = tmp_path / "candidate.json"
+    save_results(candidate, results)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "evals", "gate", "--results", str(results), "--config", str(tmp_path / "none.yml")]
+    command += ["--baseline-dir", str(tmp_path / "store"), "--out-dir", str(out), "--promote"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    done = subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "drift guard not checked" in done.stderr and "not promoting" in done.stderr
+    assert "drift guard not checked" in (out / "report.md").read_text(encoding="utf-8")
+    assert store.latest().results.run.git_sha == shas[2]

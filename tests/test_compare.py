@@ -541,3 +541,68 @@ def test_cli_config_sets_metrics_slices_and_inconclusive_policy(tmp_path, capsys
     assert "--tolerance 'lots'" in capsys.readouterr().err
     assert evalgate([*args[:2], str(tmp_path / "missing.json"), *args[3:]]) == 2
     assert "missing.json: file not found" in capsys.readouterr().err
+
+
+def _quoted_bound(reason: str) -> tuple[float, str, float, float]:
+    """The inconclusive reason's "could be down by up to X (NAME LOW to HIGH, n=..)"."""
+    import re
+
+    m = re.search(
+        r"could be down by up to ([0-9.e+-]+) \((CI|smoothed interval) ([+-][0-9.e+-]+) to ([+-][0-9.e+-]+),", reason
+    )
+    assert m, reason
+    return float(m[1]), m[2], float(m[3]), float(m[4])
+
+
+def test_inconclusive_reason_prints_the_interval_that_bound_the_decision():
+    # 50 identical outcomes: the bootstrap CI is +0 to +0, the smoothed one ±1.645/52 decides.
+    ok = outcomes(50, 0.8, 6)
+    same = compare(run_of([case(i, bool(ok[i])) for i in range(50)]), run_of([case(i, bool(ok[i])) for i in range(50)]))
+    drop, name, low, high = _quoted_bound(same.reason)
+    assert same.verdict == "inconclusive" and name == "smoothed interval"
+    assert drop == pytest.approx(-low, rel=1e-3) and low == pytest.approx(-1.645 / 52, rel=1e-2)
+    assert "CI +0 to +0" not in same.reason
+
+    # 60 cases, 6 flips each way: a wide bootstrap interval, printed with the bound it gave.
+    base_ok = [i % 2 == 0 for i in range(60)]
+    cand_ok = [(not b) if i < 12 else b for i, b in enumerate(base_ok)]
+    noisy = compare(
+        run_of([case(i, base_ok[i]) for i in range(60)]), run_of([case(i, cand_ok[i]) for i in range(60)], sha="c")
+    )
+    drop, name, low, high = _quoted_bound(noisy.reason)
+    unit = next(u for u in noisy.units if u.unit == "overall")
+    shown = (unit.ci_low, unit.ci_high) if name == "CI" else (unit.smoothed_low, unit.smoothed_high)
+    assert noisy.verdict == "inconclusive" and name == "CI"  # 12 of 60 flipped: the bootstrap is the wider
+    assert (low, high) == pytest.approx(shown, rel=1e-3) and drop == pytest.approx(-low, rel=1e-3)
+
+
+def test_tolerance_wider_than_max_detectable_drop_is_named_as_the_limit():
+    ok = outcomes(400, 0.8, 9)
+    base = run_of([case(i, bool(ok[i])) for i in range(400)])
+    cand = run_of([case(i, bool(ok[i])) for i in range(400)], sha="c")
+
+    def warnings(tolerance: float) -> list[str]:
+        config = SuiteConfig(
+            suite="demo",
+            cases="c.jsonl",
+            metrics={"pass_rate": MetricSpec(tolerance=tolerance)},
+            gate=GateSpec(max_detectable_drop=0.05),
+        )
+        return [w for w in compare(base, cand, config).warnings if "max_detectable_drop" in w]
+
+    wide = warnings(0.08)
+    assert len(wide) == 1 and "tolerance (0.08) is itself larger than max_detectable_drop 0.05" in wide[0]
+    assert "more cases" not in wide[0]
+    # A tolerance inside the limit with too few cases to see it: more cases do help.
+    few = compare(
+        run_of([case(i, bool(ok[i])) for i in range(30)]),
+        run_of([case(i, bool(ok[i])) for i in range(30)], sha="c"),
+        SuiteConfig(
+            suite="demo",
+            cases="c.jsonl",
+            metrics={"pass_rate": MetricSpec(tolerance=0.02)},
+            gate=GateSpec(max_detectable_drop=0.05),
+        ),
+    )
+    assert any("more cases would make the gate sharper" in w for w in few.warnings), few.warnings
+    assert warnings(0.02) == []

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from evals import schema
-from evals.config import load_config
+from evals.config import SuiteConfig, load_config
 from evals.errors import InputFileError
 
 
@@ -99,3 +99,25 @@ def test_shipped_schemas_match_models(which):
     name, _ = schema.SCHEMAS[which]
     shipped = (schema.SCHEMA_DIR / name).read_text(encoding="utf-8")
     assert shipped == schema.render(which), f"regenerate: evalgate schema --write evals/schemas ({name} is stale)"
+
+
+def test_config_hash_covers_what_scores_mean_and_nothing_else():
+    base = SuiteConfig(suite="s", cases="c.jsonl", scorers=["final_answer"], metrics={"pass_rate": {"tolerance": 0.02}})
+    same = [
+        {"metrics": {"pass_rate": {"tolerance": 0.05}}},
+        {"metrics": {"pass_rate": {"tolerance": 0.02, "gate": False}}},
+        {"metrics": {"pass_rate": {"direction": "higher"}}},
+        {"metrics": {"pass_rate": {}, "latency_p95_ms": {"direction": "lower", "tolerance": "20%", "gate": False}}},
+        {"attempts": 3, "concurrency": 50, "slices": ["language"]},
+    ]
+    for change in same:
+        other = SuiteConfig.model_validate({**base.model_dump(), **change})
+        assert other.config_hash() == base.config_hash(), change
+    different = [
+        {"scorers": ["exact"]},
+        {"scorers": [{"final_answer": {"abs_tol": 0.5}}]},
+        {"metrics": {"pass_rate": {}, "latency_p95_ms": {"direction": "higher"}}},
+    ]
+    for change in different:
+        other = SuiteConfig.model_validate({**base.model_dump(), **change})
+        assert other.config_hash() != base.config_hash(), change

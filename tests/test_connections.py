@@ -1,18 +1,26 @@
 """The OpenAI target's keep-alive connections (evals/connections.py) against real local sockets:
-connections are reused, one the server dropped while idle is replaced without a failed call, and
-proxies named in the environment are used (or bypassed by NO_PROXY) as httpx would."""
+connections are reused, one the server dropped while idle is replaced without a failed call (also
+when it drops it right after each answer), a request that got no byte of an answer on a reused
+connection is sent once more and one that got part of an answer is not, connecting has its own
+timeout, and proxies named in the environment are used (or bypassed by NO_PROXY) as httpx would."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import select
+import socket
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
+import httpcore
 import pytest
+from suites import echo_cases, load_suite
 
-from evals.connections import KeepAlivePool, environment_proxy
+from evals.connections import AsyncioBackend, KeepAlivePool, environment_proxy
 from evals.errors import UsageError
+from evals.run import execute
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "LocalServer"], Awaitable[None]]
 
@@ -143,6 +151,113 @@ def test_a_connection_the_server_dropped_while_idle_is_replaced() -> None:
         pool = KeepAlivePool(f"http://127.0.0.1:{server.port}/v1/chat/completions", {})
         assert post_all(pool, bodies(3), pause_s=0.2) == bodies(3)  # no call fails on a dead connection
         assert server.connections == 3
+
+
+async def chat_then_hang_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer) -> None:
+    # A chat completion answered as if the connection stays open, then closed at once: what some
+    # servers and load balancers do. The client sees the FIN only after it has the answer.
+    request = json.loads(await server.read_request(reader))
+    reply(writer, json.dumps({"choices": [{"message": {"content": request["messages"][-1]["content"]}}]}).encode())
+    await writer.drain()
+
+
+def test_a_server_closing_after_every_answer_costs_no_request_and_no_retry(tmp_path: Path) -> None:
+    with LocalServer(chat_then_hang_up) as server:
+        target = {
+            "openai": {"base_url": f"http://127.0.0.1:{server.port}/v1", "model": "local:echo", "api_key_env": None}
+        }
+        config = load_suite(tmp_path, echo_cases(200), target=target, concurrency=1)
+        results = execute(config, tmp_path / "results.json", progress=False)
+        attempts = [a for c in results.cases for a in c.attempts]
+        assert sum(a.passed is True for a in attempts) >= 199
+        assert sum(len(a.retry_history) for a in attempts) == 0
+        assert server.connections == 200
+
+
+def test_an_idle_connection_the_server_closed_reads_as_readable_before_the_loop_sees_it() -> None:
+    hang_up, closed = threading.Event(), threading.Event()
+
+    async def close_when_asked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, hang_up.wait, 5)
+        writer.close()
+        await writer.wait_closed()
+        closed.set()
+
+    async def go(port: int) -> tuple[bool, bool, bool]:
+        stream = await AsyncioBackend().connect_tcp("127.0.0.1", port)
+        alive = stream.get_extra_info("is_readable")
+        hang_up.set()
+        closed.wait(5)  # blocks the loop: only the socket has seen the FIN, not the stream reader
+        at_eof = stream._reader.at_eof()
+        gone = stream.get_extra_info("is_readable")
+        await stream.aclose()
+        return alive, at_eof, gone
+
+    with LocalServer(close_when_asked) as server:
+        assert asyncio.run(go(server.port)) == (False, False, True)
+
+
+async def answer_once_then_drop(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer
+) -> None:
+    # The first request on a connection is answered; the next one is read and dropped unanswered:
+    # the close raced the request, deterministically.
+    reply(writer, await server.read_request(reader))
+    await writer.drain()
+    await server.read_request(reader)
+
+
+async def answer_once_then_cut_short(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer
+) -> None:
+    reply(writer, await server.read_request(reader))
+    await writer.drain()
+    await server.read_request(reader)
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{")  # part of an answer, then gone
+    await writer.drain()
+
+
+def test_only_a_request_that_got_no_answer_on_a_reused_connection_is_sent_again() -> None:
+    with LocalServer(answer_once_then_drop) as server:
+        pool = KeepAlivePool(f"http://127.0.0.1:{server.port}/v1/chat/completions", {})
+        assert post_all(pool, bodies(4)) == bodies(4)
+        assert len(server.request_lines) == 7  # requests 2-4 each went out twice
+        assert server.connections == 4
+
+    with LocalServer(answer_once_then_cut_short) as server:
+        pool = KeepAlivePool(f"http://127.0.0.1:{server.port}/v1/chat/completions", {})
+        with pytest.raises((httpcore.RemoteProtocolError, httpcore.ReadError)):
+            post_all(pool, bodies(2))
+        assert len(server.request_lines) == 2 and server.connections == 1  # the server may have acted on it
+
+
+def full_backlog() -> tuple[socket.socket, list[socket.socket]]:
+    """A listening socket on 127.0.0.1 that never accepts, its backlog filled: the kernel drops
+    further SYNs, so a connect neither succeeds nor fails — a black-holed endpoint."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fillers = []
+    while True:
+        filler = socket.socket()
+        filler.setblocking(False)
+        fillers.append(filler)
+        filler.connect_ex(listener.getsockname())
+        # A loopback connect the backlog has room for completes at once; one still pending after
+        # half a second has had its SYN dropped: the backlog is full.
+        if not select.select([], [filler], [], 0.5)[1]:
+            return listener, fillers
+
+
+def test_connecting_has_its_own_timeout() -> None:
+    listener, fillers = full_backlog()
+    try:
+        pool = KeepAlivePool(f"http://127.0.0.1:{listener.getsockname()[1]}/v1", {}, connect_timeout_s=0.2)
+        with pytest.raises(httpcore.ConnectTimeout, match=r"no connection to 127\.0\.0\.1"):
+            post_all(pool, bodies(1))
+    finally:
+        for sock in [listener, *fillers]:
+            sock.close()
 
 
 async def forward_proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer) -> None:

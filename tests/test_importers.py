@@ -618,3 +618,28 @@ def test_gate_takes_imported_results_end_to_end(tmp_path, python_exe):
     comparison = json.loads((tmp_path / ".evalgate" / "out" / "comparison.json").read_text())
     assert comparison["verdict"] == "fail"
     assert comparison["case_diff"]["n_pass_to_fail"] == 2 * SCALE
+
+
+def test_evalgate_results_pass_through_auto_and_by_name(tmp_path, python_exe):
+    """evalgate's own results file (what `evalgate run` writes: no importer provenance) is
+    recognised by content and written back unchanged; a broken one fails as load_results says."""
+    own = import_results("inspect_ai", [INSPECT_EVAL])
+    own.run.source = {}
+    given = tmp_path / "results.json.gz"
+    save_results(own, given)
+    for fmt in ("auto", "evalgate"):
+        out = tmp_path / f"{fmt}.json"
+        proc = run_cli("--from", fmt, str(given), "-o", str(out), python_exe=python_exe)
+        assert proc.returncode == 0, proc.stderr
+        assert "imported 5 cases (15 attempts) from evalgate" in proc.stderr
+        assert load_results(out).model_dump() == own.model_dump()
+
+    broken = json.loads(out.read_text())
+    broken["cases"].append(broken["cases"][0])
+    bad = _write(tmp_path / "dup.json", json.dumps(broken))
+    with pytest.raises(InputFileError) as expected:
+        load_results(bad)
+    proc = run_cli("--from", "auto", str(bad), "-o", str(tmp_path / "none.json"), python_exe=python_exe)
+    assert proc.returncode == 2 and "duplicate case id" in proc.stderr, proc.stderr
+    assert expected.value.problem in proc.stderr
+    assert not (tmp_path / "none.json").exists()

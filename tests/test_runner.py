@@ -49,7 +49,10 @@ def test_infra_faults_are_retried_recorded_and_not_wrong_answers(tmp_path, opena
     assert history == {
         "c000": [("infra", 429)],
         "c001": [("infra", 500)],
-        "c002": [("infra", 503), ("infra", None)],
+        # The reset comes on the connection reused after the 503, before any byte of an answer:
+        # the pool resends such a request once on a new connection (a server's idle close looks
+        # the same), so only the 503 reaches the runner; q2 is still served three times.
+        "c002": [("infra", 503)],
         "c003": [("infra", None)],
         "c004": [("infra", None)],
         "c005": [],

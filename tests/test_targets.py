@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import socket
 import sys
 import textwrap
 import time
@@ -12,10 +13,13 @@ from pathlib import Path
 import pytest
 from openai_server import OpenAIServer, hang, malformed, reset, status
 from openai_server import openai_server as openai_server  # the fixture
-from suites import load_suite, process_alive
+from suites import echo_cases, load_suite, process_alive
+from test_connections import full_backlog
 
 from evals.cases import Case
+from evals.compare import compare
 from evals.errors import InputFileError, UsageError
+from evals.run import execute
 from evals.targets import TargetFailure, build_target, parse_retry_after
 
 CASE = Case(id="c1", input="hello", expected="hello", tags={"language": "ko"}, metadata={"m": 1})
@@ -246,6 +250,44 @@ def test_openai_hang_is_cut_by_the_callers_timeout(tmp_path, openai_server, monk
     openai_server.script(None, hang(20))
     with pytest.raises(TimeoutError):
         call(openai_target(tmp_path, openai_server, monkeypatch), timeout=0.3)
+
+
+def test_openai_unreachable_endpoint_is_infra_not_a_timeout(tmp_path, openai_server, monkeypatch) -> None:
+    """A black-holed endpoint (a full listen backlog on 127.0.0.1: connects just wait) must not
+    read as the model timing out: the connect timeout, half the attempt's, fires first and is infra;
+    a refused connection is infra too. A run against it is retried per the policy and the gate
+    calls it incomplete, where before every attempt was a `timeout` (a wrong answer) and it failed."""
+    listener, fillers = full_backlog()
+    try:
+        black_hole = f"http://127.0.0.1:{listener.getsockname()[1]}/v1"
+        target = {"openai": {"base_url": black_hole, "model": "local:echo", "api_key_env": None}}
+        err = failure(build_target(load_suite(tmp_path, [], target=target, timeout_s=0.4)))
+        assert err.kind == "infra" and "cannot connect to" in err.message and "within 0.2s" in err.message
+
+        retries = {"max": 1, "backoff_s": [0.01], "max_retry_after_s": 0.1}
+        good = {"openai": {"base_url": openai_server.url, "model": "local:echo", "api_key_env": None}}
+        base = execute(load_suite(tmp_path, echo_cases(3), target=good), tmp_path / "base.json", progress=False)
+        cand = execute(
+            load_suite(tmp_path, echo_cases(3), target=target, timeout_s=0.4, retries=retries),
+            tmp_path / "cand.json",
+            progress=False,
+        )
+        for case in cand.cases:
+            (attempt,) = case.attempts
+            assert attempt.error is not None and attempt.error.kind == "infra", attempt.error
+            assert [r.kind for r in attempt.retry_history] == ["infra"]
+        assert compare(base, cand).verdict == "incomplete"
+    finally:
+        for sock in [listener, *fillers]:
+            sock.close()
+
+    refused = socket.socket()
+    refused.bind(("127.0.0.1", 0))
+    port = refused.getsockname()[1]
+    refused.close()  # nothing listens there now
+    target = {"openai": {"base_url": f"http://127.0.0.1:{port}/v1", "model": "local:echo", "api_key_env": None}}
+    err = failure(build_target(load_suite(tmp_path, [], target=target)))
+    assert err.kind == "infra" and "ConnectError" in err.message
 
 
 def test_retry_after_seconds_and_http_date() -> None:

@@ -1,6 +1,7 @@
 """Import results from other harnesses (SPEC §11): ``import_results(fmt, inputs, **options)``
 maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor and JUnit outputs to
-evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs."""
+evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs;
+an evalgate results file passes through unchanged."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ FORMATS: dict[str, str] = {
     "openai_evals": "evals.importers.openai_evals",
     "harbor": "evals.importers.harbor",
     "junit": "evals.importers.junit",
+    "evalgate": "evals.importers.evalgate",
 }
 ALIASES: dict[str, str] = {
     "inspect": "inspect_ai",

@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     attempts = sum(len(c.attempts) for c in results.cases)
     state = "complete" if run.is_complete else f"PARTIAL ({run.status}: {run.message or 'incomplete'})"
     print(
-        f"imported {len(results.cases)} cases ({attempts} attempts) from {run.source.get('format')} "
+        f"imported {len(results.cases)} cases ({attempts} attempts) from {run.source.get('format') or 'evalgate'} "
         f"into {args.output}: {run.completed_cases}/{run.total_cases} complete, {state}",
         file=sys.stderr,
     )

@@ -21,6 +21,8 @@ _SNIFF_LINES = 5
 def _json_kind(obj: Any) -> str | None:
     if not isinstance(obj, dict):
         return None
+    if {"schema_version", "run", "cases"} <= obj.keys():
+        return "evalgate"
     results = obj.get("results")
     if isinstance(results, dict) and "version" in results and isinstance(results.get("results"), list):
         return "promptfoo"
@@ -135,7 +137,7 @@ def detect_format(inputs: list[Path]) -> str:
         if kind is None:
             raise InputFileError(
                 path,
-                "not a recognised results file (promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit)",
+                "not a recognised results file (evalgate, promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit)",
                 "pass --from FORMAT to get the reason it does not parse as that format",
             )
         kinds.setdefault(kind, []).append(path)
