@@ -22,7 +22,6 @@ import logging
 import os
 import random
 import re
-import tempfile
 import time
 import zlib
 from abc import ABC, abstractmethod
@@ -38,7 +37,7 @@ from evals import ancestry
 from evals.config import SuiteConfig
 from evals.errors import InfraError, InputFileError, UsageError
 from evals.manifest import BaselineRef, Manifest, SnapshotInfo
-from evals.results import Results, dump_results, make_readable, parse_results
+from evals.results import Results, dump_results, parse_results, temp_copy
 
 if TYPE_CHECKING:
     from evals.github import Asset, GitHubClient, Release
@@ -176,24 +175,13 @@ class FolderBlobs(Blobs):
         # link is atomic and fails if the name exists, so readers never see half a file and two
         # writers cannot both win a name.
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{name}.", suffix=".tmp")
-        except OSError as exc:
-            raise InfraError(f"baseline store {self.folder}: cannot write: {exc}") from None
-        try:
-            make_readable(fd)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.link(tmp, self.folder / name)
-            return Blob(name, len(data), datetime.now(UTC), handle=self.folder / name)
+            with temp_copy(self.folder, name, data) as tmp:
+                os.link(tmp, self.folder / name)
         except FileExistsError:
             raise NameTaken(name) from None
         except OSError as exc:
             raise InfraError(f"baseline store {self.folder}: cannot write {name}: {exc}") from None
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        return Blob(name, len(data), datetime.now(UTC), handle=self.folder / name)
 
     def delete(self, blob: Blob) -> None:
         try:

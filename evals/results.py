@@ -10,6 +10,8 @@ import json
 import os
 import tempfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -236,33 +238,33 @@ def _read_umask() -> int:
 _UMASK = _read_umask()
 
 
-def make_readable(fd: int) -> None:
-    """mkstemp creates files 0600; a results file or a baseline snapshot is meant to be as
-    readable as any file the user writes, so apply the umask like open() would."""
-    os.fchmod(fd, 0o666 & ~_UMASK)
+@contextmanager
+def temp_copy(folder: Path, name: str, data: bytes) -> Iterator[Path]:
+    """A complete, fsynced temporary file holding ``data`` in ``folder`` (hidden, named after
+    ``name``), for the caller to rename or link into place; removed on exit if it is still there.
+    OSError propagates. Its mode follows the umask like open()'s would (mkstemp makes 0600): a
+    results file or a baseline snapshot is meant to be as readable as any file the user writes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        yield Path(tmp)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename: a reader never sees half a file.
     A path that cannot be written is the user's to fix (exit 2), not a crash."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with temp_copy(path.parent, path.name, data) as tmp:
+            os.replace(tmp, path)
     except OSError as exc:
         raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
-    try:
-        make_readable(fd)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_results(results: Results, path: str | Path) -> None:
