@@ -854,11 +854,7 @@ def write_outputs(
     # The report module (and jinja2) load only when an output is asked for.
     from evals import report as report_module
 
-    options: dict[str, Any] = {}
-    if config is not None:
-        options = {"max_cases": config.report.max_cases, "excerpt_chars": config.report.excerpt_chars}
-        if config.report.template:
-            options["template"] = config.resolve(config.report.template)
+    options = report_module.options_from_config(config)
     if template:
         options["template"] = Path(template)
     for path, kind in ((report, "comment"), (summary, "summary")):

@@ -26,7 +26,7 @@ import textwrap
 from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -435,26 +435,15 @@ def _baseline_sha(baseline: LoadedBaseline | None) -> str:
 # ------------------------------------------------------------------------------------------ reports
 
 
-def _template(config: SuiteConfig) -> Path | None:
-    return config.resolve(config.report.template) if config.report.template else None
-
-
 def render(comparison: Comparison, config: SuiteConfig | None, kind: str, *, max_chars: int | None = None) -> str:
-    from evals.report import render_markdown
+    from evals.report import options_from_config, render_markdown
 
-    options: dict[str, Any] = {"max_chars": max_chars}
-    if config is not None:
-        options = {
-            "template": _template(config),
-            "max_cases": config.report.max_cases,
-            "excerpt_chars": config.report.excerpt_chars,
-        }
-    return render_markdown(comparison, kind=kind, **options)  # type: ignore[arg-type]
+    return render_markdown(comparison, kind=kind, max_chars=max_chars, **options_from_config(config))  # type: ignore[arg-type]
 
 
 def write_report_files(comparison: Comparison, config: SuiteConfig, out_dir: Path) -> dict[str, Path]:
     """report.md (full, uncut), comparison.json, and comment.md (the PR-comment tier)."""
-    from evals.report import write_reports
+    from evals.report import options_from_config, write_reports
 
     paths = {
         "report": out_dir / "report.md",
@@ -465,9 +454,7 @@ def write_report_files(comparison: Comparison, config: SuiteConfig, out_dir: Pat
         comparison,
         report=paths["report"],
         json_path=paths["comparison"],
-        template=_template(config),
-        max_cases=config.report.max_cases,
-        excerpt_chars=config.report.excerpt_chars,
+        **options_from_config(config),
     )
     atomic_write(paths["comment"], render(comparison, config, "comment").encode("utf-8"))
     return paths

@@ -11,7 +11,6 @@ Public API (C2 and C3 code against this):
     client.download_asset(asset_or_id, expected_size=None) -> bytes   # 302 -> storage host WITHOUT Authorization
     client.upload_asset(release, name, data, content_type) -> Asset   # AssetExists on a name clash
     client.delete_asset(asset_or_id) -> bool                   # False when it was already gone
-    client.rename_asset(asset_or_id, new_name) -> Asset        # AssetExists when the new name is taken
     client.list_issue_comments(number) -> list[Comment]        # all pages, oldest first
     client.create_issue_comment(number, body) -> Comment
     client.update_issue_comment(comment_id, body) -> Comment
@@ -412,12 +411,6 @@ class GitHubClient:
         except NotFound:
             return False
         return True
-
-    def rename_asset(self, asset: Asset | int, new_name: str) -> Asset:
-        """PATCH the asset's name. ``AssetExists`` when another asset already has ``new_name``."""
-        op = _Op(f"rename release asset {_name(asset)} to {new_name!r}", "contents: write")
-        data = self._json("PATCH", self._repo_url(f"/releases/assets/{_id(asset)}"), op, json_body={"name": new_name})
-        return Asset.model_validate(data)
 
     # -- issue comments ------------------------------------------------------------------------
 

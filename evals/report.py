@@ -29,6 +29,7 @@ from markupsafe import Markup
 
 from evals import escape
 from evals.comparison import CaseDiffEntry, Comparison, UnitResult
+from evals.config import SuiteConfig
 from evals.errors import InputFileError
 from evals.results import atomic_write
 
@@ -496,6 +497,17 @@ def _hard_cut(text: str, max_chars: int, full_report: str) -> str:
     if "\n\n" in head:
         head = head[: head.rfind("\n\n")]
     return head + note
+
+
+def options_from_config(config: SuiteConfig | None) -> dict[str, Any]:
+    """The ``render_markdown``/``write_reports`` keyword arguments a suite config's ``report:``
+    section sets (none without a config)."""
+    if config is None:
+        return {}
+    options: dict[str, Any] = {"max_cases": config.report.max_cases, "excerpt_chars": config.report.excerpt_chars}
+    if config.report.template:
+        options["template"] = config.resolve(config.report.template)
+    return options
 
 
 def render_markdown(

@@ -61,11 +61,6 @@ def paired_clt(d: np.ndarray, margin: float = 0.0) -> tuple[float, float, float,
     return mean, se, float(special.ndtr((mean + margin) / se)), float(special.ndtr(-(mean - margin) / se))
 
 
-def standard_error(d: np.ndarray) -> float:
-    """SE of the mean of per-case values (case-clustered, Miller 2024 eq. for cluster means)."""
-    return float(d.std(ddof=1) / math.sqrt(d.size)) if d.size > 1 else 0.0
-
-
 def smoothed_mean_delta(d: np.ndarray, scale: float = 1.0) -> tuple[float, float]:
     """Mean and SE of per-case deltas ``d`` after adding two pseudo-cases: weight ½ at ``−scale``,
     ½ at ``+scale`` and 1 at 0. Returns ``(Σd / (n+2), √((Σd² + scale²)/(n+2) − mean²) / √(n+2))``.

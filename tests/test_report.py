@@ -508,3 +508,14 @@ def test_cli_uses_the_configured_template_and_names_a_broken_one(tmp_path: Path,
     assert proc.returncode == 2
     assert "bad.md.j2:2: report template syntax error" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips: Comparison) -> None:
+    # The gate leaves room for its own headline in the 1 MiB step summary: the config's report
+    # options must not replace the size limit it passes.
+    from evals.gate import render
+
+    config = SuiteConfig(suite="demo", cases="c.jsonl", report={"max_cases": 50})
+    text = render(many_flips, config, "summary", max_chars=20_000)
+    assert len(text.encode("utf-8")) <= 20_000
+    assert "Shortened to fit" in text
