@@ -94,6 +94,12 @@ def add_candidate_options(parser: argparse.ArgumentParser) -> None:
         "slices:",
     )
     parser.add_argument(
+        "--sha",
+        metavar="COMMIT",
+        help="the commit (or any stable label) the candidate stands for when promoted or reset; default: "
+        "GITHUB_SHA, the results' run.git_sha, the checkout's HEAD, else (outside git) a digest of the results",
+    )
+    parser.add_argument(
         "--out-dir", default=DEFAULT_OUT_DIR, help=f"where reports and results are written (default {DEFAULT_OUT_DIR})"
     )
     from evals.baseline_cmd import add_store_options
@@ -309,7 +315,7 @@ def run_gate(
             store,
             candidate,
             comparison,
-            sha=candidate_sha(activity, candidate),
+            sha=candidate_sha(activity, candidate, explicit=getattr(args, "sha", None)),
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
@@ -464,15 +470,32 @@ def seal_process() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
 
-def candidate_sha(activity: Activity, candidate: Results) -> str:
-    sha = activity.candidate_sha or candidate.run.git_sha
+def candidate_sha(activity: Activity, candidate: Results, *, explicit: str | None = None) -> str:
+    """What the candidate's snapshot is named by: ``--sha``, the event's commit, the run's own
+    ``git_sha``, the checkout's HEAD; outside git, a digest of the results' content (SPEC §13), so
+    the same results always get the same name and different ones never share it."""
+    sha = explicit or activity.candidate_sha or candidate.run.git_sha
     if not sha:
         from evals.gitinfo import current_sha
 
         sha = current_sha()
     if not sha:
-        raise UsageError("cannot promote: no commit sha (run inside a git checkout, or set GITHUB_SHA)")
+        sha = content_digest(candidate)
+        print(
+            f"evalgate: no commit (not a git checkout, no GITHUB_SHA): the baseline is named by the results' "
+            f"content, {sha}; pass --sha COMMIT to name it",
+            file=sys.stderr,
+        )
     return sha
+
+
+def content_digest(results: Results) -> str:
+    """``content-`` + 40 hex of the sha256 of the cases (ids, inputs, attempts): a stable name for a
+    run that has no commit."""
+    import hashlib
+
+    body = json.dumps([c.model_dump(mode="json") for c in results.cases], sort_keys=True, separators=(",", ":"))
+    return "content-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40]
 
 
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:

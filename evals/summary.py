@@ -107,7 +107,8 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> RunS
     from evals.infra import infra_cause
 
     run = results.run
-    keys = sorted({k for c in results.cases for k in c.slices}) if slice_keys is None else list(slice_keys)
+    # Sorted whatever the caller's order: `run` (the config's keys) and `show` print the same table.
+    keys = sorted({k for c in results.cases for k in c.slices} if slice_keys is None else set(slice_keys))
     values = [case_values(c) for c in results.cases]
     units = [_unit("overall", values)]
     for key in keys:
@@ -155,7 +156,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> RunS
         units=units,
         attempts=attempts,
         errors_by_kind=dict(sorted(kinds.items())),
-        infra_causes=dict(causes.most_common()),
+        infra_causes=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
         tokens_in=tokens_in if has_tokens else None,
         tokens_out=tokens_out if has_tokens else None,
         latency_p50_ms=percentile(latencies, 50),
@@ -192,14 +193,16 @@ def render_text(summary: RunSummary) -> str:
     show_score = any(u.score is not None for u in summary.units) and not any(
         u.pass_rate is not None for u in summary.units
     )
-    header = ["unit", "cases", "pass rate", "95% CI"] + (["score"] if show_score else []) + ["infra-errored"]
-    rows = [header]
+    show_errored = any(u.errored for u in summary.units)
+    header = ["unit", "cases", "pass rate", "95% CI"] + (["score"] if show_score else [])
+    rows = [header + (["infra-errored"] if show_errored else [])]
     for u in summary.units:
         ci = "—" if u.ci_low is None or u.ci_high is None else f"{u.ci_low:.1%} – {u.ci_high:.1%}"
         row = [u.unit, str(u.cases), _rate(u.pass_rate), ci]
         if show_score:
             row.append("—" if u.score is None else f"{u.score:.3f}")
-        row.append(str(u.errored) if u.errored else "")
+        if show_errored:
+            row.append(str(u.errored) if u.errored else "")
         rows.append(row)
     lines = [headline(summary), "", *_table(rows), ""]
     if summary.errors_by_kind:

@@ -131,9 +131,9 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     search for one case id narrows to that case."""
     page = tmp_path / "gate.html"
     env = {**os.environ, "QUICKSTART_REGRESS": "ko"}
+    command = [sys.executable, "-m", "evals", "gate", "--config", str(QUICKSTART), "--out-dir", str(tmp_path / "out")]
     gated = subprocess.run(
-        [sys.executable, "-m", "evals", "gate", "--config", str(QUICKSTART), "--out-dir", str(tmp_path / "out")]
-        + ["--html", str(page)],
+        [*command, "--html", str(page)],
         capture_output=True,
         text=True,
         env=env,

@@ -521,7 +521,7 @@ def test_cli_writes_a_results_file(tmp_path, python_exe):
         (lambda tmp: INSPECT_JSON, "promptfoo", r"not a promptfoo file: no results\.results.*looks like inspect_ai"),
         (lambda tmp: PROMPTFOO, "junit", r"not a junit file: not XML.*looks like promptfoo"),
         (lambda tmp: _write(tmp / "notes.txt", "just some text\n"), "auto", r"notes\.txt: not a recognised results"),
-        (lambda tmp: _write(tmp / "run.eval", "PK\x03\x04 truncated"), "inspect_ai", r"run\.eval: truncated or corrupt"),
+        (lambda tmp: _write(tmp / "run.eval", "PK\x03\x04 cut"), "inspect_ai", r"run\.eval: truncated or corrupt"),
         (lambda tmp: _cut(INSPECT_EVAL, tmp / "cut.eval"), "inspect_ai", r"cut\.eval: truncated or corrupt \.eval log"),
         (lambda tmp: _cut(INSPECT_EVAL, tmp / "cut.eval"), "auto", r"cut\.eval: a zip file cut short or damaged"),
         (
