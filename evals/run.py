@@ -266,6 +266,8 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
         for signum in installed:
             loop.remove_signal_handler(signum)
         await target.aclose()
+        for scorer in runner.scorers:
+            await scorer.aclose()
 
 
 def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
