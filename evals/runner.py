@@ -179,9 +179,7 @@ class Runner:
                 metadata={"status": failure.status} if failure.status is not None else {},
             )
 
-    async def _scored(
-        self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]
-    ) -> Attempt:
+    async def _scored(self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]) -> Attempt:
         error = None
         passed = score = None
         scores: dict[str, float] = {}
