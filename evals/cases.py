@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evals.config import SuiteConfig
 from evals.errors import InputFileError
 from evals.results import case_hash
-from evals.yamlsource import load_yaml
+from evals.yamlsource import check_aliases, load_yaml
 
 CASE_KEYS = ("id", "input", "expected", "tags", "metadata")
 TOO_DEEP = "values nested too deeply to read"
@@ -186,6 +186,7 @@ def _read_yaml(path: Path) -> Iterator[Case]:
     loader = _YamlLoader(text)
     try:
         root = loader.get_single_node()
+        check_aliases(root, path)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
