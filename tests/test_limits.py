@@ -22,14 +22,12 @@ from evals.importers import import_results
 from evals.results import INFLATE_LIMIT_ENV
 from evals.yamlsource import MAX_ALIAS_EXPANSION
 
+# ~560 bytes; each level nine aliases of the one before: 9**8 values once expanded (a few levels
+# fewer took 2.7 s and 200 MB to validate and hash before the limit; this one, gigabytes).
 LAUGHS = "\n".join(
-    [
-        "suite: laughs",
-        "cases: cases.jsonl",
-        "target: {command: [echo]}",
-        'a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]',
-    ]
-    + [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    ["suite: laughs", "cases: cases.jsonl", "target: {command: [echo]}", "scorers:", "  - python: 'm:f'", "    params:"]
+    + ['      a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    + [f"      a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 8)]
 )
 RUN = {"suite": "s", "status": "success", "total_cases": 1, "completed_cases": 1}
 GOOD = {"schema_version": 1, "run": RUN, "cases": [{"id": "a", "attempts": [{"passed": True}]}]}
@@ -59,6 +57,8 @@ def evalgate(*args: str, env: dict[str, str] | None = None, cwd: Path | None = N
 def test_yaml_alias_bomb_in_the_config_is_refused(tmp_path):
     path = tmp_path / "evalgate.yml"
     path.write_text(LAUGHS)
+    (tmp_path / "cases.jsonl").write_text('{"id": "c1", "input": "q", "expected": "q"}\n')
+    (tmp_path / "m.py").write_text("def f(output, case, **params):\n    return 1.0\n")
     assert len(LAUGHS) < 600
     done = evalgate("run", "--config", str(path), cwd=tmp_path)
     assert done.returncode == EXIT_USAGE, done.stderr
@@ -68,7 +68,9 @@ def test_yaml_alias_bomb_in_the_config_is_refused(tmp_path):
 
 def test_yaml_alias_bomb_in_a_cases_file_is_refused(tmp_path):
     (tmp_path / "evalgate.yml").write_text("suite: t\ncases: cases.yaml\ntarget: {command: [echo]}\n")
-    bomb = LAUGHS.split("\n", 3)[3] + "\ncases:\n  - {id: c1, input: *a8}\n"
+    bomb = "\n".join(
+        f"- {{id: c{i}, input: {line.split(': ', 1)[1]}}}" for i, line in enumerate(LAUGHS.splitlines()[6:])
+    )
     (tmp_path / "cases.yaml").write_text(bomb)
     done = evalgate("run", "--config", str(tmp_path / "evalgate.yml"), cwd=tmp_path)
     assert done.returncode == EXIT_USAGE, done.stderr
