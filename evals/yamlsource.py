@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from evals.errors import InputFileError
+
+if TYPE_CHECKING:  # imported where used: `evalgate compare` without a config parses no YAML
+    import yaml
 
 # Values that aliases may add to a document (each alias counts as the values it stands for): far
 # above what a config's anchors (`<<: *defaults`) ever add, far below a "billion laughs".
@@ -28,6 +30,8 @@ class Located:
     def line_of(self, loc: Sequence[str | int]) -> int | None:
         """1-based line of the deepest node on the path ``loc`` (a pydantic error location).
         For a key that should not be there, the key's own line."""
+        import yaml
+
         node = self.root
         line = node.start_mark.line + 1 if node is not None else None
         for part in loc:
@@ -51,6 +55,8 @@ def load_yaml(path: Path, text: str | None = None) -> Located:
     """Parse one YAML document. Syntax errors become InputFileError with the line; so do aliases
     that expand past :data:`MAX_ALIAS_EXPANSION` values (the "billion laughs": a few hundred bytes
     that would take minutes and gigabytes to validate)."""
+    import yaml
+
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -114,6 +120,8 @@ def check_aliases(root: yaml.Node | None, path: Path | str) -> None:
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     if isinstance(node, yaml.SequenceNode):
