@@ -50,9 +50,9 @@ def test_infra_faults_are_retried_recorded_and_not_wrong_answers(tmp_path, opena
         "c000": [("infra", 429)],
         "c001": [("infra", 500)],
         # The reset comes on the connection reused after the 503, before any byte of an answer:
-        # the pool resends such a request once on a new connection (a server's idle close looks
-        # the same), so only the 503 reaches the runner; q2 is still served three times.
-        "c002": [("infra", 503)],
+        # the pool resends such a request at once on a new connection (a server's idle close
+        # looks the same), and the resend is recorded too; q2 is served three times.
+        "c002": [("infra", 503), ("infra", None)],
         "c003": [("infra", None)],
         "c004": [("infra", None)],
         "c005": [],
@@ -60,6 +60,8 @@ def test_infra_faults_are_retried_recorded_and_not_wrong_answers(tmp_path, opena
     assert by_id["c000"].attempts[0].retry_history[0].wait_s == 0.05  # Retry-After, not the schedule
     assert by_id["c001"].attempts[0].retry_history[0].wait_s == 0.01
     assert "malformed" in by_id["c004"].attempts[0].retry_history[0].message
+    resend = by_id["c002"].attempts[0].retry_history[1]
+    assert resend.wait_s == 0 and "reused keep-alive connection; sent again" in resend.message
     assert openai_server.calls["q2"] == 3
 
 
