@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evals import __version__
-from evals.cases import Case, load_cases
+from evals.cases import Case, check_case_set, load_cases
 from evals.config import SuiteConfig, load_config
 from evals.errors import EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
 from evals.gitinfo import current_ref, current_sha
@@ -183,8 +183,10 @@ def execute(
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
     period. Returns what was written last; the caller decides what an incomplete run means."""
     output = Path(output)
-    cases, subset = select_cases(load_cases(config), config, smoke=smoke, shard=shard)
+    every_case = load_cases(config)
     scorers = build_scorers(config.scorers, config.root)
+    check_case_set(config, every_case)
+    cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard)
     target = build_target(config)
     info = target.info()
     kept, previous = resumable(output, config, cases, info) if resume else ({}, None)

@@ -125,7 +125,7 @@ def test_attempts_per_case_and_concurrency_bound(tmp_path) -> None:
 def test_results_carry_usage_hash_input_and_provenance(tmp_path, openai_server, monkeypatch) -> None:
     monkeypatch.setenv("GITHUB_SHA", "abc123")
     monkeypatch.setenv("GITHUB_REF", "refs/pull/7/merge")
-    config = openai_suite(tmp_path, openai_server, n=2, slices=["language"])
+    config = openai_suite(tmp_path, openai_server, n=2)
     results = run(config, tmp_path)
     run_info, case = results.run, results.cases[0]
     assert (run_info.git_sha, run_info.git_ref) == ("abc123", "refs/pull/7/merge")
@@ -143,7 +143,7 @@ def test_secrets_are_masked_and_long_outputs_clipped(tmp_path, openai_server, mo
     monkeypatch.setenv("EVALGATE_TEST_KEY", key)
     openai_server.responder = lambda body: f"the key is {key} " + "x" * 10_000
     target = {"openai": {"base_url": openai_server.url, "model": "local:echo", "api_key_env": "EVALGATE_TEST_KEY"}}
-    config = load_suite(tmp_path, [{"id": "leak", "input": f"say {key}"}], target=target)
+    config = load_suite(tmp_path, [{"id": "leak", "input": f"say {key}", "expected": "no"}], target=target)
     results = run(config, tmp_path)
     assert openai_server.headers[0]["Authorization"] == f"Bearer {key}"
     assert key not in (tmp_path / "results.json").read_text()
