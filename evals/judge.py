@@ -24,15 +24,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpcore
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.cases import Case
-from evals.connections import KeepAlivePool, Reply
+from evals.connections import HTTPError, KeepAlivePool, Reply
 from evals.errors import InputFileError, UsageError
 from evals.score import Score, ScorerUnavailable, as_text
-from evals.targets import CONNECTION_ERRORS, RETRYABLE_STATUS, parse_retry_after
+from evals.targets import RETRYABLE_STATUS, parse_retry_after
 
 PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
 EXCERPT_CHARS = 300
@@ -130,9 +129,7 @@ class Judge:
                 reply = await self.pool.post(data)
         except TimeoutError:
             return f"no answer within timeout_s={self.params.timeout_s:g}", 0.0
-        except httpcore.TimeoutException as exc:
-            return f"timeout: {type(exc).__name__}", 0.0
-        except CONNECTION_ERRORS as exc:
+        except HTTPError as exc:  # refused, unreachable, connect timeout, reset, cut-off or malformed answer
             return f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}", 0.0
         if reply.status in RETRYABLE_STATUS or reply.status >= 500:
             return f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]}", parse_retry_after(

@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from evals.masking import mask_secrets
-from evals.results import Attempt, AttemptError, CaseResult, RetryRecord, clip_output
+from evals.masking import clip_masked, mask_secrets
+from evals.results import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.scorers import ScorerError, score_attempt_async
 from evals.targets import Target, TargetFailure, TargetOutput
 
@@ -154,6 +154,8 @@ class Runner:
                     raise
                 failure = TargetFailure("timeout", f"no answer within timeout_s={self.settings.timeout_s:g}")
             latency_ms = (time.perf_counter() - started) * 1000.0
+            resends = result.resends if result is not None else failure.resends if failure is not None else []
+            history.extend(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)
             if failure is None:
                 assert result is not None
                 return await self._scored(case, result, latency_ms, history)
@@ -189,7 +191,7 @@ class Runner:
             passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
         except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
             error = AttemptError(kind=exc.kind, message=self._mask(str(exc)))
-        stored, digest, truncated = clip_output(self._mask(result.output))
+        stored, digest, truncated = clip_masked(result.output, self.secrets)
         return Attempt(
             passed=passed,
             score=score,
@@ -213,8 +215,8 @@ class Runner:
             slices=dict(case.tags),
             attempts=attempts,
             hash=case.hash,
-            input=clip_output(self._mask(case.input))[0],
-            expected=clip_output(self._mask(case.expected))[0],
+            input=clip_masked(case.input, self.secrets)[0],
+            expected=clip_masked(case.expected, self.secrets)[0],
             metadata=self._mask(case.metadata),
         )
 
