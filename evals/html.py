@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import jinja2
 
 from evals.results import Results, atomic_write
-from evals.summary import RunSummary, case_values
+from evals.summary import ResultsSummary, case_values
 
 if TYPE_CHECKING:
     from evals.comparison import Comparison
@@ -61,7 +61,7 @@ def _case_rows(results: Results) -> list[dict[str, Any]]:
 
 
 def render_html(
-    *, results: Results | None = None, summary: RunSummary | None = None, comparison: Comparison | None = None
+    *, results: Results | None = None, summary: ResultsSummary | None = None, comparison: Comparison | None = None
 ) -> str:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),

@@ -30,7 +30,7 @@ class UnitSummary(BaseModel):
     errored: int = Field(0, description="cases whose every attempt ended in an infra error")
 
 
-class RunSummary(BaseModel):
+class ResultsSummary(BaseModel):
     suite: str
     status: str
     complete: bool
@@ -102,7 +102,7 @@ def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> Uni
     )
 
 
-def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> RunSummary:
+def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> ResultsSummary:
     """The summary of ``results``, per value of each of ``slice_keys`` (default: every key a case carries)."""
     from evals.infra import infra_cause
 
@@ -143,7 +143,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> RunS
                 costs.append(a.cost_usd)
         if case_latency:  # one value per case, as the comparison's latency metrics
             latencies.append(sum(case_latency) / len(case_latency))
-    return RunSummary(
+    return ResultsSummary(
         suite=run.suite,
         status=run.status,
         complete=run.is_complete,
@@ -181,14 +181,14 @@ def _table(rows: list[list[str]]) -> list[str]:
     ]
 
 
-def headline(summary: RunSummary) -> str:
+def headline(summary: ResultsSummary) -> str:
     part = f" ({summary.subset or summary.shard})" if summary.subset or summary.shard else ""
     state = "" if summary.complete else " — PARTIAL" + (f" ({summary.status})" if summary.status != "success" else "")
     origin = f", imported from {summary.source}" if summary.source and summary.source != "evalgate" else ""
     return f"{summary.suite}{part}: {summary.completed_cases}/{summary.total_cases} cases complete{origin}{state}"
 
 
-def render_text(summary: RunSummary) -> str:
+def render_text(summary: ResultsSummary) -> str:
     """The summary as an aligned plain-text table (a terminal, a CI log)."""
     show_score = any(u.score is not None for u in summary.units) and not any(
         u.pass_rate is not None for u in summary.units
