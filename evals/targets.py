@@ -31,6 +31,7 @@ from evals.config import CommandTarget, OpenAITarget, PythonTarget, SuiteConfig
 from evals.connections import CONNECT_TIMEOUT_S, KeepAlivePool, Reply
 from evals.errors import InputFileError, UsageError
 from evals.results import ErrorKind, TargetInfo
+from evals.trace import chat_trace
 
 if TYPE_CHECKING:
     from evals.cases import Case
@@ -40,7 +41,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})
 # Everything httpcore raises for a failed exchange short of a timeout (connect/read/write errors,
 # a reset, a malformed or cut-off HTTP message, a proxy refusing the tunnel).
 CONNECTION_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError, httpcore.UnsupportedProtocol)
-_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata"})
+_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata", "trace"})
 
 
 @dataclass
@@ -50,6 +51,7 @@ class TargetOutput:
     tokens_out: int | None = None
     cost_usd: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    trace: list[Any] | None = None  # raw events; the runner masks, clips and checks them (evals.trace)
 
 
 class TargetFailure(Exception):
@@ -84,6 +86,7 @@ def unpack_result(value: Any, where: str) -> TargetOutput:
             tokens_out=_opt_int(value.get("tokens_out")),
             cost_usd=_opt_float(value.get("cost_usd")),
             metadata=dict(value.get("metadata") or {}),
+            trace=value.get("trace"),
         )
     except (TypeError, ValueError) as exc:
         raise TargetFailure("target", f"{where}: bad result field: {exc}") from None
@@ -363,7 +366,8 @@ class OpenAIChatTarget(Target):
         return body
 
     async def call(self, case: Case) -> TargetOutput:
-        body = json.dumps(self.request_body(case.input), ensure_ascii=False, separators=(",", ":"), default=str)
+        request = self.request_body(case.input)
+        body = json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str)
         try:
             reply = await self.pool.post(body.encode("utf-8"))
         except httpcore.ConnectTimeout as exc:
@@ -382,9 +386,9 @@ class OpenAIChatTarget(Target):
             )
         if status >= 400:
             raise TargetFailure("target", f"HTTP {status}: {excerpt(reply.text)}", status=status)
-        return self._parse(reply)
+        return self._parse(reply, request["messages"])
 
-    def _parse(self, reply: Reply) -> TargetOutput:
+    def _parse(self, reply: Reply, sent: list[Any] | tuple[Any, ...] = ()) -> TargetOutput:
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
             data = json.loads(reply.body)
@@ -416,6 +420,7 @@ class OpenAIChatTarget(Target):
             tokens_out=tokens_out,
             cost_usd=self._cost(tokens_in, tokens_out),
             metadata=metadata,
+            trace=chat_trace(sent, message),
         )
 
     def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
