@@ -64,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
         )
     if args.action in ("show", "plot") and args.last < 1:
         raise UsageError(f"--last must be at least 1, got {args.last}")
-    with open_history(url, migrate=args.action != "show") as engine:
+    with open_history(url, migrate=args.action == "sync") as engine:
         if args.action == "init":
             before = engine.version()
             applied = engine.migrate()

@@ -138,10 +138,11 @@ class SQLiteEngine(Engine):
         self.conn.execute("BEGIN IMMEDIATE")  # take the write lock now: no upgrade deadlock later
         try:
             yield
+            self.conn.execute("COMMIT")  # deferred foreign keys are checked here
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:  # a refused COMMIT leaves the transaction open
+                self.conn.execute("ROLLBACK")
             raise
-        self.conn.execute("COMMIT")
 
     def _applied(self) -> set[int]:
         if not self.query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"):
