@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from history_db import history_url, new_url, pg_admin_url  # noqa: F401  (registers the fixtures)
+from history_db import history_url as history_url  # the fixture
+from history_db import new_url
+from history_db import pg_admin_url as pg_admin_url  # the fixture
 
 from evals.history import open_history, record_comparison, record_run
 from evals.history.engine import open_engine, redact_url

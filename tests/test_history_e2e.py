@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401  (registers the fixture)
-from history_db import ENGINES, new_url, pg_admin_url  # noqa: F401  (registers the fixture)
+from history_db import ENGINES, new_url
+from history_db import pg_admin_url as pg_admin_url  # the fixture
 from suites import git
 
 from evals.history import open_history
