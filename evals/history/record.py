@@ -4,15 +4,17 @@ A run is identified by a digest of its content (header, case ids, per-attempt ou
 hash and latency), so the same run recorded twice — by ``run`` and then by the ``gate`` that
 started it, or by ``gate`` and later by ``history sync`` from the store's snapshot — is one row.
 Each run is written in one transaction with its cases, slices, attempts and trace events (bulk:
-``executemany`` on SQLite, ``COPY`` on PostgreSQL). Every text that came from a case or a
-target is masked again here (``evals.masking``): an imported file was never masked by our runner."""
+``executemany`` on SQLite, ``COPY`` on PostgreSQL). Texts that came from a case or a target are
+masked (``evals.masking``) unless evalgate made the file (its runner and importers mask everything
+they write, ``run.evalgate_version`` says so): masking is most of the cost of writing a large
+trace, and doing it twice finds nothing new. Target parameters are always masked."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -87,11 +89,15 @@ class Context:
         return cls(event, number, title)
 
 
-def _text(value: Any, limit: int) -> str | None:
+def _text(value: Any, limit: int, mask: bool = True) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-    return mask_text(text)[:limit]
+    return (mask_text(text) if mask else text)[:limit]
+
+
+def _same(text: str) -> str:
+    return text
 
 
 def run_digest(results: Run) -> str:
@@ -114,7 +120,7 @@ def _plain(value: Any) -> Any:
     return int(value) if isinstance(value, bool) else value
 
 
-def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt) -> tuple[Any, ...]:
+def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: bool) -> tuple[Any, ...]:
     format_valid = a.scores.get("format_valid")
     return (
         run_id,
@@ -129,15 +135,17 @@ def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt) -> tupl
         a.tokens_out,
         a.cost_usd,
         a.error.kind if a.error else None,
-        _text(a.error.message, ERROR_CHARS) if a.error else None,
+        _text(a.error.message, ERROR_CHARS, mask) if a.error else None,
         a.retries,
-        _text(a.output, 8192),
+        _text(a.output, 8192, mask),
         a.output_sha256,
         int(a.output_truncated),
     )
 
 
-def _event_rows(run_id: int, case_no: int, attempt_no: int, a: Attempt) -> Iterator[tuple[Any, ...]]:
+def _event_rows(
+    run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: Callable[[str], str]
+) -> Iterator[tuple[Any, ...]]:
     events = a.trace or []
     pairs = tool_pairs([(e.seq, e.kind, e.name) for e in events])
     kinds = {e.seq: e.kind for e in events} if pairs else {}
@@ -150,7 +158,7 @@ def _event_rows(run_id: int, case_no: int, attempt_no: int, a: Attempt) -> Itera
             e.seq,
             e.kind,
             e.name,
-            None if e.content is None else mask_text(e.content),
+            None if e.content is None else mask(e.content),
             e.sha256,
             int(e.truncated),
             e.ts,
@@ -188,13 +196,14 @@ class Writer:
             info.started_at, info.ended_at, now_iso(), recorded_by, info.evalgate_version,
         )  # fmt: skip
         marks = ", ".join("?" * len(RUN_COLUMNS))
+        mask = not info.evalgate_version
         with self.engine.transaction():
             run_id = self.engine.execute(
                 f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) RETURNING id", header
             )
             assert run_id is not None
             cases = list(results.cases) if not isinstance(results.cases, list) else results.cases
-            self.engine.insert_rows("cases", CASE_COLUMNS, self._case_rows(run_id, cases))
+            self.engine.insert_rows("cases", CASE_COLUMNS, self._case_rows(run_id, cases, mask))
             self.engine.insert_rows(
                 "case_slices",
                 SLICE_COLUMNS,
@@ -203,7 +212,7 @@ class Writer:
             self.engine.insert_rows(
                 "attempts",
                 ATTEMPT_COLUMNS,
-                (_attempt_row(run_id, no, i, a) for no, c in enumerate(cases) for i, a in enumerate(c.attempts)),
+                (_attempt_row(run_id, no, i, a, mask) for no, c in enumerate(cases) for i, a in enumerate(c.attempts)),
             )
             self.engine.insert_rows(
                 "events",
@@ -213,15 +222,22 @@ class Writer:
                     for no, c in enumerate(cases)
                     for i, a in enumerate(c.attempts)
                     if a.trace
-                    for row in _event_rows(run_id, no, i, a)
+                    for row in _event_rows(run_id, no, i, a, mask_text if mask else _same)
                 ),
             )
         return run_id
 
     @staticmethod
-    def _case_rows(run_id: int, cases: Iterable[CaseResult]) -> Iterator[tuple[Any, ...]]:
+    def _case_rows(run_id: int, cases: Iterable[CaseResult], mask: bool) -> Iterator[tuple[Any, ...]]:
         for no, c in enumerate(cases):
-            yield (run_id, no, c.id, c.hash, _text(c.input, EXCERPT_CHARS), _text(c.expected, EXCERPT_CHARS))
+            yield (
+                run_id,
+                no,
+                c.id,
+                c.hash,
+                _text(c.input, EXCERPT_CHARS, mask),
+                _text(c.expected, EXCERPT_CHARS, mask),
+            )
 
     def gate(
         self,
