@@ -347,3 +347,29 @@ def test_compare_records_the_decision_and_a_trend(history_url: str) -> None:
     assert done.failures == 0
     assert rows(history_url, "SELECT action, verdict FROM gates") == [("compare", comparison.verdict)]
     assert rows(history_url, "SELECT COUNT(*) FROM unit_results") == [(len(comparison.units),)]
+
+
+def test_grafana_dashboard_queries_run_on_postgresql(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Every SQL text in examples/grafana (panels, variables, annotations), with Grafana's macros
+    and variables filled in as Grafana would, runs on a real PostgreSQL history and finds rows."""
+    import re
+
+    url = new_url("postgresql", tmp_path, request)
+    dashboard = json.loads((ROOT / "examples" / "grafana" / "evalgate-history.json").read_text(encoding="utf-8"))
+    with open_history(url) as db:
+        writer = Writer(db)
+        first = writer.run(sample_results("1" * 40, "2026-11-01T00:00:00Z", 0.9), recorded_by="run")
+        second = writer.run(sample_results("2" * 40, "2026-11-02T00:00:00Z", 0.2), recorded_by="run")
+        writer.gate("reset", suite="demo", candidate_run=first, verdict="reset", reset_reason="start", actor="ann")
+        writer.gate("gate", suite="demo", candidate_run=second, baseline_run=first, verdict="fail", reason="ko")
+        queries = [t["rawSql"] for p in dashboard["panels"] for t in p["targets"]]
+        queries += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+        queries += [a["rawQuery"] for a in dashboard["annotations"]["list"]]
+        assert len(queries) == 10
+        for sql in queries:
+            sql = re.sub(
+                r"\$__timeFilter\(([^()]*(?:\([^()]*\))?[^()]*)\)", r"(\1 BETWEEN '2026-01-01' AND '2027-01-01')", sql
+            )
+            sql = sql.replace("$suite", "demo").replace("$unit", "'overall', 'language=ko'")
+            assert "$" not in sql, sql
+            assert db.query(sql), sql

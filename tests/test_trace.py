@@ -200,3 +200,29 @@ def test_openai_target_records_the_exchange(tmp_path: Path, openai_server, repo_
     ]
     assert "sk-abcdefghijklmnop" not in trace[0].content and trace[1].content == "hello"
     assert json.loads(trace[3].content) == {"q": "x"}
+
+
+def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
+    from evals.compare import compare
+    from evals.report import render_markdown
+    from evals.results import Attempt, CaseResult, Results, RunInfo
+
+    def run(passed: bool) -> Results:
+        trace = build_trace(
+            [
+                {"kind": "message", "name": "user", "content": "q"},
+                {"kind": "tool_call", "name": "web", "content": "{}"},
+                {"kind": "tool_error", "name": "web", "content": "timeout <b>@team</b>"},
+            ]
+        )
+        cases = [CaseResult(id="c1", attempts=[Attempt(passed=passed, trace=trace)])]
+        cases += [CaseResult(id=f"c{i}", attempts=[Attempt(passed=True)]) for i in range(2, 30)]
+        info = RunInfo(suite="s", status="success", total_cases=29, completed_cases=29)
+        return Results(run=info, cases=cases)
+
+    comparison = compare(run(True), run(False), None)
+    entry = comparison.case_diff.pass_to_fail[0]
+    assert [e["kind"] for e in entry.candidate_trace] == ["message", "tool_call", "tool_error"]
+    text = render_markdown(comparison, kind="comment")
+    assert "last trace events of the candidate" in text and "- #2 tool\\_error web: timeout" in text
+    assert "<b>" not in text and "@team" not in text  # escaped: no HTML, no mention

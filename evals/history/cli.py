@@ -52,7 +52,7 @@ def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteCon
 
 def main(args: argparse.Namespace) -> int:
     from evals.history import open_history
-    from evals.history.engine import redact_url
+    from evals.history.engine import redact_url, sqlite_path
     from evals.history.settings import history_url
 
     config = _config(args, required=args.action == "sync")
@@ -62,8 +62,15 @@ def main(args: argparse.Namespace) -> int:
             "no history here: it is switched off (EVALGATE_HISTORY / history.enabled) or, inside GitHub Actions, "
             "no URL is set; pass --url or set EVALGATE_HISTORY_URL"
         )
-    if args.action in ("show", "plot") and args.last < 1:
-        raise UsageError(f"--last must be at least 1, got {args.last}")
+    if args.action in ("show", "plot"):
+        if args.last < 1:
+            raise UsageError(f"--last must be at least 1, got {args.last}")
+        path = sqlite_path(url)
+        if path is not None and not path.exists():
+            raise UsageError(
+                f"no history at {path} yet: commands record there as they run (or `evalgate history sync` "
+                "loads the baseline store); another database: --url"
+            )
     with open_history(url, migrate=args.action == "sync") as engine:
         if args.action == "init":
             before = engine.version()

@@ -255,13 +255,20 @@ class PostgresEngine(Engine):
         self.conn.close()
 
 
-def open_engine(url: str) -> Engine:
-    """``postgresql://...`` (or ``postgres://``) → PostgreSQL; ``sqlite:///path`` or a plain path → SQLite."""
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite history URL (``sqlite:///relative``, ``sqlite:////absolute`` or a plain
+    path); None for PostgreSQL. UsageError for any other scheme."""
     scheme = url.split(":", 1)[0].lower() if "://" in url else ""
     if scheme in ("postgresql", "postgres"):
-        return PostgresEngine(url)
-    if scheme == "sqlite":  # sqlite:///relative/path, sqlite:////absolute/path
-        return SQLiteEngine(Path(url.split("://", 1)[1].removeprefix("/")))
+        return None
+    if scheme == "sqlite":
+        return Path(url.split("://", 1)[1].removeprefix("/"))
     if scheme:
         raise UsageError(f"history url {redact_url(url)!r}: expected postgresql://... or sqlite:///path")
-    return SQLiteEngine(Path(url))
+    return Path(url)
+
+
+def open_engine(url: str) -> Engine:
+    """``postgresql://...`` (or ``postgres://``) → PostgreSQL; otherwise SQLite (``sqlite_path``)."""
+    path = sqlite_path(url)
+    return PostgresEngine(url) if path is None else SQLiteEngine(path)
