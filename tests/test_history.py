@@ -102,11 +102,12 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "applied 0001_tables, 0002_views (schema version 2)" in init()
-    assert "up to date (schema version 2)" in init()
+    assert "applied 0001_runs, 0002_results, 0003_views (schema version 3)" in init()
+    assert "up to date (schema version 3)" in init()
     assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
-        (1, "tables"),
-        (2, "views"),
+        (1, "runs"),
+        (2, "results"),
+        (3, "views"),
     ]
 
 

@@ -14,7 +14,7 @@ from openai_server import openai_server as openai_server  # the fixture
 from suites import write_suite
 
 from evals.errors import InputFileError
-from evals.results import load_results
+from evals.results import Results, load_results
 from evals.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, chat_trace, tool_pairs
 
 CALL = {"kind": "tool_call", "name": "search", "content": '{"q": "x"}'}
@@ -30,6 +30,19 @@ def results_file(tmp_path: Path, trace: list[dict]) -> Path:
     path = tmp_path / "results.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+def run_suite(config: Path, repo_root: Path, **env: str) -> Results:
+    """``evalgate run`` in a subprocess; the results it wrote."""
+    out = config.parent / "r.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", str(config), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(repo_root), "EVALGATE_HISTORY": "off", "PATH": "/usr/bin:/bin", **env},
+    )
+    assert done.returncode == 0, done.stderr
+    return load_results(out)
 
 
 def test_pairs_follow_calls_in_order_per_tool() -> None:
@@ -142,16 +155,7 @@ def test_python_and_command_targets_return_traces(tmp_path: Path, repo_root: Pat
     )
     cases = [{"id": "ok", "input": "q1", "expected": "q1"}, {"id": "bad", "input": "bad", "expected": "x"}]
     config = write_suite(tmp_path, cases, target={"python": "agent:answer"}, scorers=["exact"])
-    out = tmp_path / "r.json"
-    env = {"PYTHONPATH": str(repo_root), "EVALGATE_HISTORY": "off", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-m", "evals", "run", "--config", str(config), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    by_id = load_results(out).by_id()
+    by_id = run_suite(config, repo_root).by_id()
     trace = by_id["ok"].attempts[0].trace
     assert [e.kind for e in trace] == ["message", "tool_call", "tool_error", "decision"]
     assert "hunter2" not in trace[1].content
@@ -165,14 +169,7 @@ def test_python_and_command_targets_return_traces(tmp_path: Path, repo_root: Pat
         encoding="utf-8",
     )
     config = write_suite(tmp_path, cases[:1], target={"command": [sys.executable, str(script)]}, scorers=["exact"])
-    done = subprocess.run(
-        [sys.executable, "-m", "evals", "run", "--config", str(config), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    assert load_results(out).cases[0].attempts[0].trace[0].content == "ran"
+    assert run_suite(config, repo_root).cases[0].attempts[0].trace[0].content == "ran"
 
 
 def test_openai_target_records_the_exchange(tmp_path: Path, openai_server, repo_root: Path, monkeypatch) -> None:
@@ -182,16 +179,7 @@ def test_openai_target_records_the_exchange(tmp_path: Path, openai_server, repo_
     target = {"openai": {"base_url": openai_server.url, "model": "local:m", "api_key_env": "T_KEY"}}
     target["openai"]["system_prompt"] = "system.md"
     config = write_suite(tmp_path, [{"id": "a", "input": "hello", "expected": "x"}], target=target)
-    out = tmp_path / "r.json"
-    env = {"PYTHONPATH": str(repo_root), "EVALGATE_HISTORY": "off", "PATH": "/usr/bin:/bin", "T_KEY": "secret-k"}
-    done = subprocess.run(
-        [sys.executable, "-m", "evals", "run", "--config", str(config), "-o", str(out)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    trace = load_results(out).cases[0].attempts[0].trace
+    trace = run_suite(config, repo_root, T_KEY="secret-k").cases[0].attempts[0].trace
     assert [(e.kind, e.name) for e in trace] == [
         ("message", "system"),
         ("message", "user"),
