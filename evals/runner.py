@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from evals.masking import mask_secrets
-from evals.results import Attempt, AttemptError, CaseResult, RetryRecord, clip_output
+from evals.masking import clip_masked, mask_secrets
+from evals.results import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.scorers import ScorerError, score_attempt
 from evals.targets import Target, TargetFailure, TargetOutput
 from evals.trace import TraceError, build_trace
@@ -197,7 +197,7 @@ class Runner:
                 trace = build_trace(result.trace, self._mask)
             except TraceError as exc:  # the target's own bug: its answer stands, the attempt is an error
                 error = error or AttemptError(kind="target", message=self._mask(f"invalid trace: {exc}"))
-        stored, digest, truncated = clip_output(self._mask(result.output))
+        stored, digest, truncated = clip_masked(result.output, self.secrets)
         return Attempt(
             passed=passed,
             score=score,
@@ -222,8 +222,8 @@ class Runner:
             slices=dict(case.tags),
             attempts=attempts,
             hash=case.hash,
-            input=clip_output(self._mask(case.input))[0],
-            expected=clip_output(self._mask(case.expected))[0],
+            input=clip_masked(case.input, self.secrets)[0],
+            expected=clip_masked(case.expected, self.secrets)[0],
             metadata=self._mask(case.metadata),
         )
 
