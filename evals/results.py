@@ -68,7 +68,7 @@ class Attempt(_Model):
 
     @field_validator("trace")
     @classmethod
-    def _trace_rules(cls, trace: list[TraceEvent] | None) -> list[TraceEvent] | None:
+    def _trace_rules(cls, trace: list[TraceEvent] | None) -> list[TraceEvent] | None:  # also lazyload's dicts
         if trace:
             check_events(trace)  # seq without gaps, every tool_call answered
         return trace

@@ -68,8 +68,11 @@ def tool_pairs(events: Sequence[tuple[int, str, str | None]]) -> dict[int, int]:
     return pairs
 
 
-def check_events(events: Sequence[TraceEvent]) -> None:
-    tool_pairs([(e.seq, e.kind, e.name) for e in events])
+def check_events(events: Sequence[TraceEvent | dict[str, Any]]) -> None:
+    """The rules on validated events: models, or the plain dicts of ``evals.lazyload``'s lean check."""
+    tool_pairs(
+        [(e["seq"], e["kind"], e.get("name")) if isinstance(e, dict) else (e.seq, e.kind, e.name) for e in events]
+    )
 
 
 def _text(value: Any) -> str | None:
