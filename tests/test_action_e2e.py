@@ -1209,3 +1209,121 @@ def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> No
         detect_for(tmp_path, "workflow_dispatch", {"repository": REPO}, reason="  ")
     with pytest.raises(UsageError, match="issues"):
         detect_for(tmp_path, "issues", {"repository": REPO})
+
+
+# ------------------------------------------------------------------------------------------ issue 11
+
+
+IMPORT_MARK = """
+import os
+from pathlib import Path
+
+# Imported wherever this suite's code runs: records which job (runner temp folder) that was.
+with open(os.environ["IMPORT_MARKS"], "a", encoding="utf-8") as marks:
+    marks.write(os.environ.get("RUNNER_TEMP", "?") + "\\n")
+"""
+
+
+def test_the_gate_job_runs_no_code_of_the_repository_and_the_suite_job_gets_no_token(world: World) -> None:
+    """The shipped two-job layout: the suite's code is imported in the `run` job only (which is
+    given no token and makes no API call); the `gate-pr` job gates its results artifact."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    bot = feature / "examples" / "quickstart" / "bot.py"
+    bot.write_text(bot.read_text(encoding="utf-8") + IMPORT_MARK, encoding="utf-8")
+    head = world.commit(feature, "a bot that records where it is imported")
+    job = world.pull_request(feature, head)
+    marks = world.tmp / "import-marks"
+    job.extra_env["IMPORT_MARKS"] = str(marks)
+    gate = world.runner.run(job)
+    assert gate.returncode == 0, gate.log
+    suite_run, gate_run = world.runner.action_runs
+    assert gate_run is gate and gate.outputs["verdict"] == "pass" and gate.outputs["comment-url"]
+    assert suite_run.returncode == 0 and "evalgate run: success" in suite_run.stdout
+    temps = set(marks.read_text(encoding="utf-8").split())
+    assert temps == {str(suite_run.out_dir.parent)}, temps  # only the run job imported the suite's code
+    assert "::warning" not in suite_run.stdout  # no write token, no persisted credential there
+    assert load_results(gate.outputs["results-path"]).run.subset  # the PR's smoke subset was gated
+
+
+def test_the_action_refuses_install_in_a_job_that_gates_a_results_file(tmp_path: Path) -> None:
+    install = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "install")
+    script = tmp_path / "install.sh"
+    script.write_text(install["run"], encoding="utf-8")
+    env = {"PATH": os.environ["PATH"], "EXTRA_INSTALL": "-r requirements.txt", "EVALGATE_RESULTS": "results.json"}
+    env |= {"BASE_PYTHON": "/nonexistent/python", "RUNNER_TEMP": str(tmp_path)}
+    done = subprocess.run([*BASH, str(script)], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "gates a results file" in done.stderr
+    assert not (tmp_path / "evalgate-venv").exists()  # refused before anything was installed
+
+
+def test_a_single_job_that_runs_the_suite_warns_about_a_write_token_and_a_persisted_credential(world: World) -> None:
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+
+    def single_job(name: str, token: str) -> StepRun:
+        job = world.pull_request(feature, head)
+        job.token = token
+        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG})
+
+    writer = single_job("write-token", world.gh.write_token)
+    assert writer.returncode == 0, writer.log
+    assert "::warning" in writer.stdout and "token that can write to octo/evals" in writer.stdout
+    reader = single_job("read-token", world.gh.read_token)
+    assert reader.returncode == 0, reader.log
+    assert "token that can write" not in reader.log and "persisted git credential" not in reader.log
+
+    # actions/checkout's default (persist-credentials: true) leaves this in the checkout's git config.
+    git(feature, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0")
+    persisted = single_job("persisted", world.gh.read_token)
+    assert persisted.returncode == 0, persisted.log
+    assert "persisted git credential" in persisted.stdout and "persist-credentials: false" in persisted.stdout
+    assert "eC1hY2Nlc3M6c2VjcmV0" not in persisted.log
+
+
+def test_a_token_that_cannot_see_the_repository_is_exit_3_not_no_baseline(world: World) -> None:
+    """A 404 on the release lookup is "no baseline yet" only when the repository itself is visible."""
+    world.seed()
+    feature = world.checkout("feature")
+    job = regressed(world.pull_request(feature, world.commit(feature, "change")))
+    job.token = world.gh.stranger_token
+    run = world.runner.action(job, world.tmp / "stranger", _temp(world, "stranger"), {"config": CONFIG})
+    assert run.returncode == 3, run.log
+    assert "not visible with this token" in run.stderr and run.outputs["verdict"] == "error"
+    assert not (feature / run.out_dir / "results.json").exists()  # decided before the suite ran
+
+
+INJECTED = "ko\n::add-mask::leak\n::stop-commands::halt\n::warning::forged"
+
+
+def test_no_log_line_starts_a_workflow_command_evalgate_did_not_mean(world: World) -> None:
+    """A slice value with line breaks, in a regressed slice: it reaches the verdict line, the
+    report's annotations and the step summary, but no line of the log starts a command of its own."""
+    raw = json.loads(world.origin.baseline_results.read_text(encoding="utf-8"))
+    for case in raw["cases"]:
+        if case["slices"].get("language") == "ko":
+            case["slices"]["language"] = INJECTED
+    baseline = world.tmp / "baseline-injected.json"
+    baseline.write_text(json.dumps(raw), encoding="utf-8")
+    for case in raw["cases"]:
+        if case["slices"].get("language") == INJECTED:
+            for attempt in case["attempts"]:
+                attempt["passed"], attempt["score"] = False, 0.0
+    candidate = world.tmp / "candidate-injected.json"
+    candidate.write_text(json.dumps(raw), encoding="utf-8")
+    store = GitHubReleaseStore(world.gh.client(), tag=TAG, repo=world.origin.path)
+    store.promote(load_results(baseline), sha=world.origin.main_sha, verdict="seed", blessed=True)
+
+    feature = world.checkout("feature")
+    job = world.pull_request(feature, world.commit(feature, "change"))
+    run = world.runner.action(
+        job, world.tmp / "injected", _temp(world, "injected"), {"config": CONFIG, "results": str(candidate)}
+    )
+    assert run.returncode == 1, run.log
+    assert "add-mask" in run.log  # the value is shown ...
+    commands = [line for line in run.log.splitlines() if line.lstrip().startswith(("::", "##["))]
+    assert commands, "evalgate's own annotations are missing"
+    for line in commands:  # ... but every command line is one evalgate meant
+        assert line.startswith(("::error ", "::warning ", "::notice ", "::warning title=evalgate::")), line
