@@ -1227,7 +1227,6 @@ with open(os.environ["IMPORT_MARKS"], "a", encoding="utf-8") as marks:
 def test_the_gate_job_runs_no_code_of_the_repository_and_the_suite_job_gets_no_token(world: World) -> None:
     """The shipped two-job layout: the suite's code is imported in the `run` job only (which is
     given no token and makes no API call); the `gate-pr` job gates its results artifact."""
-    gh = world.gh
     world.seed()
     feature = world.checkout("feature")
     bot = feature / "examples" / "quickstart" / "bot.py"

@@ -606,8 +606,8 @@ def _corrupt(path: Path) -> None:
 
 
 def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothing(tmp_path: Path, history):
-    from evals.stores import load_baselines
     from evals.candidate import config_for_results
+    from evals.stores import load_baselines
 
     repo, shas = history
     store = local(tmp_path, repo)
