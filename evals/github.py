@@ -9,6 +9,10 @@ Public API (C2 and C3 code against this):
     client.get_release_by_tag(tag) -> Release | None          # None when no (published) release has that tag;
                                                                # RepositoryNotVisible when the repo is not visible
     client.create_release(tag, name=None, body="", target_commitish=None) -> Release   # race-safe: 422 -> fetch
+    client.list_releases() -> list[Release]                    # all pages, newest first
+    client.create_draft_release(tag, name=...) -> Release      # immutable-releases layout: assets go in first,
+    client.publish_release(release, tag) -> Release            # then publish (422 already_exists: tag taken)
+    client.delete_release(release) -> bool
     client.list_assets(release) -> list[Asset]                 # all pages
     client.find_asset(release, name) -> Asset | None
     client.download_asset(asset_or_id, expected_size=None) -> bytes   # 302 -> storage host WITHOUT Authorization
@@ -163,6 +167,7 @@ class Release(_ApiModel):
     draft: bool = False
     prerelease: bool = False
     immutable: bool = False
+    created_at: str | None = None
     assets: list[Asset] = Field(default_factory=list)
 
 
@@ -391,6 +396,55 @@ class GitHubClient:
     def _release_json(self, tag: str) -> dict[str, Any] | None:
         release = self.get_release_by_tag(tag)
         return release.model_dump() if release else None
+
+    def list_releases(self) -> list[Release]:
+        """Every release, newest first (all pages); drafts only when the token can write.
+        ``RepositoryNotVisible`` when the 404 is the repository's."""
+        op = _Op("list releases")
+        try:
+            return [Release.model_validate(r) for r in self._paginate(self._repo_url("/releases"), op)]
+        except NotFound:
+            self._not_found_means_missing()
+            raise
+
+    def create_draft_release(self, tag: str, *, name: str, body: str = "") -> Release:
+        """A draft (no tag is created until it is published; its assets can still change). Not
+        retried blindly: after an ambiguous failure the drafts are listed for one with this tag."""
+        payload = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": True}
+
+        def recover() -> dict[str, Any] | None:
+            found = [r for r in self.list_releases() if r.draft and r.tag_name == tag]
+            return found[0].model_dump() if found else None
+
+        op = _Op(f"create draft release {tag!r}", "contents: write")
+        return Release.model_validate(
+            self._json("POST", self._repo_url("/releases"), op, json_body=payload, recover=recover)
+        )
+
+    def publish_release(self, release: Release, tag: str) -> Release:
+        """Publish a draft under ``tag`` (created now), never as the repository's latest release.
+        ``ValidationFailed`` with ``already_exists`` when the tag is taken (by a release, or — with
+        immutable releases — by one that was deleted): the tag is the compare-and-swap."""
+        payload = {"tag_name": tag, "draft": False, "make_latest": "false"}
+        op = _Op(f"publish release {tag!r}", "contents: write")
+
+        def recover() -> dict[str, Any] | None:
+            now = self._json("GET", self._repo_url(f"/releases/{release.id}"), _Op(f"read release {release.id}"))
+            done = not now.get("draft") and now.get("tag_name") == tag
+            return now if done else None
+
+        return Release.model_validate(
+            self._json("PATCH", self._repo_url(f"/releases/{release.id}"), op, json_body=payload, recover=recover)
+        )
+
+    def delete_release(self, release: Release | int) -> bool:
+        """Delete a release (its tag stays); False when it was already gone."""
+        op = _Op(f"delete release {_id(release)}", "contents: write")
+        try:
+            self._json("DELETE", self._repo_url(f"/releases/{_id(release)}"), op)
+        except NotFound:
+            return False
+        return True
 
     # -- assets --------------------------------------------------------------------------------
 
