@@ -439,12 +439,7 @@ class GitHubClient:
 
     def delete_release(self, release: Release | int) -> bool:
         """Delete a release (its tag stays); False when it was already gone."""
-        op = _Op(f"delete release {_id(release)}", "contents: write")
-        try:
-            self._json("DELETE", self._repo_url(f"/releases/{_id(release)}"), op)
-        except NotFound:
-            return False
-        return True
+        return self._delete(f"/releases/{_id(release)}", _Op(f"delete release {_id(release)}", "contents: write"))
 
     # -- assets --------------------------------------------------------------------------------
 
@@ -537,8 +532,11 @@ class GitHubClient:
     def delete_asset(self, asset: Asset | int) -> bool:
         """Delete it; False when it was already gone (so a retried delete is not an error)."""
         op = _Op(f"delete release asset {_name(asset)}", "contents: write")
+        return self._delete(f"/releases/assets/{_id(asset)}", op)
+
+    def _delete(self, path: str, op: _Op) -> bool:
         try:
-            self._json("DELETE", self._repo_url(f"/releases/assets/{_id(asset)}"), op)
+            self._json("DELETE", self._repo_url(path), op)
         except NotFound:
             return False
         return True
