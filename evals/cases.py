@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evals.config import SuiteConfig
 from evals.errors import InputFileError
 from evals.results import case_hash
-from evals.yamlsource import load_yaml
+from evals.slices import require_slice_keys
 
 CASE_KEYS = ("id", "input", "expected", "tags", "metadata")
 TOO_DEEP = "values nested too deeply to read"
@@ -80,6 +80,32 @@ def load_cases(config: SuiteConfig) -> list[Case]:
     return cases
 
 
+def check_case_set(config: SuiteConfig, cases: list[Case]) -> None:
+    """What would make a run of these cases mean nothing is an error (SPEC §2): no cases at all,
+    a ``slices:`` key no case carries, a scorer that needs ``expected`` on a case without one."""
+    if not cases:
+        files = ", ".join(str(_display(p)) for p in case_files(config))
+        raise InputFileError(
+            config.where("cases"),
+            f"the case set is empty ({files} hold no case)",
+            "add cases (one JSON object per line in .jsonl); a gate on no cases means nothing",
+        )
+    if config.slices:
+        require_slice_keys(config.slices, {k for c in cases for k in c.tags}, where=config.where("slices"))
+    for index, scorer in enumerate(config.scorers):
+        if not scorer.needs_expected:
+            continue
+        lacking = [c for c in cases if c.expected is None]
+        if lacking:
+            others = f" (and {len(lacking) - 1} more cases)" if len(lacking) > 1 else ""
+            raise InputFileError(
+                lacking[0].source,
+                f"case {lacking[0].id!r} has no expected value, but scorer {scorer.name!r} "
+                f"({config.where('scorers', index)}) compares with it{others}",
+                "add expected to the cases, or use a scorer that needs none (json_valid, a python callable)",
+            )
+
+
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
     """Parsing allocates millions of objects that all stay alive; the cyclic collector would scan
@@ -127,13 +153,7 @@ def case_files(config: SuiteConfig) -> list[Path]:
 
 
 def _config_where(config: SuiteConfig, index: int) -> str:
-    if config.path is None:
-        return "cases"
-    try:
-        line = load_yaml(config.path).line_of(["cases", index] if isinstance(config.cases, list) else ["cases"])
-    except InputFileError:
-        line = None
-    return f"{config.path}:{line}" if line else str(config.path)
+    return config.where("cases", index) if isinstance(config.cases, list) else config.where("cases")
 
 
 def _display(path: Path) -> Path:

@@ -23,11 +23,24 @@ from pydantic import (
 )
 
 from evals.errors import InputFileError
-from evals.yamlsource import load_yaml, validation_error
+from evals.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
 BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric")
 LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
+BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
+# Named scores a built-in scorer records beside its own (``evals.scorers``).
+SCORER_EXTRAS = {"final_answer": ("format_valid",)}
+# Built-in scorers that judge against the case's ``expected`` unless this parameter replaces it.
+EXPECTED_UNLESS = {
+    "exact": None,
+    "final_answer": None,
+    "json_equal": None,
+    "numeric": None,
+    "contains": "value",
+    "regex": "pattern",
+}
+_PASS_AT = re.compile(r"^pass@[1-9]\d*$")
 
 
 def default_direction(metric: str) -> Literal["higher", "lower"]:
@@ -118,6 +131,14 @@ class ScorerSpec(_Strict):
         if isinstance(value, dict) and "python" in value and "name" not in value:
             return {**value, "name": str(value["python"]).rsplit(":", 1)[-1]}
         return value
+
+    @property
+    def needs_expected(self) -> bool:
+        """Whether this scorer compares with the case's ``expected`` (unknown for callables: no)."""
+        if self.python is not None or self.name not in EXPECTED_UNLESS:
+            return False
+        param = EXPECTED_UNLESS[self.name]
+        return param is None or self.params.get(param) is None
 
     @model_validator(mode="after")
     def _known(self) -> ScorerSpec:
@@ -232,6 +253,23 @@ class SuiteConfig(_Strict):
     def path(self) -> Path | None:
         return self._path
 
+    def where(self, *loc: str | int) -> str:
+        """``file:line`` of a key of this config, for messages about what the file says (the file
+        is parsed again: this runs only on the way to an error)."""
+        if self._path is None:
+            return ".".join(map(str, loc)) or "config"
+        try:
+            line = load_yaml(self._path).line_of(list(loc))
+        except InputFileError:
+            line = None
+        return f"{self._path}:{line}" if line else str(self._path)
+
+    def named_scores(self) -> set[str] | None:
+        """Named scores the configured scorers record, or None when a callable may record any."""
+        if any(s.python is not None for s in self.scorers):
+            return None
+        return {s.name for s in self.scorers} | {x for s in self.scorers for x in SCORER_EXTRAS.get(s.name, ())}
+
     def resolve(self, relative: str) -> Path:
         return (self._root / relative).resolve()
 
@@ -286,7 +324,27 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
         raise validation_error(src, exc, "config", union_tags=("python", "command", "openai")) from None
     config._root = path.resolve().parent
     config._path = path
+    _check_metric_names(config, src)
     return config
+
+
+def _check_metric_names(config: SuiteConfig, src: Located) -> None:
+    """A metric name that is neither a built-in metric nor a named score the scorers record would
+    compare nothing (SPEC §2): ``passrate`` must be an error, not an empty gate that passes."""
+    named = config.named_scores()
+    for name in config.metrics:
+        if name in BUILTIN_METRICS or _PASS_AT.match(name):
+            continue
+        score = name.removeprefix("score:")
+        if named is None or score in named:
+            continue
+        line = src.line_of(["metrics", name])
+        choices = ", ".join([*BUILTIN_METRICS, "pass@k", *sorted(named)])
+        raise InputFileError(
+            f"{src.path}:{line}" if line else src.path,
+            f"unknown metric {name!r} under metrics:",
+            f"valid names: {choices}",
+        )
 
 
 def config_json_schema() -> dict[str, Any]:

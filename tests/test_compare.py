@@ -367,7 +367,8 @@ def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tm
     from evals.config import load_config
 
     (tmp_path / "evalgate.yml").write_text(
-        "suite: demo\ncases: cases.jsonl\nmetrics:\n  pass_rate: {tolerance: 0.05}\n  score: {}\n"
+        "suite: demo\ncases: cases.jsonl\nscorers: [final_answer]\nmetrics:\n  pass_rate: {tolerance: 0.05}\n"
+        "  score: {}\n"
         "  error_rate: {tolerance: 0.01}\n  pass@3: {}\n  latency_p95_ms: {tolerance: '20%'}\n"
         "  tokens: {tolerance: 50}\n  format_valid: {tolerance: 0.1, gate: false}\n"
     )

@@ -1,0 +1,87 @@
+"""Set-ups that cannot produce a meaningful verdict never exit 0 (SPEC §2, §5, §9). Each is tried
+as a new user would: the ``evalgate`` CLI in a fresh folder, a real suite run in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+BOT = "def answer(question):\n    return 'FINAL ANSWER: ' + str(len(question))\n"
+
+
+def write_suite(folder: Path, *, cases: list[dict] | None = None, extra: str = "", suite: str = "demo") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    if cases is None:
+        cases = [
+            {"id": f"c{i}", "input": "x" * (i % 7), "expected": str(i % 5), "tags": {"language": ["en", "ko"][i % 2]}}
+            for i in range(60)
+        ]
+    (folder / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    (folder / "bot.py").write_text(BOT, encoding="utf-8")
+    config = folder / "evalgate.yml"
+    config.write_text(
+        f"suite: {suite}\ncases: cases.jsonl\ntarget:\n  python: bot:answer\n  path: ['.']\n"
+        f"scorers: [final_answer]\n{extra}baseline: {{store: local, path: baselines}}\n",
+        encoding="utf-8",
+    )
+    return config
+
+
+def evalgate(repo_root: Path, python_exe: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env["PYTHONPATH"] = str(repo_root)
+    return subprocess.run(
+        [python_exe, "-m", "evals", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120
+    )
+
+
+def assert_usage_error(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in proc.stderr, proc.stderr
+
+
+def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path, cases=[])
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:2", "the case set is empty", "cases.jsonl")
+    # A reset must not bless it either.
+    proc = evalgate(
+        repo_root, python_exe, "gate", "--mode", "reset", "--reason", "x", "--config", str(config), cwd=tmp_path
+    )
+    assert_usage_error(proc, "the case set is empty")
+    assert not list((tmp_path / "baselines").glob("baseline-*"))
+
+
+def test_metric_name_typo_names_line_and_choices(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path, extra="metrics:\n  passrate: {tolerance: 0.02}\n")
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:8", "unknown metric 'passrate'", "pass_rate", "format_valid", "pass@k")
+
+
+def test_slice_key_no_case_carries(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path, extra="slices: [langauge]\n")
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:7", "'langauge' carried by no case", "tag keys: language")
+
+
+def test_scorer_needing_expected_on_a_case_without_one(tmp_path, repo_root, python_exe):
+    cases = [{"id": "a", "input": "q", "expected": "1"}, {"id": "b", "input": "qq"}, {"id": "c", "input": "q"}]
+    config = write_suite(tmp_path, cases=cases)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_usage_error(
+        proc, "cases.jsonl:2", "case 'b' has no expected value", "'final_answer'", "evalgate.yml:6", "1 more"
+    )
+
+
+@pytest.mark.parametrize("scorers", ["[json_valid]", "[{contains: {value: FINAL}}]"])
+def test_scorers_that_need_no_expected_run(tmp_path, repo_root, python_exe, scorers):
+    config = write_suite(tmp_path, cases=[{"id": "a", "input": "q"}, {"id": "b", "input": "qq"}])
+    config.write_text(config.read_text().replace("[final_answer]", scorers))
+    proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
