@@ -22,7 +22,6 @@ import os
 import random
 import sys
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -47,7 +46,7 @@ from evals.manifest import (
     snapshot_name,
 )
 from evals.release_blobs import ReleaseBlobs
-from evals.results import Results, dump_results, parse_results
+from evals.results import Results, dump_results, gunzip, parse_results
 
 if TYPE_CHECKING:
     from evals.github import GitHubClient
@@ -261,10 +260,7 @@ class BaselineStore:
                 "the snapshot is corrupt; it is not used",
             )
         if raw[:2] == b"\x1f\x8b":
-            try:
-                raw = gzip.decompress(raw)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
+            raw = gunzip(raw, where)
         return parse_results(raw, where)
 
     def load(self, info: SnapshotInfo, *, state: _State | None = None) -> LoadedBaseline:
