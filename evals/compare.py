@@ -51,6 +51,7 @@ from evals.stats import (
     percentile_interval,
     smoothed_mean_delta,
 )
+from evals.trace import failed_tail
 
 # A results file as compare reads it: validated models, or the lean form the CLI loads.
 Run = Results | LazyResults
@@ -553,6 +554,7 @@ def _case_diff(
             baseline_output=b_out,
             candidate_output=c_out,
             candidate_error=c_err,
+            candidate_trace=failed_tail(c_case.attempts),
         )
 
     return CaseDiff(
@@ -814,6 +816,9 @@ def main(args: argparse.Namespace) -> int:
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,
         inconclusive=args.inconclusive,
     )
+    from evals.history import record_comparison
+
+    record_comparison(comparison, candidate, baseline, config=config, action="compare")
     write_outputs(
         comparison, config, report=args.report, json_path=args.json, summary=args.summary, template=args.template
     )

@@ -57,6 +57,11 @@ def run_gate(
         warn_if_exposed(activity, config, client)
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     comparison = baselines.compare(candidate, config)
+    from evals.history import record_comparison, record_promotion
+
+    record_comparison(
+        comparison, candidate, baseline.results if baseline else None, config=config, actor=activity.actor
+    )
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
     if activity.is_pr:
@@ -102,6 +107,7 @@ def run_gate(
             on_missing=config.baseline.on_missing,
         )
         print(f"evalgate gate: {log_value(done.message, limit=None)}", file=sys.stderr)
+        record_promotion(candidate, done.result.snapshot if done.result else None, config=config, comparison=comparison)
         outputs["promoted"] = "true" if done.promoted else "false"
         if activity.in_actions:
             set_outputs_safely({"promoted": outputs["promoted"]})
@@ -188,6 +194,15 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
             print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
         if not result.promoted:
             raise UsageError(f"not reset: {result.reason}")
+        from evals.history import record_reset
+
+        record_reset(
+            candidate,
+            result.snapshot,
+            comparison,
+            previous.baseline.results if previous.baseline else None,
+            config=config,
+        )
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise

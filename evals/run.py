@@ -342,6 +342,9 @@ def main(args: argparse.Namespace) -> int:
         progress=progress,
         grace_s=args.grace_s,
     )
+    from evals.history import record_run
+
+    record_run(results, config=config)
     if results.run.is_complete:
         return EXIT_PASS
     _say(f"{args.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}")
