@@ -54,6 +54,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="store the candidate as the new baseline when the gate allows it (default: on a push to the "
         "default branch only)",
     )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--reason", help="why the baseline is reset (mode reset)")
     parser.add_argument("--pr", type=int, metavar="N", help="pull request number (mode comment)")
     parser.add_argument("--report-dir", metavar="DIR", help="stored report to post (mode comment; default --out-dir)")
@@ -89,6 +90,8 @@ def main(args: argparse.Namespace) -> int:
         raise
     print(f"evalgate gate: {outcome.comparison.verdict}: {log_value(outcome.comparison.reason, limit=None)}")
     print(f"report: {outcome.paths['report']}")
+    if "html" in outcome.paths:
+        print(f"html: {outcome.paths['html']}")
     return outcome.exit_code
 
 

@@ -64,6 +64,12 @@ def run_gate(
     )
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
+    if getattr(args, "html", None):
+        from evals.html import write_html
+        from evals.summary import summarize
+
+        paths["html"] = Path(args.html)
+        write_html(paths["html"], results=candidate, summary=summarize(candidate, config.slices), comparison=comparison)
     if activity.is_pr:
         write_comment_meta(comparison, config, activity, out_dir)
         paths["comment-meta"] = out_dir / "comment.json"
@@ -102,7 +108,7 @@ def run_gate(
             store,
             candidate,
             comparison,
-            sha=candidate_sha(activity.candidate_sha, candidate),
+            sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None)),
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
@@ -187,7 +193,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
             )
         comparison = previous.compare(candidate, config)
         paths = write_report_files(comparison, config, out_dir)
-        sha = getattr(args, "sha", None) or candidate_sha(activity.candidate_sha, candidate)
+        sha = candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None))
         actor = actor_name(getattr(args, "actor", None) or activity.actor)
         result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
         for line in result.warnings:

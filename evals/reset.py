@@ -22,7 +22,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_candidate_options(parser)
     parser.add_argument("--reason", required=True, help="why (recorded in the manifest with the actor)")
     parser.add_argument("--actor", help="who resets (default: GITHUB_ACTOR, else the OS user)")
-    parser.add_argument("--sha", help="commit the baseline stands for (default: the run's commit)")
 
 
 def main(args: argparse.Namespace) -> int:
