@@ -1,58 +1,62 @@
-"""HTTP/1.1 keep-alive connections to one endpoint, for the OpenAI target's hot path.
+"""HTTP/1.1 keep-alive connections to one URL: the OpenAI target's hot path, and a small client
+for anything else that POSTs to one endpoint (``KeepAlivePool(url, headers).post(body)``).
 
-httpx's pool (httpcore's ``AsyncConnectionPool``) re-examines every pooled connection — a
-readability poll each — whenever a request starts or ends: with 50 connections that was ~4 ms of
-CPU per request, and httpx's client layer (URL merging, cookies, header models) added ~0.15 ms.
-Here a call takes an idle connection (or opens one) and gives it back once the response is read:
-a flat cost per request, and as many connections as calls in flight. The connections are
-httpcore's HTTP/1.1 ones (h11; TLS; proxy forwarding and tunnels) on asyncio streams, and so are
-the errors they raise: ``httpcore.TimeoutException``, ``NetworkError``, ``ProtocolError``,
-``ProxyError``. Measured at concurrency 50 against a local server, a request now costs ~0.17 ms of
-CPU, where httpx took ~0.5 ms (with several small pools) and ~4.5 ms (with one)."""
+Chosen on measurements (10,000 POSTs at concurrency 50 to the local test server, whole
+processes, CPU user+sys; docs/running.md, Performance): httpcore's HTTP/1.1 connections (h11,
+pure-Python parsing) took 2.1–2.2 s, an aiohttp session 1.5–1.6 s, and asyncio protocol
+connections with httptools' response parser (llhttp, in C) 0.52 s — as little as a bare asyncio
+loop that parses nothing but Content-Length. So: asyncio protocols here, llhttp for the HTTP
+framing (status, headers, Content-Length and chunked bodies, keep-alive), and this module only
+manages connections: reuse, staleness, proxies (``HTTP(S)_PROXY``/``NO_PROXY``: forwarding, or a
+CONNECT tunnel for https), TLS, the connect timeout.
+
+A call takes an idle connection (or opens one) and gives it back once the response is read: a
+flat cost per request, and as many connections as calls in flight. The caller bounds each call
+(the runner's per-attempt timeout cancels it, and a cancelled exchange closes its connection);
+the only timeout here is for opening a connection, so an endpoint that cannot be reached shows as
+``ConnectTimeout``, not as a slow answer."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
+import base64
+import re
 import select
 import ssl
+import time
 import urllib.parse
 import urllib.request
-from collections.abc import Awaitable, Iterable
-from typing import Any, NamedTuple, TypeVar
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
-import httpcore
-import httpx
+import httptools
 
 from evals import __version__
 from evals.errors import UsageError
 
-KEEPALIVE_S = 5.0  # httpx's default: an idle connection older than this is not reused
-CONNECT_TIMEOUT_S = 10.0  # TCP connect (and TLS handshake) of one connection, at most
-FLUSH_BYTES = 64 * 1024  # a larger request body is sent as it is written, not held back
-T = TypeVar("T")
+KEEPALIVE_S = 5.0  # an idle connection older than this is not reused (httpx's default)
+CONNECT_TIMEOUT_S = 10.0  # TCP connect, TLS handshake and proxy tunnel of one connection, at most
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-class _Received:
-    """Response bytes read during one exchange."""
-
-    count = 0
+class HTTPError(Exception):
+    """An exchange that ended without a complete response."""
 
 
-# Counted by AsyncioStream.read for the exchange running in this task. A context variable
-# because a proxied connection's stream is opened inside httpcore, out of the pool's reach.
-_RECEIVED: contextvars.ContextVar[_Received | None] = contextvars.ContextVar("evalgate_received", default=None)
+class ConnectTimeout(HTTPError):
+    """No connection within the connect timeout."""
 
 
-def socket_readable(sock: Any) -> bool:
-    """Whether ``sock`` has something to read (or is gone): on an idle HTTP/1.1 connection that is
-    the server's EOF, a reset, or bytes no request asked for — never something to send a request after."""
-    fd = sock.fileno() if sock is not None else -1
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
+class ConnectError(HTTPError):
+    """Refused, unreachable, TLS handshake failed, or the proxy refused the tunnel."""
+
+
+class ConnectionLost(HTTPError):
+    """The connection closed or broke before the response was complete."""
+
+
+class ProtocolError(HTTPError):
+    """The server's bytes are not an HTTP/1.1 response."""
 
 
 class Reply(NamedTuple):
@@ -72,6 +76,9 @@ class Reply(NamedTuple):
         return None
 
 
+OnResend = Callable[[str, float], None]
+
+
 def environment_proxy(url: str) -> str | None:
     """The proxy ``HTTP(S)_PROXY`` / ``ALL_PROXY`` name for ``url``, unless ``NO_PROXY`` exempts it
     (self-hosted runners; what httpx would use)."""
@@ -88,238 +95,292 @@ def environment_proxy(url: str) -> str | None:
     return proxy
 
 
-async def _within(timeout: float | None, step: Awaitable[T]) -> T:
-    if timeout is None:
-        return await step
-    async with asyncio.timeout(timeout):
-        return await step
+def socket_readable(sock: Any) -> bool:
+    """Whether ``sock`` has something to read (or is gone): on an idle HTTP/1.1 connection that is
+    the server's EOF, a reset, or bytes no request asked for — never something to send a request after."""
+    fd = sock.fileno() if sock is not None else -1
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
 
 
-class AsyncioStream(httpcore.AsyncNetworkStream):
-    """One connection as asyncio streams; OS and TLS errors become httpcore's, as with its own backends."""
+class Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; llhttp (httptools) parses what the server sends."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self._reader = reader
-        self._writer = writer
-        self._unsent: list[bytes] = []
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.received = 0  # bytes of the current exchange's answer
+        self.idle_since = 0.0
+        self._waiter: asyncio.Future[Any] | None = None
+        self._tunnel: bytearray | None = None  # a proxy's answer to CONNECT, while it comes in
+        self._keep_alive = False
+        self._closed = False
+        self._reset_message()
 
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        if self._unsent:
-            await self._flush(timeout)
+    def _reset_message(self) -> None:
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._body: list[bytes] = []
+        self._status = 0
+        self._until_eof = False  # a body without length or chunks ends when the server closes
+
+    # ----------------------------------------------------------------------- asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if self._waiter is None:
+            self.close()  # bytes no request asked for: this connection is not in a known state
+            return
+        if self._tunnel is not None:
+            self._tunnel += data
+            if b"\r\n\r\n" in self._tunnel:
+                self._resolve(bytes(self._tunnel))
+            return
+        self.received += len(data)
         try:
-            data = await _within(timeout, self._reader.read(max_bytes))
-        except TimeoutError:
-            raise httpcore.ReadTimeout(f"no data within {timeout:g}s") from None
-        except OSError as exc:
-            raise httpcore.ReadError(str(exc) or type(exc).__name__) from exc
-        received = _RECEIVED.get()
-        if received is not None:
-            received.count += len(data)
-        return data
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._fail(ProtocolError(f"malformed HTTP response: {exc}"))
+            self.close()
 
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        # httpcore writes a request's head and body separately, and the socket has TCP_NODELAY:
-        # held until the response is read, they leave in one send (one segment, one wake-up).
-        if buffer:
-            self._unsent.append(buffer)
-        if sum(map(len, self._unsent)) >= FLUSH_BYTES:
-            await self._flush(timeout)
+    def eof_received(self) -> bool:
+        if self._until_eof and self._waiter is not None:
+            self._complete()
+        return False  # close the transport
 
-    async def _flush(self, timeout: float | None) -> None:
-        data, self._unsent = b"".join(self._unsent), []
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._until_eof and self._waiter is not None:
+            self._complete()
+            return
+        detail = f"{type(exc).__name__}: {exc}" if exc is not None else "the server closed the connection"
+        self._fail(ConnectionLost(f"{detail} ({'after' if self.received else 'before'} any byte of an answer)"))
+
+    # ------------------------------------------------------------------------ parser callbacks
+
+    def on_message_begin(self) -> None:
+        self._reset_message()
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        self._status = self.parser.get_status_code()
+        framed = any(k.lower() in (b"content-length", b"transfer-encoding") for k, _ in self._headers)
+        self._until_eof = not framed and self._status >= 200 and self._status not in (204, 304)
+
+    def on_body(self, chunk: bytes) -> None:
+        self._body.append(chunk)
+
+    def on_message_complete(self) -> None:
+        if self._status < 200:
+            return  # an interim answer (100 Continue, 103 Early Hints): the real one follows
+        self._complete()
+
+    # ------------------------------------------------------------------------------------ use
+
+    def _complete(self) -> None:
+        self._keep_alive = not self._until_eof and self.parser.should_keep_alive()
+        self._until_eof = False
+        self._resolve(Reply(self._status, self._headers, b"".join(self._body)))
+
+    def _resolve(self, value: Any) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(value)
+
+    def _fail(self, exc: HTTPError) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_exception(exc)
+
+    async def exchange(self, data: bytes) -> Reply:
+        """Send one request (head and body in one write) and read its response."""
+        assert self.transport is not None
+        if self._closed:
+            raise ConnectionLost("the connection is closed (before any byte of an answer)")
+        self.received = 0
+        self._keep_alive = False
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(data)
+        return await self._waiter
+
+    async def tunnel(self, request: bytes) -> int:
+        """Send a proxy's CONNECT request; the status of its answer."""
+        assert self.transport is not None
+        self._tunnel = bytearray()
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(request)
         try:
-            self._writer.write(data)
-            await _within(timeout, self._writer.drain())
-        except TimeoutError:
-            raise httpcore.WriteTimeout(f"could not send within {timeout:g}s") from None
-        except OSError as exc:
-            raise httpcore.WriteError(str(exc) or type(exc).__name__) from exc
+            head: bytes = await self._waiter
+        finally:
+            self._tunnel = None
+        status = head.split(b"\r\n", 1)[0].split(b" ", 2)
+        if len(status) < 2 or not status[0].startswith(b"HTTP/") or not status[1].isdigit():
+            raise ProtocolError(f"the proxy's answer to CONNECT is not HTTP: {head[:80]!r}")
+        return int(status[1])
 
-    async def aclose(self) -> None:
-        # Not waiting for the close to complete: it runs from cleanup after a timeout or a
-        # cancellation, where a peer that stopped reading must not hold it up.
-        self._writer.close()
+    @property
+    def alive(self) -> bool:
+        """Open, and the last answer allows another request on it."""
+        return not self._closed and self._keep_alive and self.transport is not None and not self.transport.is_closing()
 
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        if self._unsent:
-            await self._flush(timeout)
-        try:
-            await _within(timeout, self._writer.start_tls(ssl_context, server_hostname=server_hostname))
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"TLS handshake not done within {timeout:g}s") from None
-        except (OSError, ssl.SSLError) as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        return self
+    def reusable(self) -> bool:
+        """Alive, not idle too long, and no hang-up in flight. The loop shows a server's hang-up
+        only once it has run since the FIN came in; a request sent right after the previous
+        response would beat it. The socket tells now."""
+        if not self.alive or time.monotonic() - self.idle_since > KEEPALIVE_S:
+            return False
+        assert self.transport is not None
+        return not socket_readable(self.transport.get_extra_info("socket"))
 
-    def get_extra_info(self, info: str) -> Any:
-        if info == "is_readable":
-            # The loop shows a server's hang-up as EOF only once it has run since the FIN came in;
-            # a request sent right after the previous response would beat it. The socket tells now.
-            return (
-                self._reader.at_eof()
-                or self._writer.is_closing()
-                or socket_readable(self._writer.get_extra_info("socket"))
-            )
-        name = {"ssl_object": "ssl_object", "client_addr": "sockname", "server_addr": "peername", "socket": "socket"}
-        return self._writer.get_extra_info(name[info]) if info in name else None
-
-
-class AsyncioBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network layer on plain asyncio streams. Its default (anyio) wraps every read and
-    write in cancel scopes and checkpoints; this one (with a request's writes sent together) takes
-    ~0.06 ms less CPU per request, a quarter of the total."""
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            reader, writer = await _within(
-                timeout,
-                asyncio.open_connection(host, port, local_addr=(local_address, 0) if local_address else None),
-            )
-        except TimeoutError:
-            raise httpcore.ConnectTimeout(f"no connection to {host}:{port} within {timeout:g}s") from None
-        except OSError as exc:
-            raise httpcore.ConnectError(str(exc) or type(exc).__name__) from exc
-        sock = writer.get_extra_info("socket")
-        for option in socket_options or ():
-            sock.setsockopt(*option)
-        return AsyncioStream(reader, writer)
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
+    def close(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
 
 
 class KeepAlivePool:
-    """POSTs to ``url`` with fixed ``headers``. The caller bounds each call (the runner's
-    per-attempt timeout cancels it, and a cancelled exchange closes its connection); the pool's
-    only timeout is ``connect_timeout_s`` for opening a connection (``httpcore.ConnectTimeout``),
-    so an endpoint that cannot be reached shows as that, not as a slow answer."""
+    """POSTs to ``url`` with fixed ``headers``; see the module doc."""
 
     def __init__(self, url: str, headers: dict[str, str], connect_timeout_s: float = CONNECT_TIMEOUT_S):
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise UsageError(f"{url!r} is not an http:// or https:// URL with a host")
-        self.url = httpcore.URL(url)
-        host = parts.netloc.rpartition("@")[2]
-        fixed = {
-            "host": ("Host", host),
-            "accept": ("Accept", "*/*"),
-            "user-agent": ("User-Agent", f"evalgate/{__version__}"),
-        }
-        fixed.update({k.lower(): (k, v) for k, v in headers.items()})
-        bad = [k for k, v in fixed.values() if not (k + v).isascii()]
-        if bad:
-            raise UsageError(f"HTTP header {bad[0]!r} for {url} holds non-ASCII text; HTTP/1.1 headers are ASCII")
-        # Built once: header validation and encoding are a noticeable part of a request's cost.
-        self.headers = [(k.encode("ascii"), v.encode("ascii")) for k, v in fixed.values()]
+        self.url = url
         self.connect_timeout_s = connect_timeout_s
-        # httpcore reads it for the connections it opens itself (through a proxy); read and
-        # write have none (None), as above.
-        self._extensions = {"timeout": {"connect": connect_timeout_s}}
-        self._backend = AsyncioBackend()
+        self.host = parts.hostname
+        self.port = parts.port or (443 if parts.scheme == "https" else 80)
+        authority = parts.netloc.rpartition("@")[2]
+        fixed = {"host": ("Host", authority), "accept": ("Accept", "*/*")}
+        fixed["user-agent"] = ("User-Agent", f"evalgate/{__version__}")
+        fixed.update({k.lower(): (k, v) for k, v in headers.items()})
+        target = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, "")) or "/"
+
         proxy = environment_proxy(url)
-        # The CA bundle (certifi, or SSL_CERT_FILE as httpx reads it) is loaded only for https.
-        self._tls = (
-            httpx.create_ssl_context() if url.startswith("https:") or (proxy or "").startswith("https:") else None
-        )
-        if self._tls is not None:
-            self._tls.set_alpn_protocols(["http/1.1"])
-        self._proxy: httpcore.AsyncHTTPProxy | None = None
+        self._hop = (self.host, self.port, parts.scheme == "https")  # where connections go first
+        self._tunnel: bytes | None = None
         if proxy is not None:
-            parts = urllib.parse.urlsplit(proxy)
-            auth = (
-                (urllib.parse.unquote(parts.username), urllib.parse.unquote(parts.password or ""))
-                if parts.username
+            p = urllib.parse.urlsplit(proxy)
+            self._hop = (p.hostname or "", p.port or (443 if p.scheme == "https" else 80), p.scheme == "https")
+            proxy_auth = []
+            if p.username:
+                credentials = f"{urllib.parse.unquote(p.username)}:{urllib.parse.unquote(p.password or '')}"
+                proxy_auth = [("Proxy-Authorization", "Basic " + base64.b64encode(credentials.encode()).decode())]
+            if parts.scheme == "https":
+                lines = [f"CONNECT {self.host}:{self.port} HTTP/1.1", f"Host: {self.host}:{self.port}"]
+                self._tunnel = "\r\n".join([*lines, *(f"{k}: {v}" for k, v in proxy_auth), "", ""]).encode("latin-1")
+            else:
+                target = urllib.parse.urlunsplit(parts._replace(netloc=authority, fragment=""))  # absolute form
+                fixed.update({k.lower(): (k, v) for k, v in proxy_auth})
+        for name, value in fixed.values():
+            problem = (
+                "holds non-ASCII text; HTTP/1.1 headers are ASCII"
+                if not (name + value).isascii()
+                else "is not a valid header name"
+                if not _TOKEN.fullmatch(name)
+                else "holds a line break"
+                if any(c in value for c in "\r\n\0")
                 else None
             )
-            # Used only to make connections through the proxy (forwarding, or a CONNECT tunnel).
-            self._proxy = httpcore.AsyncHTTPProxy(
-                proxy_url=parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl(),
-                proxy_auth=auth,
-                ssl_context=self._tls,
-                proxy_ssl_context=self._tls if parts.scheme == "https" else None,
-                keepalive_expiry=KEEPALIVE_S,
-                network_backend=self._backend,
-            )
-        self._idle: list[httpcore.AsyncConnectionInterface] = []
+            if problem:
+                raise UsageError(f"HTTP header {name!r} for {url} {problem}")
+        # Built once: all a request adds is its Content-Length and body.
+        head = [f"POST {target} HTTP/1.1", *(f"{k}: {v}" for k, v in fixed.values()), "Content-Length: "]
+        self._head = "\r\n".join(head).encode("ascii")
+        self._tls: ssl.SSLContext | None = None
+        if parts.scheme == "https" or self._hop[2]:
+            # Only for https: httpx's context (certifi, or SSL_CERT_FILE/SSL_CERT_DIR) costs ~10 ms.
+            import httpx
 
-    async def _idle_connection(self) -> httpcore.AsyncConnectionInterface | None:
+            self._tls = httpx.create_ssl_context()
+            self._tls.set_alpn_protocols(["http/1.1"])
+        self._idle: list[Connection] = []
+
+    async def post(self, body: bytes, on_resend: OnResend | None = None) -> Reply:
+        """The server's answer to ``body``. A request that got not a byte of an answer on a reused
+        connection is sent once more on a new one; ``on_resend(message, latency_ms)`` hears of it."""
+        data = b"%s%d\r\n\r\n%s" % (self._head, len(body), body)
+        connection = self._idle_connection()
+        if connection is not None:
+            started = time.perf_counter()
+            try:
+                return await self._exchange(connection, data)
+            except ConnectionLost as exc:
+                if connection.received:
+                    raise
+                # The server closed the connection as the request went out (the poll in
+                # ``reusable`` cannot see a FIN still in flight): the request never reached its
+                # application. Sent again, as urllib3 and Go's net/http do — and said so.
+                if on_resend is not None:
+                    on_resend(
+                        f"connection error: ConnectionLost: {exc} on a reused keep-alive connection; "
+                        "sent again on a new connection",
+                        (time.perf_counter() - started) * 1000.0,
+                    )
+        return await self._exchange(await self._connect(), data)
+
+    def _idle_connection(self) -> Connection | None:
         while self._idle:
             connection = self._idle.pop()  # the most recently used: the likeliest to be alive
-            if connection.is_available() and not connection.has_expired():
+            if connection.reusable():
                 return connection
-            await connection.aclose()  # idle too long, or the server hung up
+            connection.close()  # idle too long, or the server hung up
         return None
 
-    async def _new_connection(self) -> httpcore.AsyncConnectionInterface:
-        if self._proxy is not None:
-            return self._proxy.create_connection(self.url.origin)
-        return await self._connect()
+    async def _exchange(self, connection: Connection, data: bytes) -> Reply:
+        try:
+            reply = await connection.exchange(data)
+        except BaseException:
+            connection.close()  # cancelled or broken mid-exchange: its state is unknown
+            raise
+        if connection.alive:
+            connection.idle_since = time.monotonic()
+            self._idle.append(connection)
+        else:
+            connection.close()
+        return reply
 
-    async def _connect(self) -> httpcore.AsyncHTTP11Connection:
-        origin = self.url.origin
-        host = origin.host.decode("ascii")
-        stream = await self._backend.connect_tcp(host, origin.port, timeout=self.connect_timeout_s)
-        if self._tls is not None:
-            try:
-                stream = await stream.start_tls(self._tls, server_hostname=host, timeout=self.connect_timeout_s)
-            except BaseException:
-                await stream.aclose()
-                raise
-        connection = httpcore.AsyncHTTP11Connection(origin, stream, keepalive_expiry=KEEPALIVE_S)
-        # httpcore guards a connection's state with an anyio Lock, and every acquire of one yields
-        # to the event loop (twice per request, and once more in httpcore's connection wrapper,
-        # not used here): together ~20% of a request's CPU. asyncio's Lock gives the same guarantee
-        # and takes a free lock at once. Should httpcore rename the attribute, this line does
-        # nothing and only the speed-up is lost.
-        connection._state_lock = asyncio.Lock()
+    async def _connect(self) -> Connection:
+        host, port, tls = self._hop
+        loop = asyncio.get_running_loop()
+        where = f"{host}:{port}" + (
+            f" (proxy for {self.host}:{self.port})" if self._hop[:2] != (self.host, self.port) else ""
+        )
+        transport = None
+        try:
+            async with asyncio.timeout(self.connect_timeout_s):
+                transport, connection = await loop.create_connection(
+                    Connection, host, port, ssl=self._tls if tls else None, server_hostname=host if tls else None
+                )
+                if self._tunnel is not None:
+                    status = await connection.tunnel(self._tunnel)
+                    if not 200 <= status < 300:
+                        raise ConnectError(
+                            f"the proxy {host}:{port} refused a tunnel to {self.host}:{self.port}: HTTP {status}"
+                        )
+                    assert self._tls is not None
+                    transport = await loop.start_tls(transport, connection, self._tls, server_hostname=self.host)
+                    connection.transport = transport  # type: ignore[assignment]
+        except TimeoutError:
+            if transport is not None:
+                transport.close()
+            raise ConnectTimeout(f"no connection to {where} within {self.connect_timeout_s:g}s") from None
+        except HTTPError:
+            if transport is not None:
+                transport.close()
+            raise
+        except (OSError, ConnectionError) as exc:  # refused, unreachable, DNS, TLS (ssl.SSLError)
+            if transport is not None:
+                transport.close()
+            raise ConnectError(f"{where}: {exc or type(exc).__name__}") from None
         return connection
-
-    async def post(self, body: bytes) -> Reply:
-        headers = [*self.headers, (b"Content-Length", str(len(body)).encode())]
-        request = httpcore.Request(b"POST", self.url, headers=headers, content=body, extensions=self._extensions)
-        connection = await self._idle_connection()
-        if connection is None:
-            return await self._exchange(await self._new_connection(), request)
-        received = _Received()
-        token = _RECEIVED.set(received)
-        try:
-            return await self._exchange(connection, request)
-        except (httpcore.NetworkError, httpcore.ProtocolError):
-            if received.count:
-                raise
-        finally:
-            _RECEIVED.reset(token)
-        # Not a byte of an answer on a reused connection: the server closed it as the request
-        # went out (the poll above cannot see a FIN still in flight), so the request never reached
-        # its application. Sent once more on a new connection, as urllib3 and Go's net/http do.
-        return await self._exchange(await self._new_connection(), request)
-
-    async def _exchange(self, connection: httpcore.AsyncConnectionInterface, request: httpcore.Request) -> Reply:
-        reusable = False
-        try:
-            response = await connection.handle_async_request(request)
-            try:
-                data = await response.aread()
-            finally:
-                await response.aclose()
-            reusable = True
-        finally:
-            if reusable:
-                self._idle.append(connection)
-            else:
-                await connection.aclose()
-        return Reply(response.status, response.headers, data)
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []
         for connection in idle:
-            await connection.aclose()
+            connection.close()

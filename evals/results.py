@@ -272,8 +272,12 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 def save_results(results: Results, path: str | Path) -> None:
     """Write atomically; gzip when the name ends in ``.gz``."""
+    write_results_bytes(dump_results(results), path)
+
+
+def write_results_bytes(data: bytes, path: str | Path) -> None:
+    """``save_results`` for a results file already serialised (``dump_results``'s bytes)."""
     path = Path(path)
-    data = dump_results(results)
     if path.name.endswith(".gz"):
         data = gzip.compress(data, compresslevel=6, mtime=0)
     atomic_write(path, data)

@@ -27,7 +27,16 @@ from evals.config import SuiteConfig, load_config
 from evals.errors import EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
 from evals.gitinfo import current_ref, current_sha
 from evals.progress import Progress
-from evals.results import CaseResult, Results, RunInfo, RunStatus, TargetInfo, load_results, save_results
+from evals.results import (
+    SCHEMA_VERSION,
+    CaseResult,
+    Results,
+    RunInfo,
+    RunStatus,
+    TargetInfo,
+    load_results,
+    write_results_bytes,
+)
 from evals.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
 from evals.scorers import build_scorers
 from evals.shards import parse_shard, shard_of
@@ -110,36 +119,52 @@ def _say(text: str) -> None:
 
 
 class Recorder:
-    """The results file as it grows; ``write`` always states the true status and counts."""
+    """The results file as it grows; ``write`` always states the true status and counts.
+
+    Each case is serialised once, when it finishes; a write joins those pieces with the run's
+    header into the very bytes ``dump_results`` would make of the whole (a test holds them equal).
+    Dumping the whole file each time instead took ~0.1 s at 10,000 cases, and a write blocks the
+    event loop: every in-flight request waited for it."""
 
     def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
         self.output = output
         self.order = [c.id for c in cases]
         self.run = run
-        self.done: dict[str, CaseResult] = dict(kept)
+        self.done: dict[str, CaseResult] = {}
+        self._json: dict[str, bytes] = {}
+        self.completed = 0
         self.last_write = 0.0
         self.interval = WRITE_EVERY_S
+        for result in kept.values():
+            self._keep(result)
 
-    @property
-    def completed(self) -> int:
-        return sum(1 for r in self.done.values() if r.complete)
+    def _keep(self, result: CaseResult) -> None:
+        previous = self.done.get(result.id)
+        self.completed += result.complete - (previous is not None and previous.complete)
+        self.done[result.id] = result
+        self._json[result.id] = result.model_dump_json().encode("utf-8")
 
     def results(self) -> Results:
         self.run.completed_cases = self.completed
         return Results(run=self.run, cases=[self.done[i] for i in self.order if i in self.done])
 
-    def write(self) -> Results:
+    def data(self) -> bytes:
+        """The results file's JSON: ``dump_results(self.results())``, without re-serialising the cases."""
+        self.run.completed_cases = self.completed
+        cases = b",".join([self._json[i] for i in self.order if i in self._json])
+        run = self.run.model_dump_json().encode("utf-8")
+        return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
+
+    def write(self) -> None:
         started = time.monotonic()
-        results = self.results()
-        save_results(results, self.output)
+        write_results_bytes(self.data(), self.output)
         self.last_write = time.monotonic()
         # A big suite's file takes a while to write, and writing blocks the event loop: space the
         # writes so they never take more than ~5% of the run.
         self.interval = max(WRITE_EVERY_S, 20 * (self.last_write - started))
-        return results
 
     def add(self, result: CaseResult) -> None:
-        self.done[result.id] = result
+        self._keep(result)
         if time.monotonic() - self.last_write >= self.interval:
             self.write()
 
@@ -224,7 +249,8 @@ def execute(
     run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
     run.status, run.message = _final_status(reason, recorder, settings)
     run.ended_at = now_iso()
-    results = recorder.write()
+    recorder.write()
+    results = recorder.results()
     bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
     return results
 

@@ -154,6 +154,8 @@ class Runner:
                     raise
                 failure = TargetFailure("timeout", f"no answer within timeout_s={self.settings.timeout_s:g}")
             latency_ms = (time.perf_counter() - started) * 1000.0
+            resends = result.resends if result is not None else failure.resends if failure is not None else []
+            history.extend(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)
             if failure is None:
                 assert result is not None
                 return self._scored(case, result, latency_ms, history)

@@ -25,21 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import httpcore
-
 from evals.config import CommandTarget, OpenAITarget, PythonTarget, SuiteConfig
-from evals.connections import CONNECT_TIMEOUT_S, KeepAlivePool, Reply
+from evals.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
 from evals.errors import InputFileError, UsageError
-from evals.results import ErrorKind, TargetInfo
+from evals.results import ErrorKind, RetryRecord, TargetInfo
 
 if TYPE_CHECKING:
     from evals.cases import Case
 
 EXCERPT_CHARS = 500
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-# Everything httpcore raises for a failed exchange short of a timeout (connect/read/write errors,
-# a reset, a malformed or cut-off HTTP message, a proxy refusing the tunnel).
-CONNECTION_ERRORS = (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError, httpcore.UnsupportedProtocol)
 _RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata"})
 
 
@@ -50,10 +45,14 @@ class TargetOutput:
     tokens_out: int | None = None
     cost_usd: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    # Infra failures the target recovered from within the call (a request sent again after a
+    # stale keep-alive connection dropped it): the attempt's retry_history records them.
+    resends: list[RetryRecord] = field(default_factory=list)
 
 
 class TargetFailure(Exception):
-    """One failed try. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one."""
+    """One failed try. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one;
+    ``resends`` as in ``TargetOutput``."""
 
     def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None, retry_after: float | None = None):
         super().__init__(message)
@@ -61,6 +60,7 @@ class TargetFailure(Exception):
         self.message = message
         self.status = status
         self.retry_after = retry_after
+        self.resends: list[RetryRecord] = []
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
@@ -363,14 +363,26 @@ class OpenAIChatTarget(Target):
         return body
 
     async def call(self, case: Case) -> TargetOutput:
+        resends: list[RetryRecord] = []
+
+        def on_resend(message: str, latency_ms: float) -> None:
+            resends.append(RetryRecord(message=message, wait_s=0.0, latency_ms=latency_ms))
+
+        try:
+            result = await self._call(case, on_resend)
+        except TargetFailure as exc:
+            exc.resends = resends
+            raise
+        result.resends = resends
+        return result
+
+    async def _call(self, case: Case, on_resend: Callable[[str, float], None]) -> TargetOutput:
         body = json.dumps(self.request_body(case.input), ensure_ascii=False, separators=(",", ":"), default=str)
         try:
-            reply = await self.pool.post(body.encode("utf-8"))
-        except httpcore.ConnectTimeout as exc:
+            reply = await self.pool.post(body.encode("utf-8"), on_resend)
+        except ConnectTimeout as exc:
             raise TargetFailure("infra", f"cannot connect to {self.url}: {exc}") from None
-        except httpcore.TimeoutException as exc:
-            raise TargetFailure("timeout", f"HTTP timeout talking to {self.url}: {type(exc).__name__}") from None
-        except CONNECTION_ERRORS as exc:  # connection refused/reset, broken or cut-off transfer
+        except HTTPError as exc:  # refused, reset, cut-off or malformed answer, proxy refusal
             raise TargetFailure("infra", f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}") from None
         status = reply.status
         if status in RETRYABLE_STATUS or status >= 500:

@@ -3,6 +3,7 @@ scripted faults, a real results file."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from openai_server import OpenAIServer, hang, malformed, reset, status
 from openai_server import openai_server as openai_server  # the fixture
 from suites import echo_cases, load_suite
 
-from evals.results import load_results
+from evals.results import dump_results, load_results
 from evals.run import execute
 
 FAST_RETRIES = {"max": 3, "backoff_s": [0.01], "max_retry_after_s": 0.2}
@@ -50,9 +51,9 @@ def test_infra_faults_are_retried_recorded_and_not_wrong_answers(tmp_path, opena
         "c000": [("infra", 429)],
         "c001": [("infra", 500)],
         # The reset comes on the connection reused after the 503, before any byte of an answer:
-        # the pool resends such a request once on a new connection (a server's idle close looks
-        # the same), so only the 503 reaches the runner; q2 is still served three times.
-        "c002": [("infra", 503)],
+        # the pool resends such a request at once on a new connection (a server's idle close
+        # looks the same), and the resend is recorded too; q2 is served three times.
+        "c002": [("infra", 503), ("infra", None)],
         "c003": [("infra", None)],
         "c004": [("infra", None)],
         "c005": [],
@@ -60,7 +61,23 @@ def test_infra_faults_are_retried_recorded_and_not_wrong_answers(tmp_path, opena
     assert by_id["c000"].attempts[0].retry_history[0].wait_s == 0.05  # Retry-After, not the schedule
     assert by_id["c001"].attempts[0].retry_history[0].wait_s == 0.01
     assert "malformed" in by_id["c004"].attempts[0].retry_history[0].message
+    resend = by_id["c002"].attempts[0].retry_history[1]
+    assert resend.wait_s == 0 and "reused keep-alive connection; sent again" in resend.message
     assert openai_server.calls["q2"] == 3
+
+
+def test_the_file_holds_what_dump_results_makes_of_the_run(tmp_path, openai_server) -> None:
+    """The recorder joins cases serialised as they finished; the bytes must be the whole dump's."""
+    openai_server.script("q1", status(400))
+    config = openai_suite(tmp_path, openai_server, n=5, attempts=2)
+    plain, packed = tmp_path / "results.json", tmp_path / "results.json.gz"
+    written = execute(config, plain, progress=False)
+    assert written.cases[1].attempts[0].error is not None  # not only passes
+    assert plain.read_bytes() == dump_results(written)
+    resumed = execute(config, plain, progress=False, resume=True)  # every case kept from the file
+    assert plain.read_bytes() == dump_results(resumed)
+    written = execute(config, packed, progress=False)
+    assert gzip.decompress(packed.read_bytes()) == dump_results(written)
 
 
 def test_retry_after_is_capped(tmp_path, openai_server) -> None:
