@@ -120,22 +120,24 @@ def assert_incompatible(proc: subprocess.CompletedProcess[str], *fragments: str)
         assert fragment in proc.stdout, proc.stdout
 
 
-def test_baseline_from_another_suite_is_incompatible(tmp_path, repo_root, python_exe):
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        ({"suite": "other-suite"}, ("suite 'demo'", "suite 'other-suite'")),
+        (
+            {"cases": [{"id": f"new{i}", "input": "x", "expected": "1"} for i in range(60)]},
+            ("no case in common", "baseline's 60 cases"),
+        ),
+    ],
+    ids=["another-suite", "no-case-in-common"],
+)
+def test_baseline_that_cannot_be_compared_is_incompatible(tmp_path, repo_root, python_exe, change, fragments):
     config = write_suite(tmp_path)
     reset(repo_root, python_exe, config)
-    write_suite(tmp_path, suite="other-suite")
+    write_suite(tmp_path, **change)
     commit(tmp_path)
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert_incompatible(proc, "suite 'demo'", "suite 'other-suite'")
-
-
-def test_no_case_in_common_is_incompatible(tmp_path, repo_root, python_exe):
-    config = write_suite(tmp_path)
-    reset(repo_root, python_exe, config)
-    write_suite(tmp_path, cases=[{"id": f"new{i}", "input": "x", "expected": "1"} for i in range(60)])
-    commit(tmp_path)
-    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert_incompatible(proc, "no case in common", "baseline's 60 cases")
+    assert_incompatible(proc, *fragments)
 
 
 def test_full_gate_on_5_of_60_cases_is_incompatible(tmp_path, repo_root, python_exe):
