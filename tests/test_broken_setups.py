@@ -55,6 +55,22 @@ def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
         repo_root, python_exe, "gate", "--mode", "reset", "--reason", "x", "--config", str(config), cwd=tmp_path
     )
     assert_usage_error(proc, "the case set is empty")
+    # Nor an empty results file brought to `evalgate reset --results`.
+    run = {"suite": "demo", "status": "success", "total_cases": 0, "completed_cases": 0}
+    (tmp_path / "empty.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": []}))
+    proc = evalgate(
+        repo_root,
+        python_exe,
+        "reset",
+        "--reason",
+        "x",
+        "--results",
+        "empty.json",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+    )
+    assert_usage_error(proc, "empty.json: the run holds no case", "nothing was blessed")
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
 
