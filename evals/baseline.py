@@ -23,7 +23,6 @@ import os
 import random
 import re
 import time
-import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from evals import ancestry
 from evals.config import SuiteConfig
 from evals.errors import InfraError, InputFileError, UsageError
 from evals.manifest import BaselineRef, Manifest, SnapshotInfo
-from evals.results import Results, dump_results, parse_results, temp_copy
+from evals.results import Results, dump_results, gunzip, parse_results, temp_copy
 
 if TYPE_CHECKING:
     from evals.github import Asset, GitHubClient, Release
@@ -406,10 +405,7 @@ class BaselineStore:
                 "the snapshot is corrupt; it is not used",
             )
         if raw[:2] == b"\x1f\x8b":
-            try:
-                raw = gzip.decompress(raw)
-            except (OSError, EOFError, zlib.error) as exc:
-                raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
+            raw = gunzip(raw, where)
         return parse_results(raw, where)
 
     def load(self, info: SnapshotInfo, *, state: _State | None = None) -> LoadedBaseline:

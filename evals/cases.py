@@ -30,6 +30,7 @@ from evals.config import SuiteConfig
 from evals.errors import InputFileError
 from evals.results import case_hash
 from evals.slices import require_slice_keys
+from evals.yamlsource import check_aliases
 
 CASE_KEYS = ("id", "input", "expected", "tags", "metadata")
 TOO_DEEP = "values nested too deeply to read"
@@ -206,6 +207,7 @@ def _read_yaml(path: Path) -> Iterator[Case]:
     loader = _YamlLoader(text)
     try:
         root = loader.get_single_node()
+        check_aliases(root, path)
         data = loader.construct_document(root) if root is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark

@@ -1,33 +1,46 @@
-"""Results files for ``compare``, without holding every case as a pydantic object.
+"""Results files for ``compare``, fast and lean: a 100,000-case run validated into ``Results``
+takes ~410 MB and ~1.5 s (measured; mostly per-instance overhead of ``CaseResult``/``Attempt``).
 
-A 100,000-case run validated into ``Results`` takes ~430 MB (measured; mostly per-instance
-overhead of ``CaseResult``/``Attempt``), so two of them break the 500 MB budget of SPEC §10.
-``load_lazy`` keeps the parsed JSON and validates each case with the very same ``CaseResult``
-model, once at load and again whenever a case is read, so nothing is accepted that
-``load_results`` would reject: on any problem it hands the bytes to ``parse_results``, whose
-error (exit 2, naming the file and the case) is the one the user sees.
+``load_lazy`` parses the JSON once (pydantic-core's parser) and validates the whole document in
+one pydantic-core call against the very schemas of ``Results``, ``CaseResult`` and ``Attempt``
+(:func:`_lean_schema`: each model's fields and config, checked into plain dicts that are dropped
+per case). From the validated JSON it keeps the attempts as arrays for ``metrics.scan``, the ids,
+hashes and slices, and each case as compact JSON, turned into a ``CaseResult`` only when read
+(the few cases a report quotes). Nothing is accepted that ``load_results`` would reject: on any
+problem the bytes go to ``parse_results``, whose error (exit 2, naming the file and the case) is
+the one the user sees.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Sequence
+import functools
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, overload
 
+import pydantic_core
 from pydantic import ValidationError
+from pydantic_core import SchemaValidator, core_schema
 
+from evals.metrics import AttemptColumns, ColumnarCases
 from evals.results import CaseResult, Results, RunInfo, parse_results, read_json_bytes
 
 
-class CaseList(Sequence[CaseResult]):
-    """The cases of a run, validated on access from their JSON objects."""
+class CaseList(ColumnarCases):
+    """The cases of a run: validated once at load, each kept as compact JSON and turned into a
+    ``CaseResult`` when read."""
 
-    def __init__(self, raw: list[dict[str, Any]]):
-        self._raw = raw
+    def __init__(self, cases: list[dict[str, Any]]):
+        self.ids = [c["id"] for c in cases]
+        self.hashes = [c.get("hash") for c in cases]
+        # Cases mostly share a few slice combinations: one dict per combination, not per case.
+        shared: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
+        self.case_slices = [shared.setdefault(tuple(s.items()), s) for s in (c.get("slices") or {} for c in cases)]
+        self.attempts = AttemptColumns.collect([c.get("attempts", ()) for c in cases], dicts=True)
+        self._json = [pydantic_core.to_json(c) for c in cases]
 
     def __len__(self) -> int:
-        return len(self._raw)
+        return len(self._json)
 
     @overload
     def __getitem__(self, index: int) -> CaseResult: ...
@@ -35,12 +48,12 @@ class CaseList(Sequence[CaseResult]):
     def __getitem__(self, index: slice) -> list[CaseResult]: ...
     def __getitem__(self, index: int | slice) -> CaseResult | list[CaseResult]:
         if isinstance(index, slice):
-            return [CaseResult.model_validate(c) for c in self._raw[index]]
-        return CaseResult.model_validate(self._raw[int(index)])
+            return [CaseResult.model_validate_json(c) for c in self._json[index]]
+        return CaseResult.model_validate_json(self._json[int(index)])
 
     def __iter__(self) -> Iterator[CaseResult]:
-        for raw in self._raw:
-            yield CaseResult.model_validate(raw)
+        for raw in self._json:
+            yield CaseResult.model_validate_json(raw)
 
 
 class LazyResults:
@@ -52,23 +65,61 @@ class LazyResults:
         self.cases = cases
 
 
-def _check(raw: bytes) -> LazyResults | None:
-    """The run, or None when anything is off (the caller then lets parse_results explain)."""
+def _lean_schema(schema: Any) -> Any:
+    """``schema`` (a pydantic core schema) with every model that has no validator of its own
+    checked as a typed dict of the same fields, config and extra-key rule: the same checks,
+    without building model instances. A field with a default becomes optional and, when absent,
+    stays absent (the loader reads defaults itself). ``Results``' own check (unique ids,
+    completed ≤ total) is left to :func:`_validated`; any other model validator keeps its model."""
+    if isinstance(schema, list):
+        return [_lean_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if schema.get("type") == "function-after" and schema["schema"].get("type") == "model":
+        if schema["function"]["function"] is not Results.__pydantic_decorators__.model_validators["_unique_ids"].func:
+            return schema
+        return _lean_schema(schema["schema"])
+    if schema.get("type") == "model" and schema["schema"].get("type") == "model-fields":
+        fields = {}
+        for name, field in schema["schema"]["fields"].items():
+            inner = field["schema"]
+            optional = inner.get("type") == "default"
+            fields[name] = core_schema.typed_dict_field(
+                _lean_schema(inner["schema"] if optional else inner), required=not optional
+            )
+        lean = core_schema.typed_dict_schema(
+            fields, extra_behavior="forbid", config=schema.get("config"), ref=schema.get("ref")
+        )
+        if schema["cls"] is CaseResult:  # checked, then dropped: the loader keeps the input
+            return core_schema.no_info_after_validator_function(_drop, lean)
+        return lean
+    return {key: _lean_schema(value) for key, value in schema.items()}
+
+
+def _drop(_: Any) -> None:
+    return None
+
+
+@functools.cache
+def _validator() -> SchemaValidator:
+    schema = _lean_schema(Results.__pydantic_core_schema__)
+    # A results file must say which schema it follows (parse_results insists too).
+    schema["fields"]["schema_version"]["required"] = True
+    return SchemaValidator(schema)
+
+
+def _validated(raw: bytes) -> dict[str, Any] | None:
+    """The parsed file if it is a valid results file, else None (parse_results then explains)."""
     try:
-        data = json.loads(raw)
-        if not isinstance(data, dict) or not isinstance(data.get("cases", []), list):
-            return None
-        header = Results.model_validate({**data, "cases": []})
-        cases = data.get("cases", [])
-        seen: set[str] = set()
-        for item in cases:
-            case = CaseResult.model_validate(item)
-            if case.id in seen:
-                return None
-            seen.add(case.id)
-    except (ValueError, ValidationError, TypeError, RecursionError):
+        data = pydantic_core.from_json(raw, allow_inf_nan=False)
+        _validator().validate_python(data)
+    except (ValueError, ValidationError, RecursionError):
         return None
-    return LazyResults(header.schema_version, header.run, CaseList(cases))
+    run = data["run"]
+    cases = data.get("cases", [])
+    if run["completed_cases"] > run["total_cases"] or len({c["id"] for c in cases}) != len(cases):
+        return None
+    return data
 
 
 def load_lazy(path: str | Path) -> Results | LazyResults:
@@ -76,4 +127,8 @@ def load_lazy(path: str | Path) -> Results | LazyResults:
     same message ``load_results`` gives."""
     path = Path(path)
     raw = read_json_bytes(path)
-    return _check(raw) or parse_results(raw, path)
+    data = _validated(raw)
+    if data is None:
+        return parse_results(raw, path)
+    del raw  # the parsed copy is all that is needed from here on: free the bytes before the next step
+    return LazyResults(data["schema_version"], RunInfo.model_validate(data["run"]), CaseList(data.get("cases", [])))

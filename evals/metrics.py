@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -53,9 +55,60 @@ def metric_def(name: str, spec: MetricSpec | None = None) -> MetricDef:
 
 
 @dataclass
+class AttemptColumns:
+    """Every attempt of a run as arrays, one entry per attempt, cases in file order. Built once
+    per run from validated data (result models, or the validated JSON ``evals.lazyload`` keeps);
+    :func:`scan` reduces it to per-case values without a Python loop per attempt."""
+
+    n_cases: int
+    case: np.ndarray  # intp: the row of each attempt's case
+    passed: np.ndarray  # 1.0 / 0.0, NaN = no verdict
+    score: np.ndarray  # NaN = none (likewise below)
+    latency: np.ndarray
+    tokens_in: np.ndarray
+    tokens_out: np.ndarray
+    cost: np.ndarray
+    error_kind: np.ndarray  # object: None or the error's kind
+    retries: np.ndarray  # int
+    scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
+
+    @classmethod
+    def collect(cls, attempt_lists: Sequence[Sequence[Any]], *, dicts: bool) -> AttemptColumns:
+        """From each case's attempts: ``Attempt`` models, or (``dicts``) their validated JSON
+        objects, where a field left out has its default."""
+        counts = np.fromiter(map(len, attempt_lists), dtype=np.intp, count=len(attempt_lists))
+        flat = list(itertools.chain.from_iterable(attempt_lists))
+
+        def field(name: str, default: Any = None) -> list[Any]:
+            return [a.get(name, default) for a in flat] if dicts else [getattr(a, name) for a in flat]
+
+        def floats(name: str) -> np.ndarray:
+            return np.array(field(name), dtype=float) if flat else np.empty(0)  # None → NaN
+
+        kind = "kind"
+        errors = field("error")
+        kinds = [None if e is None else (e[kind] if dicts else e.kind) for e in errors]
+        per_attempt_scores = [s for s in field("scores") if s]
+        names = sorted(set().union(*per_attempt_scores)) if per_attempt_scores else []
+        all_scores = field("scores") if names else []
+        return cls(
+            n_cases=len(attempt_lists),
+            case=np.repeat(np.arange(len(attempt_lists), dtype=np.intp), counts),
+            passed=floats("passed"),
+            score=floats("score"),
+            latency=floats("latency_ms"),
+            tokens_in=floats("tokens_in"),
+            tokens_out=floats("tokens_out"),
+            cost=floats("cost_usd"),
+            error_kind=np.array(kinds, dtype=object),
+            retries=np.array(field("retries", 0), dtype=np.int64) if flat else np.empty(0, dtype=np.int64),
+            scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
+        )
+
+
+@dataclass
 class RunTable:
-    """A run as arrays, one row per case in file order, from a single pass over its cases
-    (the only per-case Python loop of a comparison; everything after works on numpy)."""
+    """A run as arrays, one row per case in file order (see :func:`scan`)."""
 
     ids: list[str]
     hashes: list[str | None]
@@ -77,57 +130,73 @@ class RunTable:
         return {key for slices in self.case_slices for key in slices}
 
 
-def _mean(values: list[float]) -> float:
-    return sum(values) / len(values) if values else float("nan")
+class ColumnarCases(Sequence[CaseResult]):
+    """Cases that already hold their attempts as :class:`AttemptColumns` and their ids, hashes
+    and slices as lists (``evals.lazyload``): :func:`scan` reads those instead of the cases."""
+
+    ids: list[str]
+    hashes: list[str | None]
+    case_slices: list[dict[str, str]]
+    attempts: AttemptColumns
 
 
 def scan(cases: Iterable[CaseResult], n_cases: int, named_scores: Iterable[str] = ()) -> RunTable:
     """Per-case values of every built-in metric and of the named scores asked for."""
-    names = sorted(set(named_scores))
-    builtin = ("pass_rate", "pass_n", "pass_c", "score", "error_rate", "latency", "tokens", "cost_usd")
-    cols = {c: np.full(n_cases, np.nan) for c in (*builtin, *(f"score:{n}" for n in names))}
-    errored = np.zeros(n_cases, dtype=bool)
-    ids: list[str] = []
-    hashes: list[str | None] = []
-    case_slices: list[dict[str, str]] = []
-    counts: dict[str, int] = {"attempts": 0, "infra_retries": 0, "cases_with_infra_retries": 0}
-    has_passed = False
-    for i, case in enumerate(cases):
-        ids.append(case.id)
-        hashes.append(case.hash)
-        case_slices.append(case.slices)
-        retries = 0
-        for a in case.attempts:
-            retries += a.retries
-            if a.error is not None:
-                counts[f"error:{a.error.kind}"] = counts.get(f"error:{a.error.kind}", 0) + 1
-        counts["attempts"] += len(case.attempts)
-        counts["infra_retries"] += retries
-        counts["cases_with_infra_retries"] += retries > 0
-        valid = [a for a in case.attempts if not a.is_infra_error]
-        if not valid:
-            errored[i] = True
-            continue
-        passed = [1.0 if a.passed else 0.0 for a in valid if a.passed is not None or a.error is not None]
-        has_passed = has_passed or any(a.passed is not None for a in valid)
-        if passed:
-            cols["pass_rate"][i] = sum(passed) / len(passed)
-            cols["pass_n"][i] = len(passed)
-            cols["pass_c"][i] = sum(passed)
-        cols["score"][i] = _mean([a.score or 0.0 for a in valid if a.score is not None or a.error])
-        cols["error_rate"][i] = sum(1.0 for a in valid if a.error is not None) / len(valid)
-        cols["latency"][i] = _mean([a.latency_ms for a in valid if a.latency_ms is not None])
-        cols["tokens"][i] = _mean(
-            [
-                (a.tokens_in or 0) + (a.tokens_out or 0)
-                for a in valid
-                if a.tokens_in is not None or a.tokens_out is not None
-            ]
-        )
-        cols["cost_usd"][i] = _mean([a.cost_usd for a in valid if a.cost_usd is not None])
-        for name in names:
-            cols[f"score:{name}"][i] = _mean([a.scores.get(name, 0.0) for a in valid if name in a.scores or a.error])
-    return RunTable(ids, hashes, case_slices, errored, cols, has_passed, counts)
+    if isinstance(cases, ColumnarCases):
+        ids, hashes, case_slices, at = cases.ids, cases.hashes, cases.case_slices, cases.attempts
+    else:
+        listed = list(cases)
+        ids = [c.id for c in listed]
+        hashes = [c.hash for c in listed]
+        case_slices = [c.slices for c in listed]
+        at = AttemptColumns.collect([c.attempts for c in listed], dicts=False)
+    if at.n_cases != n_cases:
+        raise ValueError(f"scan: {at.n_cases} cases, expected {n_cases}")
+    n = n_cases
+    with np.errstate(invalid="ignore", divide="ignore"):
+        has_error = at.error_kind != None  # noqa: E711 (elementwise on an object array)
+        valid = at.error_kind != "infra"
+        n_valid = np.bincount(at.case, weights=valid, minlength=n)
+
+        def mean(include: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            """Sum, count and mean per case of ``values`` where ``include`` (sums in attempt
+            order, as a Python ``sum`` over the case's attempts would add them)."""
+            count = np.bincount(at.case, weights=include, minlength=n)
+            total = np.bincount(at.case[include], weights=values[include], minlength=n)
+            return total, count, np.where(count > 0, total / count, np.nan)
+
+        judged = valid & (~np.isnan(at.passed) | has_error)
+        pass_c, pass_n, pass_rate = mean(judged, (at.passed == 1.0).astype(float))
+        has_tokens = ~(np.isnan(at.tokens_in) & np.isnan(at.tokens_out))
+        tokens = np.nan_to_num(at.tokens_in) + np.nan_to_num(at.tokens_out)
+        cols = {
+            "pass_rate": pass_rate,
+            "pass_n": np.where(pass_n > 0, pass_n, np.nan),
+            "pass_c": np.where(pass_n > 0, pass_c, np.nan),
+            "score": mean(valid & (~np.isnan(at.score) | has_error), np.nan_to_num(at.score, nan=0.0))[2],
+            "error_rate": np.where(
+                n_valid > 0, np.bincount(at.case, weights=valid & has_error, minlength=n) / n_valid, np.nan
+            ),
+            "latency": mean(valid & ~np.isnan(at.latency), at.latency)[2],
+            "tokens": mean(valid & has_tokens, tokens)[2],
+            "cost_usd": mean(valid & ~np.isnan(at.cost), at.cost)[2],
+        }
+        absent = np.full(at.case.size, np.nan)
+        for name in sorted(set(named_scores)):
+            values = at.scores.get(name, absent)
+            cols[f"score:{name}"] = mean(valid & (~np.isnan(values) | has_error), np.nan_to_num(values, nan=0.0))[2]
+    retries = np.bincount(at.case, weights=at.retries, minlength=n)
+    counts: dict[str, int] = {
+        "attempts": int(at.case.size),
+        "infra_retries": int(at.retries.sum()),
+        "cases_with_infra_retries": int(np.count_nonzero(retries > 0)),
+    }
+    # Error kinds in the order they first occur, as a pass over the attempts would count them.
+    kinds, first, number = np.unique(at.error_kind[has_error].astype(str), return_index=True, return_counts=True)
+    for i in np.argsort(first, kind="stable"):
+        counts[f"error:{kinds[i]}"] = int(number[i])
+    has_passed = bool(np.any(valid & ~np.isnan(at.passed)))
+    return RunTable(ids, hashes, case_slices, n_valid == 0, cols, has_passed, counts)
 
 
 def named_scores(metrics: Iterable[MetricDef]) -> list[str]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
+import io
 import json
 import os
 import tempfile
@@ -17,10 +18,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from evals.errors import InputFileError
+from evals.errors import InputFileError, UsageError
 
 SCHEMA_VERSION = 1
 OUTPUT_LIMIT_BYTES = 8 * 1024
+INFLATE_LIMIT_ENV = "EVALGATE_MAX_INFLATED_MB"
+DEFAULT_INFLATE_LIMIT_MB = 1024
 
 RunStatus = Literal["pending", "running", "success", "error", "cancelled", "timeout"]
 ErrorKind = Literal["infra", "target", "scorer", "timeout"]
@@ -176,6 +179,44 @@ def _describe(exc: ValidationError, data: Any) -> str:
     return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
 
 
+def inflate_limit() -> int:
+    """How many bytes compressed input (a gzipped results file, a zip member) may expand to:
+    ``EVALGATE_MAX_INFLATED_MB`` megabytes (default 1024), so a small crafted file cannot take
+    the machine's memory."""
+    raw = os.environ.get(INFLATE_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_INFLATE_LIMIT_MB << 20
+    try:
+        megabytes = int(raw)
+        if megabytes <= 0:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"{INFLATE_LIMIT_ENV}={raw!r}: expected a whole number of megabytes above 0") from None
+    return megabytes << 20
+
+
+def inflated_too_large(where: str | Path, what: str = "decompressed data") -> InputFileError:
+    limit_mb = inflate_limit() >> 20
+    return InputFileError(
+        where,
+        f"{what} larger than {limit_mb:,} MB: refusing to inflate it",
+        f"if the file is genuine, raise the limit with {INFLATE_LIMIT_ENV}=<megabytes>",
+    )
+
+
+def gunzip(raw: bytes, where: str | Path) -> bytes:
+    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes."""
+    limit = inflate_limit()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            data = fh.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
+    if len(data) > limit:
+        raise inflated_too_large(where, "gzip data that inflates")
+    return data
+
+
 def read_json_bytes(path: Path) -> bytes:
     """The file's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
     try:
@@ -184,12 +225,7 @@ def read_json_bytes(path: Path) -> bytes:
         raise InputFileError(path, "file not found") from None
     except OSError as exc:
         raise InputFileError(path, f"cannot read: {exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise InputFileError(path, f"corrupt or truncated gzip data: {exc}") from None
-    return raw
+    return gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
 
 
 def parse_results(raw: bytes, where: str | Path) -> Results:

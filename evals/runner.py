@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from evals.masking import mask_secrets
-from evals.results import Attempt, AttemptError, CaseResult, RetryRecord, clip_output
+from evals.masking import clip_masked, mask_secrets
+from evals.results import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.scorers import ScorerError, score_attempt
 from evals.targets import Target, TargetFailure, TargetOutput
 
@@ -190,7 +190,7 @@ class Runner:
             passed, score, scores = verdict.passed, verdict.score, dict(verdict.scores)
         except ScorerError as exc:
             error = AttemptError(kind="scorer", message=self._mask(str(exc)))
-        stored, digest, truncated = clip_output(self._mask(result.output))
+        stored, digest, truncated = clip_masked(result.output, self.secrets)
         return Attempt(
             passed=passed,
             score=score,
@@ -214,8 +214,8 @@ class Runner:
             slices=dict(case.tags),
             attempts=attempts,
             hash=case.hash,
-            input=clip_output(self._mask(case.input))[0],
-            expected=clip_output(self._mask(case.expected))[0],
+            input=clip_masked(case.input, self.secrets)[0],
+            expected=clip_masked(case.expected, self.secrets)[0],
             metadata=self._mask(case.metadata),
         )
 

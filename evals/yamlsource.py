@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import ValidationError
 
 from evals.errors import InputFileError
+
+if TYPE_CHECKING:  # imported where used: `evalgate compare` without a config parses no YAML
+    import yaml
+
+# Values that aliases may add to a document (each alias counts as the values it stands for): far
+# above what a config's anchors (`<<: *defaults`) ever add, far below a "billion laughs".
+MAX_ALIAS_EXPANSION = 100_000
 
 
 class Located:
@@ -24,6 +30,8 @@ class Located:
     def line_of(self, loc: Sequence[str | int]) -> int | None:
         """1-based line of the deepest node on the path ``loc`` (a pydantic error location).
         For a key that should not be there, the key's own line."""
+        import yaml
+
         node = self.root
         line = node.start_mark.line + 1 if node is not None else None
         for part in loc:
@@ -44,7 +52,11 @@ class Located:
 
 
 def load_yaml(path: Path, text: str | None = None) -> Located:
-    """Parse one YAML document. Syntax errors become InputFileError with the line."""
+    """Parse one YAML document. Syntax errors become InputFileError with the line; so do aliases
+    that expand past :data:`MAX_ALIAS_EXPANSION` values (the "billion laughs": a few hundred bytes
+    that would take minutes and gigabytes to validate)."""
+    import yaml
+
     if text is None:
         try:
             text = path.read_text(encoding="utf-8")
@@ -54,6 +66,9 @@ def load_yaml(path: Path, text: str | None = None) -> Located:
             raise InputFileError(path, f"cannot read: {exc}") from None
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
+        check_aliases(root, path)
+        # Built from a fresh parse: constructing merges `<<` keys into the nodes, and line_of
+        # must see the document as written.
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -61,7 +76,57 @@ def load_yaml(path: Path, text: str | None = None) -> Located:
         raise InputFileError(where, f"invalid YAML: {exc.problem or exc.context}") from None
     except yaml.YAMLError as exc:
         raise InputFileError(path, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise InputFileError(path, "invalid YAML: nested too deeply") from None
     return Located(data, root, path)
+
+
+def check_aliases(root: yaml.Node | None, path: Path | str) -> None:
+    """Refuse a document whose aliases make it expand to more than ``MAX_ALIAS_EXPANSION`` values
+    beyond its own nodes, or refer to themselves: counted on the node graph, without expanding it."""
+    if root is None:
+        return
+    sizes: dict[int, int] = {}  # expanded size of each finished node
+    open_nodes: set[int] = set()
+    distinct = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        children = _children(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(c)] for c in children)
+            if sizes[key] - distinct > MAX_ALIAS_EXPANSION:
+                break
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise InputFileError(
+                f"{path}:{node.start_mark.line + 1}", "invalid YAML: an alias refers to the node that contains it"
+            )
+        open_nodes.add(key)
+        distinct += 1
+        stack.append((node, True))
+        stack.extend((c, False) for c in children if id(c) not in sizes)
+    else:
+        return
+    raise InputFileError(
+        path,
+        f"YAML aliases expand this file past {MAX_ALIAS_EXPANSION:,} values beyond its own: refusing to load it",
+        "write the values out, or use fewer levels of aliases of aliases",
+    )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    import yaml
+
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
 
 
 def format_loc(loc: Sequence[str | int]) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals import __version__
 from evals.errors import InputFileError
-from evals.masking import mask_secrets
+from evals.masking import clip_masked, mask_secrets
 from evals.results import (
     Attempt,
     AttemptError,
@@ -25,7 +25,6 @@ from evals.results import (
     RunStatus,
     TargetInfo,
     case_hash,
-    clip_output,
     read_json_bytes,
 )
 
@@ -158,7 +157,7 @@ def attempt(
     metadata: Mapping[str, Any] | None = None,
 ) -> Attempt:
     """An Attempt from a source's raw values: outputs clipped and masked, impossible numbers dropped."""
-    stored, sha, truncated = (None, None, False) if output is None else clip_output(mask_secrets(output))
+    stored, sha, truncated = (None, None, False) if output is None else clip_masked(output)
     if error is not None:
         # An infra failure says nothing about the model; any other error is a failed attempt.
         passed = None if error.kind == "infra" else False

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import struct
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from evals.importers.common import (
     new_case,
     not_format,
 )
-from evals.results import CaseResult, RunStatus, TargetInfo
+from evals.results import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
 
 FORMAT = "inspect_ai"
 ZIP_METHOD_ZSTD = 93
@@ -46,31 +47,42 @@ _STATUS: dict[str, RunStatus] = {"success": "success", "cancelled": "cancelled",
 # ------------------------------------------------------------------------------------ reading
 
 
-def _zip_member(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+def _zip_member(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo, room: int) -> bytes:
+    """The member's bytes, inflated to at most ``room`` bytes (what is left of the file's
+    :func:`inflate_limit`), whatever size the zip claims."""
+    if info.file_size > room:
+        raise inflated_too_large(path, f"zip member {info.filename} (with the members before it)")
     if info.compress_type != ZIP_METHOD_ZSTD:
         try:
-            return zf.read(info)
-        except (NotImplementedError, zipfile.BadZipFile, OSError) as exc:
+            with zf.open(info) as fh:
+                data = fh.read(room + 1)
+        except (NotImplementedError, zipfile.BadZipFile, OSError, EOFError, zlib.error) as exc:
             raise InputFileError(path, f"cannot read zip member {info.filename}: {exc}") from None
-    with path.open("rb") as fh:
-        fh.seek(info.header_offset)
-        header = fh.read(_LOCAL_HEADER.size)
-        if len(header) != _LOCAL_HEADER.size or _LOCAL_HEADER.unpack(header)[0] != _LOCAL_HEADER_SIGNATURE:
-            raise InputFileError(path, f"corrupt zip: bad local header for {info.filename}")
-        name_len, extra_len = _LOCAL_HEADER.unpack(header)[9:11]
-        fh.seek(info.header_offset + _LOCAL_HEADER.size + name_len + extra_len)
-        data = fh.read(info.compress_size)
-    try:
-        return zstandard.ZstdDecompressor().decompress(data, max_output_size=max(info.file_size, 1))
-    except zstandard.ZstdError as exc:
-        raise InputFileError(path, f"corrupt zstd data in {info.filename}: {exc}") from None
+    else:
+        with path.open("rb") as fh:
+            fh.seek(info.header_offset)
+            header = fh.read(_LOCAL_HEADER.size)
+            if len(header) != _LOCAL_HEADER.size or _LOCAL_HEADER.unpack(header)[0] != _LOCAL_HEADER_SIGNATURE:
+                raise InputFileError(path, f"corrupt zip: bad local header for {info.filename}")
+            name_len, extra_len = _LOCAL_HEADER.unpack(header)[9:11]
+            fh.seek(info.header_offset + _LOCAL_HEADER.size + name_len + extra_len)
+            compressed = fh.read(info.compress_size)
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(compressed) as reader:
+                data = _read_up_to(reader, room + 1)
+        except zstandard.ZstdError as exc:
+            raise InputFileError(path, f"corrupt zstd data in {info.filename}: {exc}") from None
+    if len(data) > room:
+        raise inflated_too_large(path, f"zip member {info.filename} (with the members before it)")
+    return data
 
 
-def _member_json(path: Path, zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> Any:
-    try:
-        return json.loads(_zip_member(path, zf, info))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputFileError(path, f"zip member {info.filename} is not valid JSON: {exc}") from None
+def _read_up_to(reader: Any, size: int) -> bytes:
+    chunks, total = [], 0
+    while total < size and (chunk := reader.read(min(1 << 20, size - total))):
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
 
 
 def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -78,16 +90,27 @@ def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         zf = zipfile.ZipFile(path)
     except zipfile.BadZipFile:
         raise not_format(path, FORMAT, "not a zip file (an .eval log is one)") from None
+    room = inflate_limit()
+
+    def member_json(info: zipfile.ZipInfo) -> Any:
+        nonlocal room
+        raw = _zip_member(path, zf, info, room)
+        room -= len(raw)
+        try:
+            return json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InputFileError(path, f"zip member {info.filename} is not valid JSON: {exc}") from None
+
     with zf:
         members = {info.filename: info for info in zf.infolist()}
         if "header.json" in members:
-            header = _member_json(path, zf, members["header.json"])
+            header = member_json(members["header.json"])
         elif "_journal/start.json" in members:  # the process died before writing the header
-            header = {**_member_json(path, zf, members["_journal/start.json"]), "status": "started"}
+            header = {**member_json(members["_journal/start.json"]), "status": "started"}
         else:
             raise not_format(path, FORMAT, "zip has neither header.json nor _journal/start.json")
         samples = [
-            _member_json(path, zf, info)
+            member_json(info)
             for name, info in members.items()
             if name.startswith("samples/") and name.endswith(".json")
         ]
