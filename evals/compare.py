@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+
 from evals import __version__
 from evals.casediff import case_diff
 from evals.comparison import (
@@ -138,6 +140,8 @@ def compare(
     specs, gate, slice_keys, on_missing, limit, excerpt = _gate_config(config, tolerance, [t for t in (ct, bt) if t])
     policy = inconclusive or gate.inconclusive
     defs = [metric_def(name, spec) for name, spec in specs.items()]
+    if config is not None:
+        _require_named_scores(config, defs, [t for t in (ct, bt) if t])
     gate_model = GateConfig(
         alpha=gate.alpha,
         power=gate.power,
@@ -233,6 +237,18 @@ def compare(
         evalgate_version=__version__,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
+
+
+def _require_named_scores(config: SuiteConfig, defs: list[MetricDef], tables: list[RunTable]) -> None:
+    """A named score that no case of either run records compares nothing: a typo, or a scorer that
+    does not record it. The config check cannot see this for ``python:`` scorers; the runs can."""
+    filled = [t for t in tables if t.ids]
+    for d in defs:
+        if filled and d.column.startswith("score:") and all(np.isnan(t.values(d)).all() for t in filled):
+            raise UsageError(
+                f"{config.where('metrics', d.name)}: metric {d.name!r} is a named score that no case of the runs "
+                "records (check the spelling against the keys your scorers put in `scores`)"
+            )
 
 
 def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSpec) -> list[str]:

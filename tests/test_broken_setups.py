@@ -185,3 +185,22 @@ def test_old_max_detectable_drop_key_is_read_as_target_mde_with_a_warning(tmp_pa
     proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "evalgate.yml:7: gate.max_detectable_drop is now gate.target_mde" in proc.stderr
+
+
+def test_named_score_no_run_records_is_a_usage_error(tmp_path, repo_root, python_exe):
+    """With a python scorer the config cannot know its named scores; the runs can."""
+    (tmp_path / "scoring.py").write_text(
+        "def judge(output, case):\n    return {'score': 1.0, 'scores': {'tone': 1.0}}\n"
+    )
+    config = write_suite(tmp_path, extra="metrics:\n  pass_rate: {}\n  tonne: {gate: false}\n")
+    config.write_text(config.read_text().replace("[final_answer]", "[final_answer, {python: 'scoring:judge'}]"))
+    for out in ("a.json", "b.json"):
+        assert (
+            evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", out, cwd=tmp_path).returncode
+            == 0
+        )
+    args = ["compare", "--config", str(config), "--baseline", "a.json", "--candidate", "b.json"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:9", "metric 'tonne' is a named score that no case of the runs records")
+    config.write_text(config.read_text().replace("tonne", "tone"))
+    assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
