@@ -351,7 +351,7 @@ class KeepAlivePool:
         where = f"{host}:{port}" + (
             f" (proxy for {self.host}:{self.port})" if self._hop[:2] != (self.host, self.port) else ""
         )
-        transport = None
+        transport: asyncio.BaseTransport | None = None
         try:
             async with asyncio.timeout(self.connect_timeout_s):
                 transport, connection = await loop.create_connection(
@@ -366,19 +366,15 @@ class KeepAlivePool:
                     assert self._tls is not None
                     transport = await loop.start_tls(transport, connection, self._tls, server_hostname=self.host)
                     connection.transport = transport  # type: ignore[assignment]
-        except TimeoutError:
+            return connection
+        except BaseException as exc:  # also a cancellation: no half-made connection stays open
             if transport is not None:
                 transport.close()
-            raise ConnectTimeout(f"no connection to {where} within {self.connect_timeout_s:g}s") from None
-        except HTTPError:
-            if transport is not None:
-                transport.close()
+            if isinstance(exc, TimeoutError):
+                raise ConnectTimeout(f"no connection to {where} within {self.connect_timeout_s:g}s") from None
+            if isinstance(exc, OSError):  # refused, unreachable, DNS, TLS (ssl.SSLError)
+                raise ConnectError(f"{where}: {exc or type(exc).__name__}") from None
             raise
-        except (OSError, ConnectionError) as exc:  # refused, unreachable, DNS, TLS (ssl.SSLError)
-            if transport is not None:
-                transport.close()
-            raise ConnectError(f"{where}: {exc or type(exc).__name__}") from None
-        return connection
 
     async def aclose(self) -> None:
         idle, self._idle = self._idle, []

@@ -24,6 +24,7 @@ from pathlib import Path
 from evals import __version__
 from evals.cases import Case, check_case_set, load_cases
 from evals.config import SuiteConfig, load_config
+from evals.containment import RunContainment
 from evals.errors import EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
 from evals.gitinfo import current_ref, current_sha
 from evals.progress import Progress
@@ -234,7 +235,10 @@ def execute(
     # for ~20 ms.
     gc.freeze()
     try:
-        reason = asyncio.run(_run(runner, target, todo, on_case))
+        # Processes the target starts (and theirs) do not outlive the run: a helper left holding
+        # the run's stderr kept the gate, which reads it to EOF, waiting.
+        with RunContainment():
+            reason = asyncio.run(_run(runner, target, todo, on_case))
     except BaseException as exc:
         # The file must not go on saying "running" for a run that is over.
         interrupted = isinstance(exc, KeyboardInterrupt)

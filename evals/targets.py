@@ -20,13 +20,13 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.config import CommandTarget, OpenAITarget, PythonTarget, SuiteConfig
 from evals.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
+from evals.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.errors import InputFileError, UsageError
 from evals.results import ErrorKind, RetryRecord, TargetInfo
 
@@ -34,6 +34,11 @@ if TYPE_CHECKING:
     from evals.cases import Case
 
 EXCERPT_CHARS = 500
+# A command's captured output, at most: an answer is small (results keep 8 KiB of it), and a
+# target that never stops writing (`yes`) must not fill the runner's memory.
+STDOUT_CAP_BYTES = 8 << 20
+STDERR_CAP_BYTES = 4 << 20
+PIPE_GRACE_S = 1.0  # for pipes to close once the process and all it started are killed
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 _RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata"})
 
@@ -161,8 +166,9 @@ def _wants_case(fn: Callable[..., Any]) -> bool:
 
 
 class PythonCallableTarget(Target):
-    """Sync callables run in a pool sized to the concurrency, so they overlap like async ones do.
-    A sync call that overruns its timeout cannot be interrupted; its result is discarded."""
+    """Sync callables run on daemon threads, as many as the concurrency, so they overlap like async
+    ones do. A sync call that overruns its timeout cannot be interrupted: its result is discarded,
+    a new thread takes its place, and it does not hold up the end of the run."""
 
     kind = "python"
 
@@ -173,7 +179,7 @@ class PythonCallableTarget(Target):
         self.is_async = inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
             getattr(self.fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
         )
-        self._pool = None if self.is_async else ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="target")
+        self._threads = None if self.is_async else DaemonThreads(concurrency)
 
     def info(self) -> TargetInfo:
         return TargetInfo(kind="python", params={"callable": self.spec.python})
@@ -181,11 +187,10 @@ class PythonCallableTarget(Target):
     async def call(self, case: Case) -> TargetOutput:
         args = (case.input, case) if self.with_case else (case.input,)
         try:
-            if self.is_async:
+            if self._threads is None:
                 value = await self.fn(*args)
             else:
-                loop = asyncio.get_running_loop()
-                value = await loop.run_in_executor(self._pool, lambda: self.fn(*args))
+                value = await self._threads.call(lambda: self.fn(*args))
         except asyncio.CancelledError:
             raise
         except TargetFailure:
@@ -195,20 +200,50 @@ class PythonCallableTarget(Target):
         return unpack_result(value, self.spec.python)
 
     async def aclose(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._threads is not None:
+            self._threads.close()
 
 
 # ----------------------------------------------------------------------------------------- command
 
 
-def kill_group(proc: asyncio.subprocess.Process) -> None:
-    """SIGKILL the process's whole session (started with ``start_new_session``): children too."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+class _ExitAware(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's subprocess protocol, telling when the process exits (``Process.wait`` also waits
+    for its pipes to close)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        super().__init__(limit=1 << 16, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def _feed(pipe: asyncio.StreamWriter, data: bytes) -> None:
+    """Write the case to the target's stdin; one that does not read it all is its own business."""
+    with contextlib.suppress(ConnectionError, OSError):
+        pipe.write(data)
+        await pipe.drain()
+        pipe.close()
+
+
+async def read_capped(stream: asyncio.StreamReader, into: bytearray, cap: int) -> bool:
+    """Read ``stream`` to EOF into ``into``; False, having stopped, when it holds more than ``cap`` bytes."""
+    while chunk := await stream.read(1 << 16):
+        into += chunk
+        if len(into) > cap:
+            return False
+    return True
 
 
 class CommandProcessTarget(Target):
+    """One process per attempt, in its own session and marked in its environment: when it exits,
+    overflows its output caps, or its attempt ends (timeout, cancellation), it is killed with all
+    it started (``evals.containment``), so nothing outlives its attempt and no helper holding its
+    pipes delays the answer."""
+
     kind = "command"
 
     def __init__(self, spec: CommandTarget, root: Path):
@@ -217,36 +252,66 @@ class CommandProcessTarget(Target):
         if not self.argv:
             raise UsageError("target.command is empty")
         self.cwd = (root / spec.cwd).resolve() if spec.cwd else root
-        self.env = {**os.environ, **spec.env}
 
     def info(self) -> TargetInfo:
         return TargetInfo(kind="command", params={"command": self.argv})
 
     async def call(self, case: Case) -> TargetOutput:
         stdin = json.dumps(case_payload(case), ensure_ascii=False, default=str).encode("utf-8")
+        mark = attempt_mark()
+        loop = asyncio.get_running_loop()
         try:
-            proc = await asyncio.create_subprocess_exec(
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ExitAware(loop),
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 cwd=self.cwd,
-                env=self.env,
+                env={**os.environ, **self.spec.env, ATTEMPT_ENV: mark},
                 start_new_session=True,
             )
         except OSError as exc:
             raise TargetFailure("target", f"cannot start {self.argv[0]!r}: {exc}") from None
+        assert protocol.stdin is not None and protocol.stdout is not None and protocol.stderr is not None
+        pid = transport.get_pid()
+        out, err = bytearray(), bytearray()
+        streams = {
+            asyncio.ensure_future(read_capped(protocol.stdout, out, STDOUT_CAP_BYTES)): ("stdout", STDOUT_CAP_BYTES),
+            asyncio.ensure_future(read_capped(protocol.stderr, err, STDERR_CAP_BYTES)): ("stderr", STDERR_CAP_BYTES),
+        }
+        feeder = asyncio.ensure_future(_feed(protocol.stdin, stdin))
+        overflow = None
         try:
-            out, err = await proc.communicate(stdin)
+            # Done when the process exits — not when its pipes close: a helper it left running
+            # may hold them open for ever — or when an output overflows its cap.
+            pending: set[asyncio.Future[Any]] = {protocol.exited, *streams}
+            while overflow is None and not protocol.exited.done():
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                overflow = next((streams[t] for t in done if t in streams and not t.result()), None)
         finally:
-            # On timeout or cancellation this is what stops the work; on a normal exit it reaps
-            # grandchildren the target left behind, so nothing outlives its attempt.
-            kill_group(proc)
-            if proc.returncode is None:
-                await proc.wait()
-        stderr = err.decode("utf-8", errors="replace")
-        if proc.returncode != 0:
-            how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+            # Exited, overflowing, timed out or cancelled: what it started goes with it, and with
+            # them the last holders of its pipes.
+            kill_session(pid)
+            kill_marked(ATTEMPT_ENV, mark, spare=frozenset({pid}))
+            await asyncio.wait([protocol.exited, *streams], timeout=PIPE_GRACE_S)
+            for task in [*streams, feeder]:
+                task.cancel()
+            transport.close()  # a pipe some unkillable holder keeps open is closed on our side
+        returncode = transport.get_returncode()
+        if returncode is None:  # not even reaped within the grace period after its SIGKILL
+            returncode = -signal.SIGKILL
+        stderr = err[-STDERR_CAP_BYTES:].decode("utf-8", errors="replace")
+        if overflow is not None:
+            name, cap = overflow
+            tail = f"; stderr: {excerpt(stderr) or '(empty)'}" if name == "stdout" else ""
+            raise TargetFailure(
+                "target",
+                f"command wrote more than {cap >> 20} MiB to {name} and was stopped "
+                f"(print the answer on stdout, logs in moderation on stderr){tail}",
+            )
+        if returncode != 0:
+            how = f"killed by signal {-returncode}" if returncode < 0 else f"exit {returncode}"
             raise TargetFailure("target", f"command {how}; stderr: {excerpt(stderr) or '(empty)'}")
         return unpack_result(self._parse(out.decode("utf-8", errors="replace"), stderr), "command")
 

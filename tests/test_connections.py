@@ -9,7 +9,10 @@ from __future__ import annotations
 import asyncio
 import json
 import select
+import shutil
 import socket
+import ssl
+import subprocess
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -28,14 +31,14 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "LocalServer"], 
 class LocalServer:
     """A TCP server on 127.0.0.1 with its own event loop in a thread; counts connections."""
 
-    def __init__(self, handler: Handler):
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None):
         self.handler = handler
         self.connections = 0
         self.request_lines: list[str] = []
         self.request_heads: list[str] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0))
+        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=tls))
         self.port = self._server.sockets[0].getsockname()[1]
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
@@ -329,3 +332,54 @@ def test_unusable_proxy_or_header_is_a_usage_error(monkeypatch: pytest.MonkeyPat
         KeepAlivePool("http://127.0.0.1:9/v1/chat/completions", {"X-Extra": "a\r\nX-Injected: 1"})
     with pytest.raises(UsageError, match="not an http:// or https:// URL"):
         KeepAlivePool("localhost:8000/v1/chat/completions", {})
+
+
+@pytest.fixture
+def tls_server_context(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ssl.SSLContext:
+    """A throwaway certificate for 127.0.0.1, trusted by the client through SSL_CERT_FILE."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1",
+         "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def connect_tunnel(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer) -> None:
+    head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
+    server.request_heads.append(head)
+    authority = head.split("\r\n")[0].split(" ")[1]  # CONNECT host:port HTTP/1.1
+    host, port = authority.rsplit(":", 1)
+    up_reader, up_writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+    async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        while data := await src.read(65536):
+            dst.write(data)
+            await dst.drain()
+        dst.close()
+
+    await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer), return_exceptions=True)
+
+
+def test_https_directly_and_through_a_connect_tunnel(
+    tls_server_context: ssl.SSLContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with LocalServer(echo_keep_alive, tls=tls_server_context) as endpoint, LocalServer(connect_tunnel) as proxy:
+        url = f"https://127.0.0.1:{endpoint.port}/v1/chat/completions"
+        assert post_all(KeepAlivePool(url, {}), bodies(3)) == bodies(3)
+        assert endpoint.connections == 1 and endpoint.request_lines[0] == "POST /v1/chat/completions HTTP/1.1"
+
+        monkeypatch.setenv("HTTPS_PROXY", f"http://user:pw@127.0.0.1:{proxy.port}")
+        assert post_all(KeepAlivePool(url, {}), bodies(2)) == bodies(2)
+        (head,) = proxy.request_heads
+        assert head.startswith(f"CONNECT 127.0.0.1:{endpoint.port} HTTP/1.1\r\n")
+        assert "Proxy-Authorization: Basic dXNlcjpwdw==" in head  # user:pw, to the proxy only
+        assert endpoint.connections == 2 and len(endpoint.request_lines) == 5
+        assert not any("Proxy-Authorization" in h for h in endpoint.request_heads)
