@@ -66,20 +66,26 @@ class LazyResults:
 
 
 def _lean_schema(schema: Any) -> Any:
-    """``schema`` (a pydantic core schema) with every model that has no validator of its own
-    checked as a typed dict of the same fields, config and extra-key rule: the same checks,
-    without building model instances. A field with a default becomes optional and, when absent,
-    stays absent (the loader reads defaults itself). ``Results``' own check (unique ids,
-    completed ≤ total) is left to :func:`_validated`; any other model validator keeps its model."""
+    """``schema`` (a pydantic core schema) with every model checked as a typed dict of the same
+    fields, config and extra-key rule: the same checks, without building model instances. A field
+    with a default becomes optional and, when absent, stays absent (the loader reads defaults
+    itself). Whatever sits under a validator function that sees validated values (after, wrap,
+    plain: model or field validators) is kept as it is, models and all, since the function expects
+    them, and so are models used in several places (core-schema definitions). ``Results``' own
+    check (unique ids, completed ≤ total) is left to :func:`_validated`."""
     if isinstance(schema, list):
         return [_lean_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    if schema.get("type") == "function-after" and schema["schema"].get("type") == "model":
-        if schema["function"]["function"] is not Results.__pydantic_decorators__.model_validators["_unique_ids"].func:
-            return schema
-        return _lean_schema(schema["schema"])
-    if schema.get("type") == "model" and schema["schema"].get("type") == "model-fields":
+    kind = schema.get("type")
+    if kind in ("definitions", "definition-ref"):  # shared or recursive models: kept as they are
+        return schema
+    if kind in ("function-after", "function-wrap", "function-plain"):
+        inner = schema.get("schema", {})
+        if inner.get("type") == "model" and inner["cls"] is Results and schema["function"]["function"] is _UNIQUE_IDS:
+            return _lean_schema(inner)
+        return schema
+    if kind == "model" and schema["schema"].get("type") == "model-fields":
         fields = {}
         for name, field in schema["schema"]["fields"].items():
             inner = field["schema"]
@@ -87,9 +93,8 @@ def _lean_schema(schema: Any) -> Any:
             fields[name] = core_schema.typed_dict_field(
                 _lean_schema(inner["schema"] if optional else inner), required=not optional
             )
-        lean = core_schema.typed_dict_schema(
-            fields, extra_behavior="forbid", config=schema.get("config"), ref=schema.get("ref")
-        )
+        # No ref: the model itself may still be used, unchanged, under a validator elsewhere.
+        lean = core_schema.typed_dict_schema(fields, extra_behavior="forbid", config=schema.get("config"))
         if schema["cls"] is CaseResult:  # checked, then dropped: the loader keeps the input
             return core_schema.no_info_after_validator_function(_drop, lean)
         return lean
@@ -98,6 +103,9 @@ def _lean_schema(schema: Any) -> Any:
 
 def _drop(_: Any) -> None:
     return None
+
+
+_UNIQUE_IDS = Results.__pydantic_decorators__.model_validators["_unique_ids"].func
 
 
 @functools.cache

@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic_core import SchemaValidator
 
 from evals.errors import InputFileError
-from evals.lazyload import LazyResults, load_lazy
+from evals.lazyload import LazyResults, _lean_schema, _validator, load_lazy
 from evals.results import load_results
 
 RUN = {"suite": "s", "status": "success", "total_cases": 2, "completed_cases": 2}
@@ -77,3 +79,49 @@ def test_good_file_reads_back_every_field(tmp_path):
     assert isinstance(lean, LazyResults)
     assert lean.run == full.run and list(lean.cases) == full.cases
     assert lean.cases[1] == full.cases[1] and lean.cases[0:2] == full.cases
+
+
+def test_results_are_checked_without_building_models():
+    """The lean schema really is lean for Results as it stands: typed dicts, cases dropped after
+    their check. (A model made shared, e.g. used in two fields, would silently make the loader
+    build every model again, ~400 MB per 100,000 cases: this test says so first.)"""
+    checked = _validator().validate_python({"schema_version": 1, "run": RUN, "cases": CASES})
+    assert isinstance(checked, dict) and checked["cases"] == [None, None] and isinstance(checked["run"], dict)
+
+
+def test_validators_that_see_validated_values_keep_their_models():
+    """A field or model validator written against model instances must get them from the lean
+    schema too (a ``trace`` check on its events, say); plain fields become typed dicts."""
+
+    class Event(BaseModel):
+        seq: int
+
+    class Note(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        seq: int
+
+    class Attempt(BaseModel):
+        events: list[Event] = []
+        note: Note | None = None
+
+        @field_validator("events")
+        @classmethod
+        def _in_order(cls, events: list[Event]) -> list[Event]:
+            if [e.seq for e in events] != list(range(len(events))):
+                raise ValueError("events out of order")
+            return events
+
+    lean = SchemaValidator(_lean_schema(Attempt.__pydantic_core_schema__))
+    out = lean.validate_python({"events": [{"seq": 0}, {"seq": 1}], "note": {"seq": 5}})
+    assert isinstance(out["events"][0], Event) and out["note"] == {"seq": 5}
+    with pytest.raises(ValidationError, match="events out of order"):
+        lean.validate_python({"events": [{"seq": 1}]})
+    with pytest.raises(ValidationError, match="Extra inputs"):
+        lean.validate_python({"note": {"seq": 1, "x": 2}})
+
+    class Shared(BaseModel):  # a model used twice: pydantic makes it a definition, kept whole
+        first: Note
+        second: Note | None = None
+
+    out = SchemaValidator(_lean_schema(Shared.__pydantic_core_schema__)).validate_python({"first": {"seq": 1}})
+    assert isinstance(out, Shared) and out.first == Note(seq=1)
