@@ -13,6 +13,7 @@ from evals.metrics import RunTable
 from evals.pairing import Pairing
 from evals.results import CaseResult
 from evals.runsummary import Run
+from evals.trace import failed_tail
 
 
 def _excerpt(value: Any, limit: int) -> str | None:
@@ -65,6 +66,7 @@ def case_diff(
             baseline_output=b_out,
             candidate_output=c_out,
             candidate_error=c_err,
+            candidate_trace=failed_tail(c_case.attempts),
         )
 
     return CaseDiff(

@@ -347,6 +347,9 @@ def main(args: argparse.Namespace) -> int:
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,
         inconclusive=args.inconclusive,
     )
+    from evals.history import record_comparison
+
+    record_comparison(comparison, candidate, baseline, config=config, action="compare")
     write_outputs(
         comparison, config, report=args.report, json_path=args.json, summary=args.summary, template=args.template
     )

@@ -122,6 +122,9 @@ class CaseDiffEntry(_Model):
     baseline_output: str | None = None
     candidate_output: str | None = None
     candidate_error: str | None = Field(default=None, description='"kind: message" of the first erroring attempt.')
+    candidate_trace: list[dict[str, Any]] = Field(
+        default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
+    )
 
 
 class CaseDiff(_Model):
@@ -197,6 +200,15 @@ class DriftCheck(_Model):
     reason: str = ""
 
 
+class SliceTrend(_Model):
+    """A regressed unit's metric over its last baselines (from the history), then this candidate."""
+
+    unit: str
+    metric: str
+    labels: list[str] = Field(description="Commit of each baseline (short), then 'candidate'.")
+    values: list[float]
+
+
 class Comparison(_Model):
     comparison_version: Literal[1] = COMPARISON_VERSION
     verdict: Verdict
@@ -214,6 +226,7 @@ class Comparison(_Model):
     drift: DriftCheck | None = None
     drift_ok: bool = True
     warnings: list[str] = Field(default_factory=list)
+    trends: list[SliceTrend] = Field(default_factory=list, description="History of regressed units (SPEC §12).")
     evalgate_version: str | None = None
     created_at: str | None = None
 

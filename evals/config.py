@@ -245,6 +245,18 @@ class ReportSpec(_Strict):
     excerpt_chars: Annotated[int, Field(ge=20)] = 300
 
 
+class HistorySpec(_Strict):
+    """Where runs, gates and traces are recorded (SPEC §12; docs/history.md)."""
+
+    enabled: bool = Field(default=True, description="False: record nothing (env EVALGATE_HISTORY=off does the same).")
+    url: str | None = Field(
+        default=None,
+        description="postgresql://... or sqlite:///path; EVALGATE_HISTORY_URL overrides it. Default: SQLite at "
+        "`path` outside GitHub Actions, nothing inside.",
+    )
+    path: str = Field(default=".evalgate/history.sqlite", description="SQLite file, relative to the config.")
+
+
 # ---------------------------------------------------------------------------------------- suite
 
 
@@ -264,6 +276,7 @@ class SuiteConfig(_Strict):
     smoke: SmokeSpec = Field(default_factory=SmokeSpec)
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
+    history: HistorySpec = Field(default_factory=HistorySpec)
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)

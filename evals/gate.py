@@ -246,6 +246,11 @@ def run_gate(
     baseline = baselines.baseline
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     comparison = baselines.compare(candidate, config)
+    from evals.history import record_comparison, record_promotion
+
+    record_comparison(
+        comparison, candidate, baseline.results if baseline else None, config=config, actor=activity.actor
+    )
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
     if activity.is_pr:
@@ -290,6 +295,7 @@ def run_gate(
             on_missing=config.baseline.on_missing,
         )
         print(f"evalgate gate: {done.message}", file=sys.stderr)
+        record_promotion(candidate, done.result.snapshot if done.result else None, config=config, comparison=comparison)
         outputs["promoted"] = "true" if done.promoted else "false"
         if activity.in_actions:
             set_outputs_safely({"promoted": outputs["promoted"]})

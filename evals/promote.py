@@ -113,6 +113,11 @@ def main(args: argparse.Namespace) -> int:
     outcome = promote_candidate(
         store, candidate, comparison, sha=sha, actor=actor_name(args.actor), on_missing=config.baseline.on_missing
     )
+    from evals.history import record_promotion
+
+    record_promotion(
+        candidate, outcome.result.snapshot if outcome.result else None, config=config, comparison=comparison
+    )
     print(f"evalgate promote: {outcome.message}")
     return EXIT_PASS if outcome.promoted else EXIT_FAIL
 

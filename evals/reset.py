@@ -97,6 +97,15 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
             print(f"evalgate: warning: {line}", file=sys.stderr)
         if not result.promoted:
             raise UsageError(f"not reset: {result.reason}")
+        from evals.history import record_reset
+
+        record_reset(
+            candidate,
+            result.snapshot,
+            comparison,
+            previous.baseline.results if previous.baseline else None,
+            config=config,
+        )
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise

@@ -16,9 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from evals.errors import InputFileError, UsageError
+from evals.trace import TraceEvent, check_events
 
 SCHEMA_VERSION = 1
 OUTPUT_LIMIT_BYTES = 8 * 1024
@@ -63,6 +64,14 @@ class Attempt(_Model):
     retries: Annotated[int, Field(ge=0)] = 0
     retry_history: list[RetryRecord] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt (SPEC §3).")
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_rules(cls, trace: list[TraceEvent] | None) -> list[TraceEvent] | None:  # also lazyload's dicts
+        if trace:
+            check_events(trace)  # seq without gaps, every tool_call answered
+        return trace
 
     @property
     def is_infra_error(self) -> bool:

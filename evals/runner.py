@@ -20,6 +20,7 @@ from evals.masking import clip_masked, mask_secrets
 from evals.results import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.scorers import ScorerError, score_attempt
 from evals.targets import Target, TargetFailure, TargetOutput
+from evals.trace import TraceError, build_trace
 
 if TYPE_CHECKING:
     from evals.cases import Case
@@ -190,6 +191,12 @@ class Runner:
             passed, score, scores = verdict.passed, verdict.score, dict(verdict.scores)
         except ScorerError as exc:
             error = AttemptError(kind="scorer", message=self._mask(str(exc)))
+        trace = None
+        if result.trace is not None:
+            try:
+                trace = build_trace(result.trace, self._mask)
+            except TraceError as exc:  # the target's own bug: its answer stands, the attempt is an error
+                error = error or AttemptError(kind="target", message=self._mask(f"invalid trace: {exc}"))
         stored, digest, truncated = clip_masked(result.output, self.secrets)
         return Attempt(
             passed=passed,
@@ -206,6 +213,7 @@ class Runner:
             retries=len(history),
             retry_history=history,
             metadata=self._mask(result.metadata),
+            trace=trace,
         )
 
     def case_result(self, case: Case, attempts: list[Attempt]) -> CaseResult:

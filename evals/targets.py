@@ -29,6 +29,7 @@ from evals.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, Keep
 from evals.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.errors import InputFileError, UsageError
 from evals.results import ErrorKind, RetryRecord, TargetInfo
+from evals.trace import chat_trace
 
 if TYPE_CHECKING:
     from evals.cases import Case
@@ -40,7 +41,7 @@ STDOUT_CAP_BYTES = 8 << 20
 STDERR_CAP_BYTES = 4 << 20
 PIPE_GRACE_S = 1.0  # for pipes to close once the process and all it started are killed
 RETRYABLE_STATUS = frozenset({408, 409, 429})
-_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata"})
+_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata", "trace"})
 
 
 @dataclass
@@ -53,6 +54,7 @@ class TargetOutput:
     # Infra failures the target recovered from within the call (a request sent again after a
     # stale keep-alive connection dropped it): the attempt's retry_history records them.
     resends: list[RetryRecord] = field(default_factory=list)
+    trace: list[Any] | None = None  # raw events; the runner masks, clips and checks them (evals.trace)
 
 
 class TargetFailure(Exception):
@@ -89,6 +91,7 @@ def unpack_result(value: Any, where: str) -> TargetOutput:
             tokens_out=_opt_int(value.get("tokens_out")),
             cost_usd=_opt_float(value.get("cost_usd")),
             metadata=dict(value.get("metadata") or {}),
+            trace=value.get("trace"),
         )
     except (TypeError, ValueError) as exc:
         raise TargetFailure("target", f"{where}: bad result field: {exc}") from None
@@ -442,7 +445,8 @@ class OpenAIChatTarget(Target):
         return result
 
     async def _call(self, case: Case, on_resend: Callable[[str, float], None]) -> TargetOutput:
-        body = json.dumps(self.request_body(case.input), ensure_ascii=False, separators=(",", ":"), default=str)
+        request = self.request_body(case.input)
+        body = json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str)
         try:
             reply = await self.pool.post(body.encode("utf-8"), on_resend)
         except ConnectTimeout as exc:
@@ -459,9 +463,9 @@ class OpenAIChatTarget(Target):
             )
         if status >= 400:
             raise TargetFailure("target", f"HTTP {status}: {excerpt(reply.text)}", status=status)
-        return self._parse(reply)
+        return self._parse(reply, request["messages"])
 
-    def _parse(self, reply: Reply) -> TargetOutput:
+    def _parse(self, reply: Reply, sent: list[Any] | tuple[Any, ...] = ()) -> TargetOutput:
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
             data = json.loads(reply.body)
@@ -493,6 +497,7 @@ class OpenAIChatTarget(Target):
             tokens_out=tokens_out,
             cost_usd=self._cost(tokens_in, tokens_out),
             metadata=metadata,
+            trace=chat_trace(sent, message),
         )
 
     def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:

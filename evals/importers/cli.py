@@ -68,6 +68,9 @@ def main(args: argparse.Namespace) -> int:
         filters=_filters(args.filters),
     )
     save_results(results, args.output)
+    from evals.history import record_run
+
+    record_run(results, command="import")
     run = results.run
     attempts = sum(len(c.attempts) for c in results.cases)
     state = "complete" if run.is_complete else f"PARTIAL ({run.status}: {run.message or 'incomplete'})"

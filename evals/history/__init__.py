@@ -1,0 +1,201 @@
+"""The history (SPEC §12): every run, gate, promotion and reset as rows in SQLite or PostgreSQL.
+
+The ``record_*`` functions are what the commands call after their work is done. They never
+raise and never change a verdict or an exit code: a history that cannot be written is a warning
+on stderr, and the returned ``Recorded`` counts the failed writes (``gate`` puts that count into
+the report's warnings). Nothing is imported from here by ``evals.run`` at start-up; the commands
+import this module when they record."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evals.history.settings import history_url
+
+if TYPE_CHECKING:
+    from evals.comparison import Comparison
+    from evals.config import SuiteConfig
+    from evals.history.engine import Engine
+    from evals.history.record import Run, Writer
+    from evals.manifest import SnapshotInfo
+    from evals.results import Results
+
+__all__ = [
+    "Recorded",
+    "history_url",
+    "open_history",
+    "record_comparison",
+    "record_promotion",
+    "record_reset",
+    "record_run",
+]
+
+
+@dataclass
+class Recorded:
+    """What a ``record_*`` call did: where, how many writes failed and why."""
+
+    url: str | None = None
+    failures: int = 0
+    messages: list[str] = field(default_factory=list)
+    run_ids: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def warning(self) -> str | None:
+        if not self.failures:
+            return None
+        return (
+            f"history: {self.failures} write(s) failed ({'; '.join(self.messages)[:500]}); "
+            "the verdict and exit code do not depend on the history"
+        )
+
+
+@contextmanager
+def open_history(url: str, *, migrate: bool = True) -> Iterator[Engine]:
+    """An engine on ``url`` with its schema up to date (the migrations; ``evalgate history init``
+    applies the same ones)."""
+    from evals.history.engine import open_engine
+
+    engine = open_engine(url)
+    try:
+        if migrate:
+            engine.migrate()
+        yield engine
+    finally:
+        engine.close()
+
+
+def _record(config: SuiteConfig | None, what: str, work: Callable[[Writer, Recorded], Any]) -> Recorded:
+    url = history_url(config)
+    done = Recorded(url)
+    if url is None:
+        return done
+    try:
+        from evals.history.record import Writer
+
+        with open_history(url) as engine:
+            work(Writer(engine), done)
+    except Exception as exc:  # the history never breaks a command
+        from evals.history.engine import redact_url
+
+        done.failures += 1
+        done.messages.append(f"{what}: {type(exc).__name__}: {str(exc).strip()[:300]}")
+        print(f"evalgate: warning: history {redact_url(url)}: could not record {what}: {exc}", file=sys.stderr)
+    return done
+
+
+def record_run(results: Run, *, config: SuiteConfig | None = None, command: str = "run") -> Recorded:
+    """Record a results file (``run``, ``import``, ``merge``)."""
+
+    def work(writer: Writer, done: Recorded) -> None:
+        done.run_ids["candidate"] = writer.run(results, recorded_by=command)
+
+    return _record(config, f"the {command} results", work)
+
+
+def record_comparison(
+    comparison: Comparison,
+    candidate: Run,
+    baseline: Run | None,
+    *,
+    config: SuiteConfig | None = None,
+    action: str = "gate",
+    actor: str | None = None,
+) -> Recorded:
+    """Record both runs and the decision (``gate``, ``compare``), and give each regressed slice
+    its trend over the last baselines (``comparison.trends``, the report's chart). A failure is
+    added to the comparison's warnings, so the report shows it; the verdict is untouched."""
+
+    def work(writer: Writer, done: Recorded) -> None:
+        cand = writer.run(candidate, recorded_by=action)
+        base = writer.run(baseline, recorded_by=action) if baseline is not None else None
+        done.run_ids.update(candidate=cand, **({"baseline": base} if base is not None else {}))
+        writer.gate(
+            action,
+            suite=candidate.run.suite,
+            candidate_run=cand,
+            baseline_run=base,
+            comparison=comparison,
+            actor=actor,
+        )
+        if comparison.regressed:
+            from evals.history.trends import regressed_trends
+
+            comparison.trends = regressed_trends(writer.engine, comparison, cand)
+
+    done = _record(config, f"the {action}", work)
+    if done.warning and done.warning not in comparison.warnings:
+        comparison.warnings.append(done.warning)
+    return done
+
+
+def record_promotion(
+    candidate: Results,
+    snapshot: SnapshotInfo | None,
+    *,
+    config: SuiteConfig | None = None,
+    comparison: Comparison | None = None,
+) -> Recorded:
+    """Record a promotion (or a seed) that the store accepted: ``snapshot`` is its manifest entry."""
+    if snapshot is None:
+        return Recorded(history_url(config))
+    from evals.history.sync import action_of
+
+    action = action_of(snapshot.verdict)
+
+    def work(writer: Writer, done: Recorded) -> None:
+        run_id = writer.run(candidate, recorded_by=action)
+        done.run_ids["candidate"] = run_id
+        writer.gate(
+            action,
+            suite=candidate.run.suite,
+            candidate_run=run_id,
+            comparison=comparison,
+            candidate_sha=snapshot.sha,
+            verdict=snapshot.verdict,
+            reason=snapshot.reason,
+            actor=snapshot.actor,
+            blessed=snapshot.blessed,
+            snapshot=snapshot,
+            created_at=snapshot.created_at,
+        )
+
+    return _record(config, f"the {action}", work)
+
+
+def record_reset(
+    candidate: Results,
+    snapshot: SnapshotInfo | None,
+    comparison: Comparison | None,
+    baseline: Run | None,
+    *,
+    config: SuiteConfig | None = None,
+) -> Recorded:
+    """Record a reset: the blessed run, with its reason and actor, and what it was compared with."""
+    if snapshot is None:
+        return Recorded(history_url(config))
+
+    def work(writer: Writer, done: Recorded) -> None:
+        run_id = writer.run(candidate, recorded_by="reset")
+        base = writer.run(baseline, recorded_by="reset") if baseline is not None else None
+        writer.gate(
+            "reset",
+            suite=candidate.run.suite,
+            candidate_run=run_id,
+            baseline_run=base,
+            comparison=comparison,
+            candidate_sha=snapshot.sha,
+            verdict="reset",
+            reason=comparison.reason if comparison else None,
+            actor=snapshot.actor,
+            reset_reason=snapshot.reason,
+            blessed=True,
+            snapshot=snapshot,
+            created_at=snapshot.created_at,
+        )
+
+    return _record(config, "the reset", work)

@@ -1,0 +1,125 @@
+"""``evalgate history init|sync|show|plot`` (SPEC §12; docs/history.md)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from evals.errors import EXIT_PASS, UsageError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    from evals.baseline_cmd import add_store_options
+
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml; optional)")
+    common.add_argument(
+        "--url",
+        help="history database: postgresql://... or a SQLite file (default: EVALGATE_HISTORY_URL, history.url, "
+        "else history.path)",
+    )
+    view = argparse.ArgumentParser(add_help=False)
+    view.add_argument("--suite", help="suite to show (default: the config's, else the latest recorded)")
+    view.add_argument(
+        "--slice",
+        dest="units",
+        action="append",
+        metavar="UNIT",
+        help="overall, a slice value (language=ko) or a slice key (language: all its values); repeatable",
+    )
+    view.add_argument(
+        "--metric", default="pass_rate", help="pass_rate (default), pass@k, error_rate, latency_p95_ms, ..."
+    )
+    view.add_argument("--last", type=int, default=20, metavar="N", help="the last N runs (default 20)")
+    view.add_argument("--baselines", action="store_true", help="only runs that became a baseline")
+    view.add_argument("--include-subsets", action="store_true", help="also smoke/subset and shard runs")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub.add_parser("init", parents=[common], help="create or upgrade the schema (idempotent)")
+    sync = sub.add_parser("sync", parents=[common], help="load every snapshot of the baseline store")
+    add_store_options(sync)
+    sub.add_parser("show", parents=[common, view], help="the trend as a table")
+    plot = sub.add_parser("plot", parents=[common, view], help="the trend as an image (needs evalgate[plot])")
+    plot.add_argument("--out", required=True, metavar="FILE", help="trend.svg or trend.png")
+
+
+def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteConfig | None
+    from evals.config import load_config
+
+    if required or Path(args.config).exists():
+        return load_config(args.config)
+    return None
+
+
+def main(args: argparse.Namespace) -> int:
+    from evals.history import open_history
+    from evals.history.engine import redact_url, sqlite_path
+    from evals.history.settings import history_url
+
+    config = _config(args, required=args.action == "sync")
+    url = args.url or history_url(config)
+    if url is None:
+        raise UsageError(
+            "no history here: it is switched off (EVALGATE_HISTORY / history.enabled) or, inside GitHub Actions, "
+            "no URL is set; pass --url or set EVALGATE_HISTORY_URL"
+        )
+    if args.action in ("show", "plot"):
+        if args.last < 1:
+            raise UsageError(f"--last must be at least 1, got {args.last}")
+        path = sqlite_path(url)
+        if path is not None and not path.exists():
+            raise UsageError(
+                f"no history at {path} yet: commands record there as they run (or `evalgate history sync` "
+                "loads the baseline store); another database: --url"
+            )
+    with open_history(url, migrate=args.action == "sync") as engine:
+        if args.action == "init":
+            before = engine.version()
+            applied = engine.migrate()
+            if applied:
+                names = ", ".join(f"{m.version:04d}_{m.name}" for m in applied)
+                print(f"history {redact_url(url)}: applied {names} (schema version {engine.version()})")
+            else:
+                print(f"history {redact_url(url)}: up to date (schema version {before})")
+            return EXIT_PASS
+        if args.action == "sync":
+            return _sync(engine, config, args, redact_url(url))
+        if engine.version() == 0:
+            raise UsageError(f"history {redact_url(url)} has no schema yet: run `evalgate history init`")
+        from evals.history.trends import load_trends
+
+        trends = load_trends(
+            engine,
+            suite=args.suite or (config.suite if config else None),
+            metric=args.metric,
+            units=args.units,
+            last=args.last,
+            baselines_only=args.baselines,
+            include_subsets=args.include_subsets,
+        )
+    if args.action == "show":
+        from evals.history.table import render
+
+        print(render(trends), end="")
+        return EXIT_PASS
+    from evals.history.plot import plot
+
+    out = plot(trends, Path(args.out))
+    print(f"wrote {out} ({len(trends.runs)} runs, {len(trends.units)} units)")
+    return EXIT_PASS
+
+
+def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
+    from evals.baseline_cmd import open_store_for
+    from evals.errors import EXIT_INFRA
+    from evals.history.record import Writer
+    from evals.history.sync import sync_store
+
+    store = open_store_for(config, args)
+    report = sync_store(Writer(engine), store)
+    print(
+        f"history {where}: {report.snapshots} snapshot(s) in {store.source}; added {report.added_runs} run(s) and "
+        f"{report.added_actions} promotion/reset record(s)"
+    )
+    for problem in report.problems:
+        print(f"evalgate history sync: skipped: {problem}")
+    return EXIT_INFRA if report.problems else EXIT_PASS

@@ -1,0 +1,290 @@
+"""Writing runs, gates and store actions into the history (SPEC §12).
+
+A run is identified by a digest of its content (header, case ids, per-attempt outcome, output
+hash and latency), so the same run recorded twice — by ``run`` and then by the ``gate`` that
+started it, or by ``gate`` and later by ``history sync`` from the store's snapshot — is one row.
+Each run is written in one transaction with its cases, slices, attempts and trace events (bulk:
+``executemany`` on SQLite, ``COPY`` on PostgreSQL). Texts that came from a case or a target are
+masked (``evals.masking``) unless evalgate made the file (its runner and importers mask everything
+they write, ``run.evalgate_version`` says so): masking is most of the cost of writing a large
+trace, and doing it twice finds nothing new. Target parameters are always masked."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from evals.history.engine import Engine
+from evals.masking import mask_secrets, mask_text
+from evals.trace import tool_pairs
+
+if TYPE_CHECKING:
+    from evals.comparison import Comparison
+    from evals.lazyload import LazyResults
+    from evals.manifest import SnapshotInfo
+    from evals.results import Attempt, CaseResult, Results
+
+    Run = Results | LazyResults
+
+EXCERPT_CHARS = 1000
+ERROR_CHARS = 2000
+
+RUN_COLUMNS = (
+    "digest", "suite", "git_sha", "git_ref", "event", "pr_number", "pr_title", "config_hash", "target_kind",
+    "model", "params", "status", "total_cases", "completed_cases", "attempts_per_case", "subset", "shard",
+    "message", "source_format", "started_at", "ended_at", "recorded_at", "recorded_by", "evalgate_version",
+)  # fmt: skip
+CASE_COLUMNS = ("run_id", "case_no", "case_id", "case_hash", "input_excerpt", "expected_excerpt")
+SLICE_COLUMNS = ("run_id", "case_no", "slice_key", "slice_value")
+ATTEMPT_COLUMNS = (
+    "run_id", "case_no", "attempt_no", "passed", "score", "scores", "format_valid", "latency_ms", "tokens_in",
+    "tokens_out", "cost_usd", "error_kind", "error_message", "retries", "output_excerpt", "output_sha256",
+    "output_truncated",
+)  # fmt: skip
+EVENT_COLUMNS = (
+    "run_id", "case_no", "attempt_no", "seq", "kind", "name", "content", "sha256", "truncated", "ts",
+    "result_seq", "result_kind",
+)  # fmt: skip
+GATE_COLUMNS = (
+    "action", "suite", "candidate_run_id", "baseline_run_id", "candidate_sha", "baseline_sha", "verdict", "reason",
+    "exit_code", "actor", "reset_reason", "blessed", "drift_ok", "event", "pr_number", "snapshot_digest",
+    "created_at",
+)  # fmt: skip
+UNIT_COLUMNS = (
+    "gate_id", "unit", "slice_key", "slice_value", "metric", "direction", "baseline", "candidate", "delta",
+    "tolerance", "ci_low", "ci_high", "p_value", "p_adjusted", "mde", "n", "blocking", "verdict", "method",
+)  # fmt: skip
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where a record comes from: the GitHub event and pull request, when there is one."""
+
+    event: str | None = None
+    pr_number: int | None = None
+    pr_title: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] = os.environ) -> Context:
+        event = env.get("GITHUB_EVENT_NAME") or ("local" if env.get("GITHUB_ACTIONS") != "true" else None)
+        number = title = None
+        path = env.get("GITHUB_EVENT_PATH")
+        if path and event and event.startswith("pull_request"):
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    pr = json.load(handle).get("pull_request") or {}
+                number = pr.get("number") if isinstance(pr.get("number"), int) else None
+                title = mask_text(str(pr["title"]))[:300] if pr.get("title") else None
+            except (OSError, ValueError, AttributeError):
+                pass
+        return cls(event, number, title)
+
+
+def _text(value: Any, limit: int, mask: bool = True) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    return (mask_text(text) if mask else text)[:limit]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def run_digest(results: Run) -> str:
+    """What identifies a run's content (see the module docstring)."""
+    h = hashlib.sha256(results.run.model_dump_json().encode("utf-8"))
+    for case in results.cases:
+        h.update(f"\x00{case.id}\x01{case.hash or ''}".encode())
+        for a in case.attempts:
+            kind = a.error.kind if a.error else ""
+            h.update(f"\x02{a.passed}\x03{a.score}\x03{a.output_sha256}\x03{kind}\x03{a.latency_ms}".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _bit(value: bool | None) -> int | None:
+    return None if value is None else int(value)
+
+
+def _plain(value: Any) -> Any:
+    """Booleans as 0/1: both engines store flags as integers."""
+    return int(value) if isinstance(value, bool) else value
+
+
+def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: bool) -> tuple[Any, ...]:
+    format_valid = a.scores.get("format_valid")
+    return (
+        run_id,
+        case_no,
+        attempt_no,
+        _bit(a.passed),
+        a.score,
+        json.dumps(a.scores, sort_keys=True) if a.scores else None,
+        float(format_valid) if isinstance(format_valid, int | float) else None,
+        a.latency_ms,
+        a.tokens_in,
+        a.tokens_out,
+        a.cost_usd,
+        a.error.kind if a.error else None,
+        _text(a.error.message, ERROR_CHARS, mask) if a.error else None,
+        a.retries,
+        _text(a.output, 8192, mask),
+        a.output_sha256,
+        int(a.output_truncated),
+    )
+
+
+def _event_rows(
+    run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: Callable[[str], str]
+) -> Iterator[tuple[Any, ...]]:
+    events = a.trace or []
+    pairs = tool_pairs([(e.seq, e.kind, e.name) for e in events])
+    kinds = {e.seq: e.kind for e in events} if pairs else {}
+    for e in events:
+        result = pairs.get(e.seq)
+        yield (
+            run_id,
+            case_no,
+            attempt_no,
+            e.seq,
+            e.kind,
+            e.name,
+            None if e.content is None else mask(e.content),
+            e.sha256,
+            int(e.truncated),
+            e.ts,
+            result,
+            kinds[result] if result is not None else None,
+        )
+
+
+class Writer:
+    """Records into one open engine; every method is one transaction."""
+
+    def __init__(self, engine: Engine, context: Context | None = None):
+        self.engine = engine
+        self.context = context or Context.from_env()
+
+    def run_id(self, digest: str) -> int | None:
+        rows = self.engine.query("SELECT id FROM runs WHERE digest = ?", (digest,))
+        return rows[0][0] if rows else None
+
+    def run(self, results: Run, *, recorded_by: str, digest: str | None = None) -> int:
+        """The run's id, recording it (with every case, attempt and event) unless it is there already."""
+        digest = digest or run_digest(results)
+        existing = self.run_id(digest)
+        if existing is not None:
+            return existing
+        info = results.run
+        target = info.target
+        ctx = self.context
+        header = (
+            digest, info.suite, info.git_sha, info.git_ref, ctx.event, ctx.pr_number, ctx.pr_title,
+            info.config_hash, target.kind if target else None, target.model if target else None,
+            json.dumps(mask_secrets(target.params), sort_keys=True, default=str) if target else None,
+            info.status, info.total_cases, info.completed_cases, info.attempts_per_case, info.subset, info.shard,
+            _text(info.message, ERROR_CHARS), info.source.get("format") if info.source else None,
+            info.started_at, info.ended_at, now_iso(), recorded_by, info.evalgate_version,
+        )  # fmt: skip
+        marks = ", ".join("?" * len(RUN_COLUMNS))
+        mask = not info.evalgate_version
+        with self.engine.transaction():
+            run_id = self.engine.execute(
+                f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) RETURNING id", header
+            )
+            assert run_id is not None
+            cases = list(results.cases) if not isinstance(results.cases, list) else results.cases
+            self.engine.insert_rows("cases", CASE_COLUMNS, self._case_rows(run_id, cases, mask))
+            self.engine.insert_rows(
+                "case_slices",
+                SLICE_COLUMNS,
+                ((run_id, no, k, str(v)) for no, c in enumerate(cases) for k, v in sorted(c.slices.items())),
+            )
+            self.engine.insert_rows(
+                "attempts",
+                ATTEMPT_COLUMNS,
+                (_attempt_row(run_id, no, i, a, mask) for no, c in enumerate(cases) for i, a in enumerate(c.attempts)),
+            )
+            self.engine.insert_rows(
+                "events",
+                EVENT_COLUMNS,
+                (
+                    row
+                    for no, c in enumerate(cases)
+                    for i, a in enumerate(c.attempts)
+                    if a.trace
+                    for row in _event_rows(run_id, no, i, a, mask_text if mask else _same)
+                ),
+            )
+        return run_id
+
+    @staticmethod
+    def _case_rows(run_id: int, cases: Iterable[CaseResult], mask: bool) -> Iterator[tuple[Any, ...]]:
+        for no, c in enumerate(cases):
+            yield (
+                run_id,
+                no,
+                c.id,
+                c.hash,
+                _text(c.input, EXCERPT_CHARS, mask),
+                _text(c.expected, EXCERPT_CHARS, mask),
+            )
+
+    def gate(
+        self,
+        action: str,
+        *,
+        suite: str,
+        candidate_run: int,
+        baseline_run: int | None = None,
+        comparison: Comparison | None = None,
+        candidate_sha: str | None = None,
+        verdict: str | None = None,
+        reason: str | None = None,
+        actor: str | None = None,
+        reset_reason: str | None = None,
+        blessed: bool = False,
+        snapshot: SnapshotInfo | None = None,
+        created_at: str | None = None,
+    ) -> int | None:
+        """One row of ``gates`` (and the comparison's unit results). None when the snapshot's
+        action is recorded already (``history sync`` run twice, or after the gate that promoted it)."""
+        if snapshot is not None and self.engine.query(
+            "SELECT id FROM gates WHERE action = ? AND snapshot_digest = ?", (action, snapshot.digest)
+        ):
+            return None
+        c = comparison
+        baseline_sha = None
+        if c is not None and c.baseline is not None:
+            baseline_sha = c.baseline.snapshot.sha if c.baseline.snapshot else None
+            baseline_sha = baseline_sha or (c.baseline_run.git_sha if c.baseline_run else None)
+        row = (
+            action, suite, candidate_run, baseline_run,
+            candidate_sha or (c.candidate_run.git_sha if c else None), baseline_sha,
+            verdict or (c.verdict if c else None), _text(reason or (c.reason if c else None), ERROR_CHARS),
+            c.exit_code if c else None, _text(actor, 200), _text(reset_reason, ERROR_CHARS), int(blessed),
+            _bit(c.drift_ok) if c else None, self.context.event, self.context.pr_number,
+            snapshot.digest if snapshot else None, created_at or now_iso(),
+        )  # fmt: skip
+        marks = ", ".join("?" * len(GATE_COLUMNS))
+        with self.engine.transaction():
+            gate_id = self.engine.execute(
+                f"INSERT INTO gates ({', '.join(GATE_COLUMNS)}) VALUES ({marks}) RETURNING id", row
+            )
+            assert gate_id is not None
+            if c is not None and c.units:
+                self.engine.insert_rows(
+                    "unit_results",
+                    UNIT_COLUMNS,
+                    ((gate_id, *(_plain(getattr(u, name)) for name in UNIT_COLUMNS[1:])) for u in c.units),
+                )
+        return gate_id

@@ -1,0 +1,36 @@
+"""Where the history is (SPEC §12): on by default outside GitHub Actions (SQLite next to the
+config), in Actions only when a URL is given, never when switched off.
+
+Order: ``EVALGATE_HISTORY=off`` (or ``history.enabled: false``) → off; ``EVALGATE_HISTORY_URL`` →
+that; ``history.url`` → that; inside Actions → off; else ``history.path`` (SQLite)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evals.config import SuiteConfig
+
+OFF_WORDS = frozenset({"off", "0", "false", "no", "disabled"})
+DEFAULT_PATH = ".evalgate/history.sqlite"
+
+
+def history_url(config: SuiteConfig | None, env: Mapping[str, str] = os.environ) -> str | None:
+    """The history's URL (``postgresql://...``, or a SQLite file path), or None when off."""
+    if env.get("EVALGATE_HISTORY", "").strip().lower() in OFF_WORDS:
+        return None
+    spec = config.history if config is not None else None
+    if spec is not None and not spec.enabled:
+        return None
+    if env.get("EVALGATE_HISTORY_URL", "").strip():
+        return env["EVALGATE_HISTORY_URL"].strip()
+    if spec is not None and spec.url:
+        return spec.url
+    if env.get("GITHUB_ACTIONS") == "true":
+        return None
+    if config is not None:
+        return str(config.resolve(spec.path if spec else DEFAULT_PATH))
+    return str(Path.cwd() / DEFAULT_PATH)

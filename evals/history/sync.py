@@ -1,0 +1,62 @@
+"""``evalgate history sync``: the baseline store's snapshots are the history of the default
+branch (SPEC §12). Every manifest entry becomes a run (its snapshot, digest-verified) and a
+``promote``, ``seed`` or ``reset`` row with the entry's verdict, reason, actor and time. Entries
+already recorded — by the gate that promoted them, or an earlier sync — are left alone, so a sync
+can run after every push."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from evals.history.record import Writer, run_digest
+
+if TYPE_CHECKING:
+    from evals.baseline import BaselineStore
+
+
+@dataclass
+class SyncReport:
+    snapshots: int = 0
+    added_runs: int = 0
+    added_actions: int = 0
+    problems: list[str] = field(default_factory=list)
+
+
+def action_of(verdict: str | None) -> str:
+    return {"reset": "reset", "seed": "seed"}.get(verdict or "", "promote")
+
+
+def sync_store(writer: Writer, store: BaselineStore) -> SyncReport:
+    """Load every snapshot of ``store``'s manifest into the history. A snapshot that fails
+    verification is reported and skipped; the others still load."""
+    from evals.errors import InputFileError
+
+    report = SyncReport()
+    for info in store.list().snapshots:
+        report.snapshots += 1
+        try:
+            loaded = store.load(info)
+        except InputFileError as exc:
+            report.problems.append(str(exc))
+            continue
+        digest = run_digest(loaded.results)
+        before = writer.run_id(digest)
+        run_id = writer.run(loaded.results, recorded_by="sync", digest=digest)
+        report.added_runs += before is None
+        action = action_of(info.verdict)
+        gate_id = writer.gate(
+            action,
+            suite=loaded.results.run.suite,
+            candidate_run=run_id,
+            candidate_sha=info.sha,
+            verdict=info.verdict,
+            reason=None if action == "reset" else info.reason,
+            actor=info.actor,
+            reset_reason=info.reason if action == "reset" else None,
+            blessed=info.blessed,
+            snapshot=info,
+            created_at=info.created_at,
+        )
+        report.added_actions += gate_id is not None
+    return report

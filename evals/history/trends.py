@@ -1,0 +1,197 @@
+"""Per-unit trends read from the history's views: what ``history show``, ``history plot`` and the
+PR comment's trend chart draw. One query per view, filtered to the runs on the chart."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from evals.errors import UsageError
+from evals.history.engine import Engine
+
+if TYPE_CHECKING:
+    from evals.comparison import Comparison, SliceTrend
+
+# metric name (as the gate and the CLI call it) → (view, column): reading one view is several
+# times faster than v_unit_metrics, which computes them all.
+METRICS: dict[str, tuple[str, str]] = {
+    "pass_rate": ("v_pass", "pass_at_1"),
+    "pass@1": ("v_pass", "pass_at_1"),
+    "pass@k": ("v_pass", "pass_at_k"),
+    "error_rate": ("v_errors", "error_rate"),
+    "infra_error_rate": ("v_errors", "infra_error_rate"),
+    "format_invalid_rate": ("v_errors", "format_invalid_rate"),
+    "latency_p50_ms": ("v_latency", "latency_p50_ms"),
+    "latency_p95_ms": ("v_latency", "latency_p95_ms"),
+    "tokens_per_success": ("v_cost", "tokens_per_success"),
+    "cost_per_success": ("v_cost", "cost_per_success"),
+    "tool_calls": ("v_tools", "tool_calls"),
+    "tool_error_rate": ("v_tools", "tool_error_rate"),
+}
+Z95 = 1.959963984540054
+
+
+@dataclass
+class RunPoint:
+    """One run on the x axis, with what happened to it."""
+
+    id: int
+    sha: str | None
+    started_at: str | None
+    is_baseline: bool
+    markers: list[str] = field(default_factory=list)  # "promotion", "reset", "failed gate"
+    notes: list[str] = field(default_factory=list)  # reset reasons, actors
+
+    @property
+    def label(self) -> str:
+        return (self.sha or f"run{self.id}")[:7]
+
+
+@dataclass
+class Value:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    n: int | None = None
+
+
+@dataclass
+class Trends:
+    suite: str
+    metric: str
+    runs: list[RunPoint]  # oldest first
+    units: dict[str, list[Value | None]]  # unit → one value per run (None: not in that run)
+
+
+def metric_source(metric: str) -> tuple[str, str]:
+    if metric not in METRICS:
+        raise UsageError(f"--metric {metric!r}: one of {', '.join(METRICS)}")
+    return METRICS[metric]
+
+
+def suites(engine: Engine) -> list[str]:
+    return [row[0] for row in engine.query("SELECT DISTINCT suite FROM runs ORDER BY suite")]
+
+
+def pick_suite(engine: Engine, suite: str | None) -> str:
+    known = suites(engine)
+    if suite:
+        if suite not in known:
+            raise UsageError(f"the history has no run of suite {suite!r} (it has: {', '.join(known) or 'nothing'})")
+        return suite
+    if not known:
+        raise UsageError("the history is empty: run a suite, or `evalgate history sync` a baseline store")
+    latest = engine.query("SELECT suite FROM runs ORDER BY recorded_at DESC, id DESC LIMIT 1")
+    return latest[0][0]
+
+
+def _ci(mean: float, sumsq: float | None, n: int) -> tuple[float | None, float | None]:
+    """Normal interval of a mean of per-case values (clustered by case, like the gate's CLT)."""
+    if sumsq is None or n < 2:
+        return None, None
+    var = max(0.0, (sumsq - n * mean * mean) / (n - 1))
+    half = Z95 * math.sqrt(var / n)
+    return max(0.0, mean - half), min(1.0, mean + half)
+
+
+def load_trends(
+    engine: Engine,
+    *,
+    suite: str | None = None,
+    metric: str = "pass_rate",
+    units: list[str] | None = None,
+    last: int = 20,
+    baselines_only: bool = False,
+    include_subsets: bool = False,
+) -> Trends:
+    """The last ``last`` runs of ``suite`` (full runs unless ``include_subsets``), oldest first,
+    with ``metric`` per unit. ``units``: exact units ("overall", "language=ko") or slice keys
+    ("language": all its values); default every unit."""
+    view, column = metric_source(metric)
+    suite = pick_suite(engine, suite)
+    where = "suite = ?"
+    if not include_subsets:
+        where += " AND subset IS NULL AND shard IS NULL"
+    if baselines_only:
+        where += " AND is_baseline = 1"
+    rows = engine.query(
+        f"SELECT id, git_sha, started_at, is_baseline FROM v_runs WHERE {where} "
+        "ORDER BY started_at DESC, id DESC LIMIT ?",
+        (suite, last),
+    )
+    runs = [RunPoint(r[0], r[1], r[2], bool(r[3])) for r in reversed(rows)]
+    if not runs:
+        return Trends(suite, metric, [], {})
+    index = {run.id: i for i, run in enumerate(runs)}
+    ids = ", ".join(str(run.id) for run in runs)  # integers from the database: safe to inline
+    for run_id, marker, reset_reason, actor in engine.query(
+        f"SELECT run_id, marker, reset_reason, actor FROM v_markers WHERE run_id IN ({ids}) ORDER BY gate_id"
+    ):
+        point = runs[index[run_id]]
+        if marker not in point.markers:
+            point.markers.append(marker)
+        if marker == "reset" and reset_reason:
+            point.notes.append(f"reset by {actor or 'unknown'}: {reset_reason}")
+    unit_filter, params = _unit_filter(units)
+    values: dict[str, list[Value | None]] = {}
+    extra = "cases, pass_at_1_sumsq" if view == "v_pass" else "NULL, NULL"
+    for run_id, unit, value, cases, sumsq in engine.query(
+        f"SELECT run_id, unit, {column}, {extra} FROM {view} WHERE run_id IN ({ids}){unit_filter}", params
+    ):
+        if value is None:
+            continue
+        value = float(value)
+        low = high = None
+        if column == "pass_at_1" and cases:
+            low, high = _ci(value, sumsq, int(cases))
+        values.setdefault(unit, [None] * len(runs))[index[run_id]] = Value(value, low, high, cases)
+    ordered = dict(sorted(values.items(), key=lambda item: (item[0] != "overall", item[0])))
+    return Trends(suite, metric, runs, ordered)
+
+
+def _unit_filter(units: list[str] | None) -> tuple[str, tuple[str, ...]]:
+    if not units:
+        return "", ()
+    exact = [u for u in units if "=" in u or u == "overall"]
+    keys = [u for u in units if u not in exact]
+    parts = []
+    if exact:
+        parts.append(f"unit IN ({', '.join('?' * len(exact))})")
+    if keys:
+        parts.append(f"slice_key IN ({', '.join('?' * len(keys))})")
+    return f" AND ({' OR '.join(parts)})", (*exact, *keys)
+
+
+def regressed_trends(engine: Engine, comparison: Comparison, candidate_run: int, *, last: int = 8) -> list[SliceTrend]:
+    """For each regressed slice (at most three, worst first) whose metric the views know: its
+    value in the suite's last ``last`` baselines, then in this candidate — the PR comment's chart."""
+    from evals.comparison import SliceTrend
+
+    regressed = sorted(
+        (u for u in comparison.regressed if u.slice_key is not None and u.metric in METRICS),
+        key=lambda u: u.delta if u.delta is not None else 0.0,
+    )
+    out: list[SliceTrend] = []
+    for unit in regressed[:3]:
+        view, column = METRICS[unit.metric]
+        rows = engine.query(
+            f"SELECT r.git_sha, r.id, m.{column} FROM v_runs r JOIN {view} m ON m.run_id = r.id "
+            "WHERE r.suite = ? AND r.is_baseline = 1 AND r.id <> ? AND m.unit = ? "
+            "ORDER BY r.started_at DESC, r.id DESC LIMIT ?",
+            (comparison.candidate_run.suite, candidate_run, unit.unit, last),
+        )
+        now = engine.query(f"SELECT {column} FROM {view} WHERE run_id = ? AND unit = ?", (candidate_run, unit.unit))
+        points = [((sha or f"run{run_id}")[:7], value) for sha, run_id, value in reversed(rows) if value is not None]
+        if not points or not now or now[0][0] is None:
+            continue
+        points.append(("candidate", now[0][0]))
+        out.append(
+            SliceTrend(
+                unit=unit.unit,
+                metric=unit.metric,
+                labels=[label for label, _ in points],
+                values=[round(float(v), 4) for _, v in points],
+            )
+        )
+    return out

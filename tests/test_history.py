@@ -1,0 +1,376 @@
+"""The history store (SPEC §12) on real databases: every test runs on SQLite and on a throwaway
+PostgreSQL server (``history_db``), and the views must give both engines the same numbers."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from history_db import history_url as history_url  # the fixture
+from history_db import new_url
+from history_db import pg_admin_url as pg_admin_url  # the fixture
+
+from evals.history import open_history, record_comparison, record_run
+from evals.history.engine import open_engine, redact_url
+from evals.history.record import Writer, run_digest
+from evals.history.settings import history_url as resolve_url
+from evals.history.sync import sync_store
+from evals.history.table import render
+from evals.history.trends import load_trends
+from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo
+from evals.trace import build_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+VIEWS = ("v_pass", "v_errors", "v_latency", "v_cost", "v_tools", "v_tool_names", "v_unit_metrics", "v_markers")
+
+
+def traced(passed: bool, error: bool = False) -> list[Any]:
+    events = [
+        {"kind": "message", "name": "user", "content": "q"},
+        {"kind": "tool_call", "name": "calc", "content": "1"},
+    ]
+    events.append({"kind": "tool_error" if error else "tool_result", "name": "calc", "content": "2"})
+    events.append({"kind": "message", "name": "assistant", "content": "yes" if passed else "no"})
+    return build_trace(events)
+
+
+def sample_results(sha: str = "a" * 40, started: str = "2026-11-01T10:00:00Z", ko_pass: float = 0.5) -> Results:
+    """Eight cases over two languages, two attempts each, with latencies, tokens, costs,
+    format_valid scores, errors and traces."""
+    cases = []
+    for i in range(8):
+        lang = "ko" if i % 2 else "en"
+        attempts = []
+        for k in range(2):
+            passed = (i + k) % 3 != 0 if lang == "en" else (i / 8 < ko_pass)
+            if i == 7 and k == 1:
+                attempts.append(Attempt(error=AttemptError(kind="infra", message="HTTP 503"), latency_ms=5.0))
+                continue
+            attempts.append(
+                Attempt(
+                    passed=passed,
+                    score=float(passed),
+                    scores={"format_valid": 0.0 if i == 3 else 1.0},
+                    latency_ms=10.0 * (i + 1) + k,
+                    tokens_in=10 + i,
+                    tokens_out=5,
+                    cost_usd=0.001 * (i + 1),
+                    output=f"FINAL ANSWER: {i}",
+                    output_sha256=f"sha256:{i}{k}",
+                    trace=traced(passed, error=(i == 2 and k == 0)),
+                )
+            )
+        cases.append(CaseResult(id=f"c{i}", slices={"language": lang}, attempts=attempts, input=f"question {i}"))
+    run = RunInfo(
+        suite="demo",
+        status="success",
+        total_cases=8,
+        completed_cases=8,
+        git_sha=sha,
+        started_at=started,
+        attempts_per_case=2,
+        config_hash="sha256:cfg",
+    )
+    return Results(run=run, cases=cases)
+
+
+def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
+    with open_history(url, migrate=False) as db:
+        return db.query(sql)
+
+
+# ------------------------------------------------------------------------------------- schema
+
+
+def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def init() -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "evals", "history", "init", "--url", history_url],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "applied 0001_runs, 0002_results, 0003_views (schema version 3)" in init()
+    assert "up to date (schema version 3)" in init()
+    assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
+        (1, "runs"),
+        (2, "results"),
+        (3, "views"),
+    ]
+
+
+def test_no_ddl_outside_the_migration_files() -> None:
+    pattern = ("CREATE TABLE", "CREATE VIEW", "ALTER TABLE", "DROP TABLE", "CREATE INDEX")
+    for path in (ROOT / "evals").rglob("*.py"):
+        text = path.read_text(encoding="utf-8").upper()
+        assert not any(p in text for p in pattern), f"{path}: DDL belongs in evals/history/migrations/"
+
+
+# ------------------------------------------------------------------------------------- recording
+
+
+def test_record_run_and_the_views(history_url: str) -> None:
+    results = sample_results()
+    done = record_run(results)
+    assert done.failures == 0 and done.url == history_url
+    assert record_run(results).run_ids == done.run_ids  # the same content is one run
+    assert rows(history_url, "SELECT COUNT(*) FROM runs") == [(1,)]
+    assert rows(
+        history_url, "SELECT COUNT(*), SUM(CASE WHEN result_seq IS NOT NULL THEN 1 ELSE 0 END) FROM events"
+    ) == [(15 * 4, 15)]
+    metrics = {
+        unit: dict(
+            zip(
+                ("cases", "pass_at_1", "pass_at_k", "error_rate", "p50", "p95", "fmt", "tps", "calls", "ter"),
+                r,
+                strict=True,
+            )
+        )
+        for unit, *r in rows(
+            history_url,
+            "SELECT unit, cases, pass_at_1, pass_at_k, error_rate, latency_p50_ms, latency_p95_ms, "
+            "format_invalid_rate, tokens_per_success, tool_calls, tool_error_rate FROM v_unit_metrics",
+        )
+    }
+    # Expected values computed here from the same data, by hand.
+    per_case = []
+    for case in results.cases:
+        judged = [a.passed for a in case.attempts if a.passed is not None]
+        per_case.append((case.slices["language"], sum(judged) / len(judged), any(judged)))
+    for unit, lang in (("overall", None), ("language=ko", "ko"), ("language=en", "en")):
+        picked = [(p, k) for language, p, k in per_case if lang in (None, language)]
+        assert metrics[unit]["cases"] == len(picked)
+        assert metrics[unit]["pass_at_1"] == pytest.approx(sum(p for p, _ in picked) / len(picked))
+        assert metrics[unit]["pass_at_k"] == pytest.approx(sum(k for _, k in picked) / len(picked))
+    attempts = [a for c in results.cases for a in c.attempts]
+    assert metrics["overall"]["error_rate"] == pytest.approx(1 / 16)
+    timed = sorted(a.latency_ms for a in attempts if a.error is None)
+    assert metrics["overall"]["p50"] == timed[math.ceil(0.5 * len(timed)) - 1]
+    assert metrics["overall"]["p95"] == timed[math.ceil(0.95 * len(timed)) - 1]
+    assert metrics["overall"]["fmt"] == pytest.approx(2 / 15)
+    tokens = sum((a.tokens_in or 0) + (a.tokens_out or 0) for a in attempts)
+    assert metrics["overall"]["tps"] == pytest.approx(tokens / sum(1 for a in attempts if a.passed))
+    assert metrics["overall"]["calls"] == 15 and metrics["overall"]["ter"] == pytest.approx(1 / 15)
+    assert rows(history_url, "SELECT tool, tool_calls, tool_errors FROM v_tool_names") == [("calc", 15, 1)]
+
+
+def test_both_engines_give_the_same_results(tmp_path: Path, request: pytest.FixtureRequest, monkeypatch) -> None:
+    urls = [new_url(engine, tmp_path, request) for engine in ("sqlite", "postgresql")]
+    monkeypatch.delenv("EVALGATE_HISTORY", raising=False)
+    for url in urls:
+        monkeypatch.setenv("EVALGATE_HISTORY_URL", url)
+        for n, ko in enumerate((0.9, 0.5, 0.2)):
+            assert record_run(sample_results("abc" + str(n), f"2026-11-0{n + 1}T00:00:00Z", ko)).failures == 0
+    for view in VIEWS:
+        got = []
+        for url in urls:
+            with open_history(url, migrate=False) as db:
+                got.append(sorted(db.query(f"SELECT * FROM {view}"), key=repr))
+        sqlite_rows, pg_rows = got
+        assert len(sqlite_rows) == len(pg_rows) > 0 or view == "v_markers", view
+        for a, b in zip(sqlite_rows, pg_rows, strict=True):
+            assert [pytest.approx(x) if isinstance(x, float) else x for x in a] == list(b), view
+
+
+def test_database_refuses_a_tool_call_without_its_result(history_url: str) -> None:
+    record_run(sample_results())
+    with open_history(history_url) as db:
+        insert = (
+            "INSERT INTO events (run_id, case_no, attempt_no, seq, kind, name, result_seq, result_kind) "
+            "VALUES (1, 0, 0, ?, ?, 'calc', ?, ?)"
+        )
+        with pytest.raises(Exception, match=r"(?i)foreign key"), db.transaction():
+            db.execute(insert, (4, "tool_call", 5, "tool_result"))  # seq 5 does not exist
+        with pytest.raises(Exception, match=r"(?i)check"), db.transaction():
+            db.execute(insert, (4, "tool_call", None, None))  # a call that names no result
+        plain = "INSERT INTO events (run_id, case_no, attempt_no, seq, kind, name) VALUES (1, 0, 0, ?, ?, 'calc')"
+        with pytest.raises(Exception, match=r"(?i)foreign key"), db.transaction():
+            db.execute(plain, (5, "message"))  # the event it names is not a tool_result
+            db.execute(insert, (4, "tool_call", 5, "tool_result"))
+        with db.transaction():  # a call and its answer, committed together
+            db.execute(insert, (4, "tool_call", 5, "tool_result"))
+            db.execute(plain, (5, "tool_result"))
+        assert db.query("SELECT COUNT(*) FROM events WHERE run_id = 1 AND case_no = 0 AND attempt_no = 0") == [(6,)]
+
+
+def test_nothing_secret_goes_in(history_url: str) -> None:
+    results = sample_results()
+    results.cases[0].input = "login with password=hunter2"
+    results.cases[0].attempts[0].output = "Authorization: Bearer abcdefghijklmnop0123"
+    results.run.target = None
+    from evals.results import TargetInfo
+
+    results.run.target = TargetInfo(kind="openai", model="x:y", params={"api_key": "sk-live", "temperature": 0})
+    record_run(results)
+    dump = json.dumps(rows(history_url, "SELECT * FROM runs") + rows(history_url, "SELECT * FROM cases"))
+    dump += json.dumps(rows(history_url, "SELECT * FROM attempts"))
+    assert "hunter2" not in dump and "abcdefghijklmnop0123" not in dump and "sk-live" not in dump
+
+
+def test_a_history_that_cannot_be_written_is_a_warning(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.delenv("EVALGATE_HISTORY", raising=False)
+    monkeypatch.setenv("EVALGATE_HISTORY_URL", "postgresql://evalgate:pw-secret@127.0.0.1:1/nowhere")
+    done = record_run(sample_results())
+    assert done.failures == 1 and "cannot connect" in done.warning
+    err = capsys.readouterr().err
+    assert "warning: history postgresql://evalgate:***@127.0.0.1:1/nowhere" in err and "pw-secret" not in err
+
+
+def test_gate_verdict_and_exit_code_do_not_depend_on_the_history(tmp_path: Path) -> None:
+    """The same regressed gate with the history working, off, and broken: same verdict and exit
+    code; the broken one says so in the report."""
+    from suites import echo_cases, write_suite
+
+    cases = echo_cases(60, language=["en", "ko"])
+    config = write_suite(tmp_path / "s", cases, target={"python": "bot:answer"}, scorers=["exact"], slices=["language"])
+    (tmp_path / "s" / "bot.py").write_text(
+        "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
+        encoding="utf-8",
+    )
+    base_env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    base_env["PYTHONPATH"] = str(ROOT)
+
+    def gate(extra: dict[str, str], *flags: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "evals", "gate", "--config", str(config), *flags],
+            cwd=tmp_path / "s",
+            env={**base_env, **extra},
+            capture_output=True,
+            text=True,
+        )
+        report = (tmp_path / "s" / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+        return done.returncode, report
+
+    subprocess.run(
+        [sys.executable, "-m", "evals", "reset", "--config", str(config), "--reason", "start", "--sha", "1" * 40],
+        cwd=tmp_path / "s",
+        env={**base_env, "EVALGATE_HISTORY": "off"},
+        check=True,
+        capture_output=True,
+    )
+    off = gate({"EVALGATE_HISTORY": "off", "BREAK": "1"})
+    working = gate({"EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite"), "BREAK": "1"})
+    broken = gate({"EVALGATE_HISTORY_URL": "postgresql://x@127.0.0.1:1/none", "BREAK": "1"})
+    assert off[0] == working[0] == broken[0] == 1
+    assert "history: " not in off[1] and "history: " not in working[1]
+    assert "history: 1 write(s) failed" in broken[1] and "do not depend on the history" in broken[1]
+
+
+# ------------------------------------------------------------------------------------- settings
+
+
+def test_where_the_history_is(tmp_path: Path) -> None:
+    from suites import load_suite
+
+    config = load_suite(tmp_path, [{"id": "a", "input": "x"}])
+    assert resolve_url(config, {}) == str(tmp_path / ".evalgate" / "history.sqlite")
+    assert resolve_url(config, {"GITHUB_ACTIONS": "true"}) is None  # in Actions only with a URL
+    assert resolve_url(config, {"GITHUB_ACTIONS": "true", "EVALGATE_HISTORY_URL": "postgresql://h/db"}) == (
+        "postgresql://h/db"
+    )
+    assert resolve_url(config, {"EVALGATE_HISTORY": "off", "EVALGATE_HISTORY_URL": "postgresql://h/db"}) is None
+    config.history.enabled = False
+    assert resolve_url(config, {}) is None
+    config.history.enabled, config.history.url = True, "sqlite:///elsewhere.db"
+    assert resolve_url(config, {"GITHUB_ACTIONS": "true"}) == "sqlite:///elsewhere.db"
+    assert redact_url("postgresql://u:p@h:5/d") == "postgresql://u:***@h:5/d"
+    open_engine(f"sqlite:///{tmp_path / 'x.db'}").close()  # sqlite:////absolute/path
+    assert (tmp_path / "x.db").exists()
+
+
+# ------------------------------------------------------------------------------------- reading
+
+
+def test_show_and_markers_from_recorded_gates(history_url: str) -> None:
+    with open_history(history_url) as db:
+        writer = Writer(db)
+        ids = [
+            writer.run(sample_results(f"{n}" * 40, f"2026-11-0{n}T00:00:00Z", ko), recorded_by="run")
+            for n, ko in ((1, 0.9), (2, 0.2))
+        ]
+        writer.gate("gate", suite="demo", candidate_run=ids[1], baseline_run=ids[0], verdict="fail", reason="ko")
+        trends = load_trends(db, units=["language"])
+    text = render(trends)
+    assert "language=ko" in text and "language=en" in text and "✗" in text
+    assert trends.units["language=ko"][1].value < trends.units["language=ko"][0].value
+    one = render(load_trends_one(history_url))
+    assert "✗ failed gate" in one and "[" in one  # a CI column
+
+
+def load_trends_one(url: str):
+    with open_history(url) as db:
+        return load_trends(db, units=["overall"])
+
+
+def test_sync_from_a_local_store_is_idempotent(history_url: str, tmp_path: Path) -> None:
+    from evals.baseline import LocalStore
+
+    store = LocalStore(tmp_path / "store")
+    for n, verdict, reason in ((1, "reset", "start over"), (2, "reset", "new scorer")):
+        store.promote(sample_results(f"{n}" * 40, f"2026-11-0{n}T00:00:00Z"), sha=f"{n}" * 40, verdict=verdict,
+                      reason=reason, actor="bob", blessed=verdict == "reset")  # fmt: skip
+    with open_history(history_url) as db:
+        first = sync_store(Writer(db), store)
+        second = sync_store(Writer(db), store)
+        actions = db.query("SELECT action, actor, reset_reason FROM gates ORDER BY id")
+    assert (first.added_runs, first.added_actions, second.added_runs, second.added_actions) == (2, 2, 0, 0)
+    assert actions == [("reset", "bob", "start over"), ("reset", "bob", "new scorer")]
+
+
+def test_run_digest_ignores_how_a_run_was_loaded(tmp_path: Path) -> None:
+    from evals.lazyload import load_lazy
+    from evals.results import load_results, save_results
+
+    results = sample_results()
+    save_results(results, tmp_path / "r.json.gz")
+    assert run_digest(load_results(tmp_path / "r.json.gz")) == run_digest(results)
+    assert run_digest(load_lazy(tmp_path / "r.json.gz")) == run_digest(results)
+
+
+def test_compare_records_the_decision_and_a_trend(history_url: str) -> None:
+    from evals.compare import compare
+
+    base, cand = sample_results("1" * 40, ko_pass=0.9), sample_results("2" * 40, ko_pass=0.0)
+    comparison = compare(base, cand, None)
+    done = record_comparison(comparison, cand, base, action="compare")
+    assert done.failures == 0
+    assert rows(history_url, "SELECT action, verdict FROM gates") == [("compare", comparison.verdict)]
+    assert rows(history_url, "SELECT COUNT(*) FROM unit_results") == [(len(comparison.units),)]
+
+
+def test_grafana_dashboard_queries_run_on_postgresql(tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Every SQL text in examples/grafana (panels, variables, annotations), with Grafana's macros
+    and variables filled in as Grafana would, runs on a real PostgreSQL history and finds rows."""
+    import re
+
+    url = new_url("postgresql", tmp_path, request)
+    dashboard = json.loads((ROOT / "examples" / "grafana" / "evalgate-history.json").read_text(encoding="utf-8"))
+    with open_history(url) as db:
+        writer = Writer(db)
+        first = writer.run(sample_results("1" * 40, "2026-11-01T00:00:00Z", 0.9), recorded_by="run")
+        second = writer.run(sample_results("2" * 40, "2026-11-02T00:00:00Z", 0.2), recorded_by="run")
+        writer.gate("reset", suite="demo", candidate_run=first, verdict="reset", reset_reason="start", actor="ann")
+        writer.gate("gate", suite="demo", candidate_run=second, baseline_run=first, verdict="fail", reason="ko")
+        queries = [t["rawSql"] for p in dashboard["panels"] for t in p["targets"]]
+        queries += [v["query"] for v in dashboard["templating"]["list"] if v["type"] == "query"]
+        queries += [a["rawQuery"] for a in dashboard["annotations"]["list"]]
+        assert len(queries) == 10
+        for sql in queries:
+            sql = re.sub(
+                r"\$__timeFilter\(([^()]*(?:\([^()]*\))?[^()]*)\)", r"(\1 BETWEEN '2026-01-01' AND '2027-01-01')", sql
+            )
+            sql = sql.replace("$suite", "demo").replace("$unit", "'overall', 'language=ko'")
+            assert "$" not in sql, sql
+            assert db.query(sql), sql
