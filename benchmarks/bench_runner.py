@@ -9,8 +9,8 @@ is a fresh process (``python benchmarks/bench_runner.py --bare URL N C`` for the
 come from the kernel's accounting of that child (``wait4``). The two alternate, ``--repeat`` times
 each, at every ``--cases`` size; the ratio printed is evalgate's median wall over the bare client's
 median wall, from the same run of this script. Targets: wall ratio ≤ 1.15 at 10,000 cases, CPU ≤
-0.35 ms per case, peak RSS ≤ 120 MB; and the older one, wall ≤ 1.2 × the ideal
-``cases × latency / concurrency`` at 2,000 cases.
+0.35 ms per case, peak RSS ≤ 120 MB. Then the runner in this process (``evals.run.execute``,
+start-up excluded) against the ideal ``cases × latency / concurrency``: ≤ 1.2 at 2,000 cases.
 
 History recording is switched off in the evalgate runs (``EVALGATE_HISTORY=off``): it is work after
 the run, not the runner's.
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import io
 import json
 import os
 import statistics
@@ -174,6 +176,29 @@ def compare(url: str, cases: int, args: argparse.Namespace) -> bool:
     return met
 
 
+def in_process(url: str, cases: int, args: argparse.Namespace) -> bool:
+    """The runner alone, in this process: what the run adds to the ideal, start-up excluded."""
+    from evals.config import load_config
+    from evals.run import execute
+
+    walls = []
+    with tempfile.TemporaryDirectory(prefix="evalgate-bench-") as tmp:
+        config = load_config(write_suite(Path(tmp), url, cases, args.concurrency))
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            with contextlib.redirect_stderr(io.StringIO()):  # its progress lines
+                execute(config, Path(tmp) / "results.json", progress=False)
+            walls.append(time.perf_counter() - started)
+            check_results(Path(tmp) / "results.json", cases)
+    ideal = cases * args.latency / args.concurrency
+    ratio = statistics.median(walls) / ideal
+    print(
+        f"in-process runner, {cases} cases: wall {' / '.join(f'{w:.2f}' for w in walls)} s, "
+        f"median / ideal {ratio:.2f} (target <= {IDEAL_RATIO_TARGET} at 2,000 cases)"
+    )
+    return ratio <= IDEAL_RATIO_TARGET or cases != 2000
+
+
 def main() -> int:
     if sys.argv[1:2] == ["--bare"]:
         url, cases, concurrency = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -193,6 +218,8 @@ def main() -> int:
         print(f"server {url} (own process); load average before: {os.getloadavg()[0]:.2f}")
         print("evalgate runs with EVALGATE_HISTORY=off (no history recording after the run)")
         met = [compare(url, cases, args) for cases in args.cases]
+        print()
+        met += [in_process(url, cases, args) for cases in args.cases if cases <= 2000]
     finally:
         server.terminate()
         server.wait(timeout=10)

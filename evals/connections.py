@@ -95,17 +95,6 @@ def environment_proxy(url: str) -> str | None:
     return proxy
 
 
-def socket_readable(sock: Any) -> bool:
-    """Whether ``sock`` has something to read (or is gone): on an idle HTTP/1.1 connection that is
-    the server's EOF, a reset, or bytes no request asked for — never something to send a request after."""
-    fd = sock.fileno() if sock is not None else -1
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
-
-
 class Connection(asyncio.Protocol):
     """One HTTP/1.1 connection; llhttp (httptools) parses what the server sends."""
 
@@ -130,6 +119,10 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
+        # Asks whether the idle socket has something to read: the server's EOF, a reset, or bytes
+        # no request asked for — never something to send a request after. Made once per connection.
+        self._poller = select.poll()
+        self._poller.register(transport.get_extra_info("socket").fileno(), select.POLLIN)
 
     def data_received(self, data: bytes) -> None:
         if self._waiter is None:
@@ -235,8 +228,7 @@ class Connection(asyncio.Protocol):
         response would beat it. The socket tells now."""
         if not self.alive or time.monotonic() - self.idle_since > KEEPALIVE_S:
             return False
-        assert self.transport is not None
-        return not socket_readable(self.transport.get_extra_info("socket"))
+        return not self._poller.poll(0)
 
     def close(self) -> None:
         self._closed = True
