@@ -219,3 +219,13 @@ def test_compare_with_a_slice_key_no_case_of_the_runs_carries(tmp_path, repo_roo
     assert_usage_error(proc, "evalgate.yml:7", "'langauge' carried by no case", "tag keys: language")
     config.write_text(config.read_text().replace("langauge", "language"))
     assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("cut", ['"passed": fals', '"output": "안녕하세요, 세계', '"score": 1.0, '])
+def test_results_file_cut_short_says_it_looks_truncated(tmp_path, repo_root, python_exe, cut):
+    """Wherever the cut falls (inside a literal, a long string, after non-ASCII text)."""
+    case = {"id": "ko-1", "note": "한국어 " * 50}
+    head = json.dumps({"schema_version": 1, "run": {"suite": "demo"}, "cases": [case]})
+    (tmp_path / "cut.json").write_text(head[:-3] + ', "attempts": [{' + cut, encoding="utf-8")
+    proc = evalgate(repo_root, python_exe, "show", "cut.json", cwd=tmp_path)
+    assert_usage_error(proc, "cut.json:1: invalid JSON", "the file looks truncated")
