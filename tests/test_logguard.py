@@ -62,3 +62,40 @@ def test_the_commands_evalgate_means_still_go_through() -> None:
     guard.write("partial")
     guard.command("::warning title=evalgate::real")
     assert out.getvalue() == "partial\n::warning title=evalgate::real\n"
+
+
+def test_what_the_suite_writes_to_its_stdout_is_relayed_defused(tmp_path, repo_root, python_exe):
+    """The suite runs in a child process: text its code (or a tool it starts) writes straight to
+    file descriptor 1 reaches the job log through our relay, never as a command."""
+    import json
+    import os
+    import subprocess
+
+    bot = (
+        "import os, subprocess, sys\n"
+        "def answer(question):\n"
+        "    os.write(1, b'::add-mask::leak\\n##[stop-commands]tok\\n')\n"
+        "    subprocess.run([sys.executable, '-c', 'print(\"::warning::forged\")'], check=True)\n"
+        "    return 'FINAL ANSWER: 1'\n"
+    )
+    (tmp_path / "bot.py").write_text(bot, encoding="utf-8")
+    (tmp_path / "cases.jsonl").write_text(json.dumps({"id": "a", "input": "q", "expected": "1"}) + "\n")
+    (tmp_path / "evalgate.yml").write_text(
+        "suite: demo\ncases: cases.jsonl\ntarget:\n  python: bot:answer\n  path: ['.']\n"
+        "scorers: [final_answer]\nbaseline: {store: local, path: baselines}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env["PYTHONPATH"] = str(repo_root)
+    proc = subprocess.run(
+        [python_exe, "-m", "evals", "gate", "--config", "evalgate.yml"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr  # no baseline yet: warn
+    log = proc.stdout + proc.stderr
+    assert "add-mask" in log and "forged" in log  # shown ...
+    assert runner_commands(log) == []  # ... as text
