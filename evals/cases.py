@@ -19,6 +19,7 @@ import glob
 import json
 import re
 from collections.abc import Iterator
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.config import SuiteConfig
-from evals.errors import InputFileError
-from evals.results import case_hash
+from evals.errors import InputFileError, UsageError
+from evals.results import case_hash, json_problem
 from evals.slices import require_slice_keys
 from evals.yamlsource import check_aliases
 
@@ -196,7 +197,7 @@ def _read_jsonl(path: Path) -> Iterator[Case]:
         try:
             row = decode(line)
         except json.JSONDecodeError as exc:
-            raise InputFileError(where, f"invalid JSON: {exc.msg} at column {exc.colno}") from None
+            raise InputFileError(where, f"invalid JSON: {json_problem(exc)}") from None
         except RecursionError:
             raise InputFileError(where, TOO_DEEP) from None
         yield _case_from_mapping(row, where)
@@ -346,7 +347,7 @@ def _json_cell(cell: str, column: str, where: str) -> Any:
     try:
         return json.loads(cell)
     except json.JSONDecodeError as exc:
-        raise InputFileError(where, f"column {column}:json holds invalid JSON: {exc.msg}") from None
+        raise InputFileError(where, f"column {column}:json holds invalid JSON: {json_problem(exc)}") from None
     except RecursionError:
         raise InputFileError(where, TOO_DEEP) from None
 
@@ -368,3 +369,44 @@ def _read_csv(path: Path) -> Iterator[Case]:
             yield _case_from_mapping(columns.row(cells, where), where)
     except csv.Error as exc:
         raise InputFileError(f"{path}:{reader.line_num}", f"invalid CSV: {exc}") from None
+
+
+# ------------------------------------------------------------------------------ development subsets
+
+
+def filter_cases(cases: list[Case], patterns: list[str]) -> list[Case]:
+    """The cases matching ``patterns`` (``--filter``), in suite order: each is an id glob
+    (``q-00*``) or ``key=value`` on a tag (the value may be a glob too). Patterns on the same key
+    (or several id globs) are alternatives; different keys must all match. A pattern that matches
+    no case is an error that says what exists."""
+    groups: dict[str | None, list[str]] = {}
+    for pattern in patterns:
+        key, sep, value = pattern.partition("=")
+        if sep and (not key.strip() or not value.strip()):
+            raise UsageError(f"--filter {pattern!r}: expected an id glob or KEY=VALUE")
+        groups.setdefault(key.strip() if sep else None, []).append(value.strip() if sep else pattern)
+    keys = [k for k in groups if k is not None]
+    require_slice_keys(keys, {k for c in cases for k in c.tags}, where="--filter")
+    for key, globs in groups.items():
+        values = sorted({c.id if key is None else c.tags.get(key, "") for c in cases} - {""})
+        for wanted in globs:
+            if not any(fnmatchcase(v, wanted) for v in values):
+                what = "case id" if key is None else f"{key} value"
+                shown = ", ".join(values[:10]) + (f" and {len(values) - 10} more" if len(values) > 10 else "")
+                spelled = wanted if key is None else f"{key}={wanted}"
+                raise UsageError(f"--filter {spelled!r}: matches no {what} ({shown})")
+
+    def keep(case: Case) -> bool:
+        return all(
+            any(fnmatchcase(case.id if key is None else case.tags.get(key, ""), wanted) for wanted in globs)
+            for key, globs in groups.items()
+        )
+
+    return [c for c in cases if keep(c)]
+
+
+def limit_cases(cases: list[Case], limit: int) -> list[Case]:
+    """The first ``limit`` cases in suite order (``--limit``)."""
+    if limit < 1:
+        raise UsageError(f"--limit must be at least 1, got {limit}")
+    return cases[:limit]

@@ -26,7 +26,7 @@ from evals.errors import InputFileError
 from evals.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
-BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric")
+BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric", "judge")
 LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
 # Named scores a built-in scorer records beside its own (``evals.scorers``).

@@ -85,6 +85,21 @@ def add_candidate_options(parser: argparse.ArgumentParser) -> None:
         help="--results is another harness's output: import it first (a format of `evalgate import`, or auto)",
     )
     parser.add_argument(
+        "--slice-key",
+        dest="slice_keys",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="also slice by this case tag (an imported file's metadata/var key); repeatable, added to the config's "
+        "slices:",
+    )
+    parser.add_argument(
+        "--sha",
+        metavar="COMMIT",
+        help="the commit (or any stable label) the candidate stands for when promoted or reset; default: "
+        "GITHUB_SHA, the results' run.git_sha, the checkout's HEAD, else (outside git) a digest of the results",
+    )
+    parser.add_argument(
         "--out-dir", default=DEFAULT_OUT_DIR, help=f"where reports and results are written (default {DEFAULT_OUT_DIR})"
     )
     from evals.baseline_cmd import add_store_options
@@ -115,6 +130,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="store the candidate as the new baseline when the gate allows it (default: on a push to the "
         "default branch only)",
     )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--reason", help="why the baseline is reset (mode reset)")
     parser.add_argument("--pr", type=int, metavar="N", help="pull request number (mode comment)")
     parser.add_argument("--report-dir", metavar="DIR", help="stored report to post (mode comment; default --out-dir)")
@@ -151,6 +167,8 @@ def main(args: argparse.Namespace) -> int:
         raise
     print(f"evalgate gate: {outcome.comparison.verdict}: {outcome.comparison.reason}")
     print(f"report: {outcome.paths['report']}")
+    if "html" in outcome.paths:
+        print(f"html: {outcome.paths['html']}")
     return outcome.exit_code
 
 
@@ -193,12 +211,18 @@ def isolate_token(env: MutableMapping[str, str] = os.environ) -> None:
 def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
     """The suite config; or, when results are brought (``--results``) and there is no config file,
     defaults derived from those results (which are then already loaded, and returned too)."""
+    flag_keys = list(dict.fromkeys(getattr(args, "slice_keys", None) or []))
     if not args.results or Path(args.config).exists():
-        return load_config(args.config), None
+        config = load_config(args.config)
+        config.slices = list(dict.fromkeys([*config.slices, *flag_keys]))
+        return config, None
     # Said loudly: a mistyped --config path lands here too.
-    given = load_given(args, _out_dir(args))
+    given = load_given(args, _out_dir(args), flag_keys or None)
     print(f"evalgate: no {args.config}: gating {given[1]} with the default settings", file=sys.stderr)
-    return config_for_results(given[0]), given
+    config = config_for_results(given[0])
+    if flag_keys:
+        config.slices = flag_keys
+    return config, given
 
 
 def config_for_results(results: Results) -> SuiteConfig:
@@ -253,6 +277,12 @@ def run_gate(
     )
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
+    if getattr(args, "html", None):
+        from evals.html import write_html
+        from evals.summary import summarize
+
+        paths["html"] = Path(args.html)
+        write_html(paths["html"], results=candidate, summary=summarize(candidate, config.slices), comparison=comparison)
     if activity.is_pr:
         write_comment_meta(comparison, config, activity, out_dir)
         paths["comment-meta"] = out_dir / "comment.json"
@@ -290,7 +320,7 @@ def run_gate(
             store,
             candidate,
             comparison,
-            sha=candidate_sha(activity, candidate),
+            sha=candidate_sha(activity, candidate, explicit=getattr(args, "sha", None)),
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
@@ -316,24 +346,41 @@ def obtain_candidate(
     config: SuiteConfig, args: argparse.Namespace, out_dir: Path, *, smoke: bool
 ) -> tuple[Results, Path]:
     """The candidate results and the file they are in: ``--results``, else a fresh run written to
-    the out dir."""
+    the out dir. Every slice the config asks for (with ``--slice-key``) must be carried by a case."""
     if args.results:
-        return load_given(args, out_dir)
+        return load_given(args, out_dir, config.slices or None)
     path = out_dir / "results.json"
-    return run_suite(Path(args.config), path, smoke=smoke), path
+    results = run_suite(Path(args.config), path, smoke=smoke)
+    _require_slices(results, path, config.slices)
+    return results, path
 
 
-def load_given(args: argparse.Namespace, out_dir: Path) -> tuple[Results, Path]:
-    """``--results``, imported into the out dir first when ``--results-format`` names another harness."""
+def load_given(args: argparse.Namespace, out_dir: Path, slice_keys: list[str] | None = None) -> tuple[Results, Path]:
+    """``--results``, imported into the out dir first when ``--results-format`` names another harness
+    (slicing by ``slice_keys`` — the config's ``slices:`` and ``--slice-key`` — when given, else by the
+    format's default keys)."""
     given = Path(args.results)
     if args.results_format and args.results_format != "evalgate":
         from evals.importers import import_results
 
-        results = import_results(args.results_format, [given])
+        results = import_results(args.results_format, [given], slice_keys=slice_keys)
         path = out_dir / "results.json"
         save_results(results, path)
-        return results, path
-    return load_results(given), given
+    else:
+        results, path = load_results(given), given
+    _require_slices(results, given, slice_keys or [])
+    return results, path
+
+
+def _require_slices(results: Results, path: Path, keys: list[str]) -> None:
+    from evals.slices import require_slice_keys
+
+    carried = {key for case in results.cases for key in case.slices}
+    missing = [key for key in keys if key not in carried]
+    if missing:
+        # An import keeps only the keys asked for: list what its source offered instead.
+        offered = carried | set(results.run.source.get("tag_keys") or [])
+        require_slice_keys(missing, offered - set(missing), where=f"{path} (slices: / --slice-key)")
 
 
 def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str, str] = os.environ) -> Results:
@@ -349,7 +396,18 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
     output.unlink(missing_ok=True)  # never gate on an earlier gate's file
     # -P: `evals` is ours, not a package of that name in the user's checkout (python targets put
     # their own folders on sys.path explicitly, evals.targets.import_callable).
-    command = [sys.executable, "-P", "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
+    command = [
+        sys.executable,
+        "-P",
+        "-m",
+        "evals",
+        "run",
+        "--config",
+        str(config_path),
+        "--output",
+        str(output),
+        "--no-summary",
+    ]
     command += ["--progress", "lines", *(["--smoke"] if smoke else [])]
     seal_process()
     # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.
@@ -418,15 +476,32 @@ def seal_process() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
 
 
-def candidate_sha(activity: Activity, candidate: Results) -> str:
-    sha = activity.candidate_sha or candidate.run.git_sha
+def candidate_sha(activity: Activity, candidate: Results, *, explicit: str | None = None) -> str:
+    """What the candidate's snapshot is named by: ``--sha``, the event's commit, the run's own
+    ``git_sha``, the checkout's HEAD; outside git, a digest of the results' content (SPEC §13), so
+    the same results always get the same name and different ones never share it."""
+    sha = explicit or activity.candidate_sha or candidate.run.git_sha
     if not sha:
         from evals.gitinfo import current_sha
 
         sha = current_sha()
     if not sha:
-        raise UsageError("cannot promote: no commit sha (run inside a git checkout, or set GITHUB_SHA)")
+        sha = content_digest(candidate)
+        print(
+            f"evalgate: no commit (not a git checkout, no GITHUB_SHA): the baseline is named by the results' "
+            f"content, {sha}; pass --sha COMMIT to name it",
+            file=sys.stderr,
+        )
     return sha
+
+
+def content_digest(results: Results) -> str:
+    """``content-`` + 40 hex of the sha256 of the cases (ids, inputs, attempts): a stable name for a
+    run that has no commit."""
+    import hashlib
+
+    body = json.dumps([c.model_dump(mode="json") for c in results.cases], sort_keys=True, separators=(",", ":"))
+    return "content-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40]
 
 
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:

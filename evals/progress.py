@@ -20,13 +20,19 @@ class Progress:
         self.done = done
         self.errors = 0
         self.retries = 0
+        self.resumed = done  # done before this run started: no part of its rate
+        self.passed = 0.0  # sum of the per-case pass values seen so far
+        self.scored = 0
         self.started = time.monotonic()
         self._last = 0.0
 
-    def update(self, *, cases: int = 0, errors: int = 0, retries: int = 0) -> None:
+    def update(self, *, cases: int = 0, errors: int = 0, retries: int = 0, passed: float | None = None) -> None:
         self.done += cases
         self.errors += errors
         self.retries += retries
+        if passed is not None:
+            self.passed += passed
+            self.scored += 1
         now = time.monotonic()
         if now - self._last >= (BAR_REDRAW_S if self.bar else PLAIN_EVERY_S):
             self._last = now
@@ -34,9 +40,14 @@ class Progress:
 
     def _line(self) -> str:
         elapsed = time.monotonic() - self.started
-        return (
-            f"{self.done}/{self.total} cases, {self.errors} with errors, {self.retries} infra retries, {elapsed:.0f}s"
-        )
+        rate = f", pass {self.passed / self.scored:.0%}" if self.scored else ""
+        line = f"{self.done}/{self.total} cases{rate}, {self.errors} with errors, {self.retries} infra retries"
+        ran = self.done - self.resumed
+        if ran > 0 and self.done < self.total:
+            line += f", {elapsed:.0f}s, ETA {elapsed / ran * (self.total - self.done):.0f}s"
+        else:
+            line += f", {elapsed:.0f}s"
+        return line
 
     def _emit(self) -> None:
         if self.bar:

@@ -35,7 +35,6 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_candidate_options(parser)
     parser.add_argument("--reason", required=True, help="why (recorded in the manifest with the actor)")
     parser.add_argument("--actor", help="who resets (default: GITHUB_ACTOR, else the OS user)")
-    parser.add_argument("--sha", help="commit the baseline stands for (default: the run's commit)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -86,7 +85,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
             )
         comparison = previous.compare(candidate, config)
         paths = write_report_files(comparison, config, out_dir)
-        sha = getattr(args, "sha", None) or candidate_sha(activity, candidate)
+        sha = candidate_sha(activity, candidate, explicit=args.sha)
         actor = actor_name(getattr(args, "actor", None) or activity.actor)
         result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
         for line in result.warnings:

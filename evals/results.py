@@ -234,6 +234,13 @@ def read_json_bytes(path: Path) -> bytes:
     return gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
 
 
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The decoder's message with its column, read as a sentence: several of its messages end in
+    "at" ("Unterminated string starting at") and expect the position to follow."""
+    msg = exc.msg.removesuffix(" at")
+    return f"{msg} at column {exc.colno}"
+
+
 def parse_results(raw: bytes, where: str | Path) -> Results:
     try:
         data = json.loads(raw)
@@ -241,7 +248,7 @@ def parse_results(raw: bytes, where: str | Path) -> Results:
         raise InputFileError(where, "not UTF-8 text (is this a results file?)") from None
     except json.JSONDecodeError as exc:
         hint = "the file looks truncated" if exc.pos >= len(raw.rstrip()) - 1 else None
-        raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {exc.msg} at column {exc.colno}", hint) from None
+        raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {json_problem(exc)}", hint) from None
     except RecursionError:  # json.loads recurses per nesting level
         raise InputFileError(where, "JSON nested too deeply to be a results file") from None
     if not isinstance(data, dict):

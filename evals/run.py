@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evals import __version__
-from evals.cases import Case, check_case_set, load_cases
+from evals.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
 from evals.config import SuiteConfig, load_config
 from evals.containment import RunContainment
 from evals.errors import EXIT_INFRA, EXIT_PASS, InputFileError, UsageError
@@ -44,6 +44,7 @@ from evals.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
 from evals.scorers import build_scorers
 from evals.shards import parse_shard, shard_of
 from evals.smoke import smoke_subset, subset_label
+from evals.summary import case_values
 from evals.targets import Target, build_target
 
 WRITE_EVERY_S = 2.0
@@ -54,9 +55,16 @@ def now_iso() -> str:
 
 
 def select_cases(
-    cases: list[Case], config: SuiteConfig, *, smoke: bool, shard: tuple[int, int] | None
+    cases: list[Case],
+    config: SuiteConfig,
+    *,
+    smoke: bool,
+    shard: tuple[int, int] | None,
+    filters: list[str] | None = None,
+    limit: int | None = None,
 ) -> tuple[list[Case], str | None]:
-    """The cases this run covers (smoke first, then the shard) and the ``subset`` label."""
+    """The cases this run covers (smoke, then ``--filter``, ``--limit``, then the shard) and the
+    ``subset`` label: a development subset is compared on its own ids and never promoted."""
     subset = None
     if smoke:
         cases = smoke_subset(cases, config.smoke, config.slices)
@@ -66,9 +74,16 @@ def select_cases(
                 f"{config.path or 'config'}: smoke.tag {config.smoke.tag!r} matches no case "
                 "(it names a tag key, or key=value)"
             )
+    labels = [subset] if subset else []
+    if filters:
+        cases = filter_cases(cases, filters)
+        labels.append("filter:" + ",".join(filters))
+    if limit is not None:
+        cases = limit_cases(cases, limit)
+        labels.append(f"limit:{limit}")
     if shard is not None:
         cases = [c for c in cases if shard_of(c.id, shard[1]) == shard[0]]
-    return cases, subset
+    return cases, "+".join(labels) or None
 
 
 def _same_target(a: TargetInfo | None, b: TargetInfo) -> bool:
@@ -199,17 +214,19 @@ def execute(
     resume: bool = False,
     progress: bool | None = None,
     grace_s: float = DEFAULT_GRACE_S,
+    filters: list[str] | None = None,
+    limit: int | None = None,
     lean: bool = False,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
-        on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
-        period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
+    on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
+    period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
     only when asked for); the caller decides what an incomplete run means."""
     output = Path(output)
     every_case = load_cases(config)
     scorers = build_scorers(config.scorers, config.root)
     check_case_set(config, every_case)
-    cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard)
+    cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit)
     target = build_target(config)
     info = target.info()
     kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
@@ -248,6 +265,7 @@ def execute(
             cases=1 if result.complete else 0,
             errors=1 if errors else 0,
             retries=sum(a.retries for a in result.attempts),
+            passed=case_values(result)[0],
         )
         recorder.add(result)
 
@@ -306,6 +324,8 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
         for signum in installed:
             loop.remove_signal_handler(signum)
         await target.aclose()
+        for scorer in runner.scorers:
+            await scorer.aclose()
 
 
 def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
@@ -347,6 +367,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--progress", choices=("auto", "bar", "lines"), default="auto", help="progress on stderr (auto: bar on a TTY)"
     )
+    parser.add_argument(
+        "--filter",
+        dest="filters",
+        action="append",
+        metavar="PATTERN",
+        help="development run: only cases whose id matches this glob, or whose tag KEY matches KEY=VALUE "
+        "(repeatable; same key: either, different keys: both); the run is marked as a subset",
+    )
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="development run: only the first N cases; the run is marked as a subset"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
+    parser.add_argument(
+        "--summary",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="end with the summary table: pass rate with CI overall and per slice, errors, tokens, latency, cost",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -367,8 +405,21 @@ def main(args: argparse.Namespace) -> int:
         resume=args.resume,
         progress=progress,
         grace_s=args.grace_s,
+        filters=args.filters,
+        limit=args.limit,
         lean=True,
     )
+    if args.summary or args.html:
+        from evals.summary import render_text, summarize
+
+        summary = summarize(results, config.slices or None)
+        if args.summary:
+            sys.stderr.write("\n" + render_text(summary))
+        if args.html:
+            from evals.html import write_html
+
+            write_html(Path(args.html), results=results, summary=summary)
+            _say(f"html report: {args.html}")
     from evals.history import record_run
 
     record_run(results, config=config)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evals.masking import clip_masked, mask_secrets
 from evals.results import Attempt, AttemptError, CaseResult, RetryRecord
-from evals.scorers import ScorerError, score_attempt
+from evals.scorers import ScorerError, score_attempt_async
 from evals.targets import Target, TargetFailure, TargetOutput
 from evals.trace import TraceError, build_trace
 
@@ -160,7 +160,7 @@ class Runner:
             history.extend(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)
             if failure is None:
                 assert result is not None
-                return self._scored(case, result, latency_ms, history)
+                return await self._scored(case, result, latency_ms, history)
             if failure.kind == "infra" and len(history) < self.settings.retries.max:
                 wait = backoff_wait(self.settings.retries, len(history), failure.retry_after)
                 history.append(
@@ -183,15 +183,16 @@ class Runner:
                 metadata={"status": failure.status} if failure.status is not None else {},
             )
 
-    def _scored(self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]) -> Attempt:
+    async def _scored(self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]) -> Attempt:
         error = None
         passed = score = None
         scores: dict[str, float] = {}
+        details: dict[str, Any] = {}
         try:
-            verdict = score_attempt(self.scorers, result.output, case)
-            passed, score, scores = verdict.passed, verdict.score, dict(verdict.scores)
-        except ScorerError as exc:
-            error = AttemptError(kind="scorer", message=self._mask(str(exc)))
+            verdict = await score_attempt_async(self.scorers, result.output, case)
+            passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
+        except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
+            error = AttemptError(kind=exc.kind, message=self._mask(str(exc)))
         trace = None
         if result.trace is not None:
             try:
@@ -213,7 +214,7 @@ class Runner:
             error=error,
             retries=len(history),
             retry_history=history,
-            metadata=self._mask(result.metadata),
+            metadata=self._mask({**result.metadata, **details}),
             trace=trace,
         )
 

@@ -12,7 +12,6 @@ import math
 import re
 import string
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -21,43 +20,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from evals.cases import Case
 from evals.config import ScorerSpec
 from evals.errors import UsageError
+from evals.judge import JudgeParams, make_judge
+from evals.score import Score, Scorer, ScorerError, as_text, verdict
 from evals.targets import import_callable
 
-
-class Score(BaseModel):
-    """``passed``: the verdict, None when the scorer cannot judge (e.g. no expected value).
-    ``score`` in [0, 1] or None. ``scores``: named scores (each scorer's own, extras like format_valid)."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-    passed: bool | None = None
-    score: Annotated[float, Field(ge=0, le=1)] | None = None
-    scores: dict[str, float] = Field(default_factory=dict)
-
-
-class ScorerError(Exception):
-    """A scorer crashed or returned something unusable; the runner records error kind "scorer"."""
-
-
-def verdict(passed: bool, **extras: float) -> Score:
-    return Score(passed=passed, score=1.0 if passed else 0.0, scores=extras)
-
-
-@dataclass(frozen=True)
-class Scorer:
-    """A ready scorer: ``scorer(output, case) -> Score``. Raises ScorerError."""
-
-    name: str
-    fn: Callable[[Any, Case], Score]
-    extras: tuple[str, ...] = ()
-
-    def __call__(self, output: Any, case: Case) -> Score:
-        try:
-            return self.fn(output, case)
-        except ScorerError:
-            raise
-        except Exception as exc:
-            raise ScorerError(f"scorer {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}") from exc
+__all__ = ["Score", "Scorer", "ScorerError", "as_text", "build_scorers", "score_attempt", "score_attempt_async"]
 
 
 # ---------------------------------------------------------------------------------------- text and numbers
@@ -74,15 +41,6 @@ _WHITESPACE = re.compile(r"\s+")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 _LIST_SEPARATORS = re.compile(r"[,;]")
 _FENCE = re.compile(r"^\s*```[\w-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
-
-
-def as_text(value: Any) -> str:
-    """Output as text for the text scorers: strings as they are, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
 def parse_number(text: str) -> float | None:
@@ -459,6 +417,11 @@ def build_scorers(specs: Sequence[ScorerSpec], root: Path) -> list[Scorer]:
 def _build(spec: ScorerSpec, root: Path) -> Scorer:
     if spec.python is not None:
         return Scorer(spec.name, _user_scorer(spec, root))
+    if spec.name == "judge":
+        try:
+            return Scorer(spec.name, None, afn=make_judge(JudgeParams.model_validate(spec.params), root))
+        except ValidationError as exc:
+            raise UsageError(f"scorer 'judge': {_params_problem(exc, JudgeParams)}") from None
     if spec.name not in BUILTINS:
         raise UsageError(f"unknown scorer {spec.name!r}: built-ins are {', '.join(BUILTINS)}")
     params_model, make, extras = BUILTINS[spec.name]
@@ -483,11 +446,21 @@ def _params_problem(exc: ValidationError, model: type[_Params]) -> str:
 def score_attempt(scorers: Sequence[Scorer], output: Any, case: Case) -> Score:
     """All scorers on one output: passed = every scorer that gave a verdict passed (None if none
     did); score = mean of the scorers' scores; scores = each scorer's score by name plus extras."""
+    return _combine([(scorer, scorer(output, case)) for scorer in scorers])
+
+
+async def score_attempt_async(scorers: Sequence[Scorer], output: Any, case: Case) -> Score:
+    """``score_attempt`` where some scorers are async (the judge): those are awaited."""
+    return _combine([(scorer, await scorer.ascore(output, case)) for scorer in scorers])
+
+
+def _combine(results: list[tuple[Scorer, Score]]) -> Score:
     verdicts: list[bool] = []
     values: list[float] = []
     named: dict[str, float] = {}
-    for scorer in scorers:
-        result = scorer(output, case)
+    details: dict[str, Any] = {}
+    for scorer, result in results:
+        details.update(result.details)
         if result.passed is not None:
             verdicts.append(result.passed)
         if result.score is not None:
@@ -499,4 +472,5 @@ def score_attempt(scorers: Sequence[Scorer], output: Any, case: Case) -> Score:
         passed=all(verdicts) if verdicts else None,
         score=sum(values) / len(values) if values else None,
         scores=named,
+        details=details,
     )

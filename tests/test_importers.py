@@ -521,7 +521,16 @@ def test_cli_writes_a_results_file(tmp_path, python_exe):
         (lambda tmp: INSPECT_JSON, "promptfoo", r"not a promptfoo file: no results\.results.*looks like inspect_ai"),
         (lambda tmp: PROMPTFOO, "junit", r"not a junit file: not XML.*looks like promptfoo"),
         (lambda tmp: _write(tmp / "notes.txt", "just some text\n"), "auto", r"notes\.txt: not a recognised results"),
-        (lambda tmp: _write(tmp / "run.eval", "PK\x03\x04 truncated"), "inspect_ai", r"run\.eval: not a inspect_ai"),
+        (lambda tmp: _write(tmp / "run.eval", "PK\x03\x04 cut"), "inspect_ai", r"run\.eval: truncated or corrupt"),
+        (lambda tmp: _cut(INSPECT_EVAL, tmp / "cut.eval"), "inspect_ai", r"cut\.eval: truncated or corrupt \.eval log"),
+        (lambda tmp: _cut(INSPECT_EVAL, tmp / "cut.eval"), "auto", r"cut\.eval: a zip file cut short or damaged"),
+        (
+            lambda tmp: _cut(PROMPTFOO, tmp / "cut.json"),
+            "auto",
+            r"cut\.json: invalid JSON: .* at column \d+; the file looks truncated: cannot tell",
+        ),
+        (lambda tmp: _cut(PROMPTFOO, tmp / "cut.json"), "promptfoo", r"cut\.json:\d+: not a valid promptfoo .* column"),
+        (lambda tmp: PROMPTFOO, "inspect_ai", r"not an inspect_ai file"),
         (lambda tmp: _write(tmp / "bad.xml", "<testsuites><testcase name='x'>"), "junit", r"bad\.xml:1: invalid XML"),
         (lambda tmp: _old_promptfoo(tmp), "promptfoo", r"results\.version is 2; this importer reads version 3"),
         (lambda tmp: _write(tmp / "samples_x.jsonl", '{"doc_id": 0}\nnot json\n'), "lm_eval", r"samples_x\.jsonl"),
@@ -548,6 +557,11 @@ def test_cli_writes_a_results_file(tmp_path, python_exe):
         "json-as-junit",
         "text",
         "truncated-zip",
+        "cut-eval",
+        "cut-eval-auto",
+        "cut-json-auto",
+        "cut-json",
+        "article",
         "bad-xml",
         "old-promptfoo",
         "bad-jsonl",
@@ -564,7 +578,15 @@ def test_bad_inputs_exit_2_with_file_and_reason(make_input, fmt, expected, tmp_p
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert re.search(expected, proc.stderr, re.DOTALL), proc.stderr
+    assert " at at " not in proc.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def _cut(source: Path, path: Path) -> Path:
+    """The first half of a real file: what a copy made while the tool was writing holds."""
+    data = source.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
 
 
 def _write(path: Path, text: str) -> Path:

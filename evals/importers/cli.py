@@ -73,10 +73,10 @@ def main(args: argparse.Namespace) -> int:
     record_run(results, command="import")
     run = results.run
     attempts = sum(len(c.attempts) for c in results.cases)
-    state = "complete" if run.is_complete else f"PARTIAL ({run.status}: {run.message or 'incomplete'})"
+    state = "" if run.is_complete else f": PARTIAL ({run.status}: {run.message or 'incomplete'})"
     print(
         f"imported {len(results.cases)} cases ({attempts} attempts) from {run.source.get('format') or 'evalgate'} "
-        f"into {args.output}: {run.completed_cases}/{run.total_cases} complete, {state}",
+        f"into {args.output}: {run.completed_cases}/{run.total_cases} complete{state}",
         file=sys.stderr,
     )
     return EXIT_PASS

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from evals.results import (
     RunStatus,
     TargetInfo,
     case_hash,
+    json_problem,
     read_json_bytes,
 )
 
@@ -70,7 +70,7 @@ def load_json(path: Path, what: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputFileError(f"{path}:{exc.lineno}", f"not a valid {what}: invalid JSON ({exc.msg})") from None
+        raise InputFileError(f"{path}:{exc.lineno}", f"not a valid {what}: invalid JSON: {json_problem(exc)}") from None
 
 
 def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -81,7 +81,7 @@ def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise InputFileError(f"{path}:{lineno}", f"not a valid {what}: invalid JSON ({exc.msg})") from None
+            raise InputFileError(f"{path}:{lineno}", f"not a valid {what}: invalid JSON: {json_problem(exc)}") from None
         if not isinstance(obj, dict):
             raise InputFileError(f"{path}:{lineno}", f"not a valid {what}: a line is not a JSON object")
         yield lineno, obj
@@ -93,7 +93,8 @@ def not_format(path: Path, fmt: str, problem: str) -> InputFileError:
 
     guess = sniff(path)
     hint = f"it looks like {guess} output: use --from {guess} or --from auto" if guess and guess != fmt else None
-    return InputFileError(path, f"not a {fmt} file: {problem}", hint)
+    article = "an" if fmt[0] in "aeiou" else "a"
+    return InputFileError(path, f"not {article} {fmt} file: {problem}", hint)
 
 
 # -------------------------------------------------------------------------------------- values
@@ -121,22 +122,6 @@ def numeric_scores(values: Mapping[str, Any], prefix: str = "") -> dict[str, flo
         elif (number := as_number(value)) is not None:
             out[f"{prefix}{key}"] = number
     return out
-
-
-_INFRA_PATTERNS = re.compile(
-    r"rate.?limit|too many requests|\b429\b|\b50[0234]\b|service unavailable|bad gateway|gateway time-?out"
-    r"|overloaded|connection (?:reset|refused|error|aborted)|connecterror|apiconnectionerror|remotedisconnected"
-    r"|name resolution|temporary failure|timed? ?out while connecting|econnreset|econnrefused|etimedout|socket hang up"
-    r"|cancelled ?error|\bcancell?ed\b",
-    re.IGNORECASE,
-)
-
-
-def error_kind(message: str, default: ErrorKind = "target") -> ErrorKind:
-    """Infra when the message names a transport or provider-capacity failure or a cancellation
-    (the attempt was stopped, not answered), else ``default``: only infra errors are excused
-    from the pass rate, so guessing infra must need evidence."""
-    return "infra" if _INFRA_PATTERNS.search(message) else default
 
 
 def make_error(kind: ErrorKind, message: str) -> AttemptError:
@@ -246,16 +231,19 @@ def build_results(
     ended_at: str | None = None,
     source: Mapping[str, Any] | None = None,
     expected_attempts: int = 1,
+    tags: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Results:
     """Assemble the run. ``completed_cases`` counts cases with at least ``expected_attempts``
     attempts, none of them an infra error; ``total_cases`` is what the source says should have
-    run, never less than what was found."""
+    run, never less than what was found. ``tags``: each case's candidate slice tags, whose keys
+    are listed in ``run.source.tag_keys`` (what ``--slice-key`` could have named)."""
     cases = list(cases)
     if not cases and total_cases is None:
         raise InputFileError(inputs[0] if len(inputs) == 1 else ", ".join(map(str, inputs)), f"no {fmt} results found")
     total = max(total_cases or 0, len(cases))
     completed = sum(1 for c in cases if c.complete and len(c.attempts) >= expected_attempts)
     attempts_per_case = max((len(c.attempts) for c in cases), default=1) or 1
+    tag_keys = {k for case_tags in (tags or {}).values() for k in case_tags} | {k for c in cases for k in c.slices}
     if status == "success" and completed < total and message is None:
         message = f"{total - completed} of {total} cases did not complete (infra errors or missing)"
     return Results(
@@ -271,7 +259,9 @@ def build_results(
             message=message,
             evalgate_version=__version__,
             source=dict(
-                mask_secrets({"format": fmt, "files": [str(p) for p in inputs], **(source or {})}),
+                mask_secrets(
+                    {"format": fmt, "files": [str(p) for p in inputs], **(source or {}), "tag_keys": sorted(tag_keys)}
+                ),
             ),
         ),
         cases=cases,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InputFileError, UsageError
-from evals.results import read_json_bytes
+from evals.results import json_problem, read_json_bytes
 
 # Directory scans look this deep: a Harbor job is job/trial/result.json; lm-eval writes
 # output/<model>/samples_*.jsonl.
@@ -39,29 +39,32 @@ def _json_kind(obj: Any) -> str | None:
     return None
 
 
-def _sniff_text(text: str) -> str | None:
+def _sniff_text(text: str) -> tuple[str | None, str | None]:
+    """(format, why it is none) of a file's text."""
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith("<"):
         try:
             for _event, element in ET.iterparse(_StringReader(stripped), events=("start",)):
-                return "junit" if element.tag in ("testsuites", "testsuite") else None
-        except ET.ParseError:
-            return None
-        return None
+                return ("junit", None) if element.tag in ("testsuites", "testsuite") else (None, None)
+        except ET.ParseError as exc:
+            return None, f"invalid XML ({exc})"
+        return None, None
     if not stripped.startswith("{"):
-        return None
+        return None, None
     try:
-        return _json_kind(json.loads(stripped))
-    except json.JSONDecodeError:
-        pass
+        return _json_kind(json.loads(stripped)), None
+    except json.JSONDecodeError as exc:
+        problem = f"invalid JSON: {json_problem(exc)}"
+        if exc.pos >= len(stripped.rstrip()) - 1:
+            problem += "; the file looks truncated"
     for line in stripped.splitlines()[:_SNIFF_LINES]:  # JSON lines: any of the first lines tells
         try:
             kind = _json_kind(json.loads(line))
         except json.JSONDecodeError:
-            return None
+            return None, problem
         if kind in ("openai_evals", "lm_eval"):
-            return kind
-    return None
+            return kind, None
+    return None, problem
 
 
 class _StringReader:
@@ -78,34 +81,34 @@ class _StringReader:
         return chunk
 
 
-def _sniff_file(path: Path) -> str | None:
+def _sniff_file(path: Path) -> tuple[str | None, str | None]:
     try:
         with path.open("rb") as fh:
             head = fh.read(4)
-    except OSError:
-        return None
+    except OSError as exc:
+        return None, f"cannot read: {exc}"
     if head.startswith(b"PK"):
         try:
             with zipfile.ZipFile(path) as zf:
                 names = set(zf.namelist())
-        except (zipfile.BadZipFile, OSError):
-            return None
-        return "inspect_ai" if {"header.json", "_journal/start.json"} & names else None
+        except (zipfile.BadZipFile, OSError) as exc:
+            return None, f"a zip file cut short or damaged ({exc}); an inspect_ai .eval log copied while being written?"
+        return ("inspect_ai", None) if {"header.json", "_journal/start.json"} & names else (None, None)
     try:
         raw = read_json_bytes(path)
-    except InputFileError:
-        return None
+    except InputFileError as exc:
+        return None, exc.problem
     try:
         return _sniff_text(raw.decode("utf-8-sig"))
     except UnicodeDecodeError:
-        return None
+        return None, None
 
 
 def _sniff_dir(path: Path) -> str | None:
     found: set[str] = set()
     for child in sorted(_walk(path, _MAX_DEPTH)):
         if child.suffix in (".json", ".jsonl"):
-            kind = _sniff_file(child)
+            kind, _problem = _sniff_file(child)
             if kind in ("harbor", "lm_eval"):
                 found.add(kind)
     return found.pop() if len(found) == 1 else None
@@ -124,7 +127,7 @@ def sniff(path: Path) -> str | None:
     path = Path(path)
     if path.is_dir():
         return _sniff_dir(path)
-    return _sniff_file(path)
+    return _sniff_file(path)[0]
 
 
 def detect_format(inputs: list[Path]) -> str:
@@ -133,8 +136,10 @@ def detect_format(inputs: list[Path]) -> str:
     for path in inputs:
         if not path.exists():
             raise InputFileError(path, "file not found")
-        kind = sniff(path)
+        kind, problem = (_sniff_dir(path), None) if path.is_dir() else _sniff_file(path)
         if kind is None:
+            if problem:
+                raise InputFileError(path, f"{problem}: cannot tell which harness wrote it")
             raise InputFileError(
                 path,
                 "not a recognised results file (evalgate, promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit)",

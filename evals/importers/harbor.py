@@ -27,6 +27,7 @@ from evals.importers.common import (
     not_format,
     numeric_scores,
 )
+from evals.infra import error_kind
 from evals.results import CaseResult, ErrorKind, RunStatus, TargetInfo
 
 FORMAT = "harbor"
@@ -96,14 +97,15 @@ _REWARD_VALID = frozenset(
 _TIMEOUTS = frozenset({"AgentTimeoutError"})
 
 
-def _error_kind(exception_type: str) -> ErrorKind:
+def _error_kind(exception_type: str, message: str) -> ErrorKind:
     if exception_type in _INFRA:
         return "infra"
     if exception_type in _SCORER:
         return "scorer"
     if exception_type in _TIMEOUTS:
         return "timeout"
-    return "target"
+    # A type Harbor's policy does not list (an agent's own exception) may still be a network failure.
+    return error_kind(exception_type, message)
 
 
 def _is_trial(data: Any) -> bool:
@@ -167,7 +169,8 @@ def _attempt(trial: dict[str, Any], reward_key: str | None):
         exc_type = str(exception.get("exception_type") or "Exception")
         metadata["exception"] = exc_type
         if not (rewards and exc_type in _REWARD_VALID):
-            error = make_error(_error_kind(exc_type), f"{exc_type}: {exception.get('exception_message') or ''}")
+            message = str(exception.get("exception_message") or "")
+            error = make_error(_error_kind(exc_type, message), f"{exc_type}: {message}")
     elif not rewards:
         error = make_error("scorer", "the trial has no verifier rewards")
     main = as_number(rewards.get(reward_key)) if reward_key and error is None else None

@@ -26,12 +26,12 @@ from evals.importers.common import (
     attempt,
     build_results,
     choose_slices,
-    error_kind,
     load_json,
     make_error,
     new_case,
     not_format,
 )
+from evals.infra import error_kind
 from evals.results import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
 
 FORMAT = "inspect_ai"
@@ -88,8 +88,13 @@ def _read_up_to(reader: Any, size: int) -> bytes:
 def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     try:
         zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile:
-        raise not_format(path, FORMAT, "not a zip file (an .eval log is one)") from None
+    except zipfile.BadZipFile as exc:
+        # It starts like a zip (the caller checked): cut short, not some other kind of file.
+        raise InputFileError(
+            path,
+            f"truncated or corrupt .eval log: the zip's central directory is missing or damaged ({exc})",
+            "was it copied while inspect was still writing it? inspect writes the directory last",
+        ) from None
     room = inflate_limit()
 
     def member_json(info: zipfile.ZipInfo) -> Any:
@@ -353,4 +358,5 @@ def import_files(inputs: list[Path], options: ImportOptions):
                 for _p, h, _s in logs
             ],
         },
+        tags=tags,
     )

@@ -21,12 +21,12 @@ from evals.importers.common import (
     attempt,
     build_results,
     choose_slices,
-    error_kind,
     make_error,
     new_case,
     not_format,
     read_text,
 )
+from evals.infra import error_kind
 from evals.results import CaseResult
 
 FORMAT = "junit"
@@ -159,6 +159,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
             "header_tests": header_tests,
             "suites": suite_names,
         },
+        tags=tags,
     )
 
 

@@ -217,4 +217,5 @@ def import_files(inputs: list[Path], options: ImportOptions):
             "results_files": [str(p) for p in results_files],
             "samples_files": [str(p) for p in samples_files],
         },
+        tags=tags,
     )

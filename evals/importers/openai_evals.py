@@ -2,7 +2,8 @@
 ``final_report`` line and one event per line (``sampling``, ``match``, ``metrics``, ...), in no
 guaranteed order (the final report may come before the events). Events are grouped by
 ``sample_id`` and ordered by ``event_id``; each ``match`` event is one attempt (or, for evals that
-record no matches, each ``metrics`` event). A file without a final report is a run that did not
+record no matches, each ``metrics`` event); a sample with only ``error`` events gets one errored
+attempt per error. A file without a final report is a run that did not
 finish and is imported as a partial run."""
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ from evals.importers.common import (
     attempt,
     build_results,
     iter_jsonl,
+    make_error,
     new_case,
     not_format,
     numeric_scores,
 )
 from evals.importers.detect import sniff
+from evals.infra import error_kind
 from evals.results import CaseResult, TargetInfo
 
 FORMAT = "openai_evals"
@@ -75,6 +78,13 @@ def _attempts(events: list[dict[str, Any]]):
                 metadata={k: data[k] for k in ("picked", "options") if data.get(k) is not None},
             )
         )
+    if not out:
+        # ``record_error`` events ({"type": exception class, "message": str(exc)}) of a sample that
+        # was never graded: each is a failed attempt, an infra one when it names a network failure.
+        for data in by_type.get("error", []):
+            message = str(data.get("message") or "")
+            name = str(data.get("type") or "error")
+            out.append(attempt(error=make_error(error_kind(name, message), f"{name}: {message}".strip(": "))))
     prompt = samplings[0].get("prompt") if samplings else None
     expected = next((d.get("expected") for d in graded if d.get("expected") is not None), None)
     return out, prompt, expected

@@ -21,13 +21,13 @@ from evals.importers.common import (
     attempt,
     build_results,
     choose_slices,
-    error_kind,
     load_json,
     make_error,
     new_case,
     not_format,
     numeric_scores,
 )
+from evals.infra import error_kind
 from evals.results import CaseResult, TargetInfo
 
 FORMAT = "promptfoo"
@@ -197,4 +197,5 @@ def import_files(inputs: list[Path], options: ImportOptions):
                 if k in ("successes", "failures", "errors")
             },
         },
+        tags=tags,
     )

@@ -1,0 +1,45 @@
+// Open an evalgate HTML report in headless Chromium (@sparticuz/chromium + puppeteer-core) and
+// report what a reader would see: every request the page made, the verdict, how many case rows
+// show before and after typing into each search box, and a screenshot.
+// Usage: node check_report.mjs REPORT.html SCREENSHOT.png SEARCH_TEXT
+import chromium from '@sparticuz/chromium';
+import puppeteer from 'puppeteer-core';
+
+const [, , file, screenshot, query] = process.argv;
+const browser = await puppeteer.launch({
+  args: chromium.args,
+  executablePath: await chromium.executablePath(),
+  headless: 'shell',
+});
+try {
+  const page = await browser.newPage();
+  await page.setRequestInterception(true);
+  const requests = [];
+  page.on('request', (request) => {
+    requests.push(request.url());
+    // Nothing but the page itself may load; anything else is recorded and refused.
+    if (request.url() === 'file://' + file) request.continue();
+    else request.abort();
+  });
+  const errors = [];
+  page.on('pageerror', (err) => errors.push(String(err)));
+  await page.goto('file://' + file, { waitUntil: 'load' });
+  const visible = (id) =>
+    page.$$eval(`#${id} tbody tr`, (rows) => rows.filter((r) => !r.hidden).length).catch(() => null);
+  const tables = await page.$$eval('table.searchable', (ts) => ts.map((t) => t.id));
+  const before = {};
+  const after = {};
+  for (const id of tables) before[id] = await visible(id);
+  for (const id of tables) {
+    await page.type(`input[data-table="${id}"]`, query);
+    after[id] = await visible(id);
+  }
+  await page.screenshot({ path: screenshot, fullPage: true });
+  const verdict = await page.$eval('#verdict', (el) => el.textContent).catch(() => null);
+  const slices = await page.$$eval('#slices tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
+  const text = await page.evaluate(() => document.body.innerText);
+  const scripts = await page.$$eval('script', (s) => s.length);
+  console.log(JSON.stringify({ requests, errors, verdict, slices, before, after, tables, text, scripts }));
+} finally {
+  await browser.close();
+}

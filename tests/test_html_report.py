@@ -1,0 +1,157 @@
+"""``--html``: one self-contained HTML report, opened in a real headless Chromium
+(@sparticuz/chromium driven by puppeteer-core, installed by the test itself with npm into a cache
+folder outside the repository): it renders the verdict and the per-slice table, its search box
+filters the case rows, it makes no request beyond the page itself (request interception), and
+text from cases carrying HTML, scripts and image links stays inert. Without node/npm, or when
+the packages or the browser cannot be obtained, the browser tests skip and say why."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evals.html import render_html
+from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.summary import summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
+CHECK = Path(__file__).parent / "browser" / "check_report.mjs"
+PACKAGES = ["@sparticuz/chromium@^147.0.0", "puppeteer-core@^24.43.1"]
+# Under the virtualenv by default (sys.prefix): outside the sources, gone with the venv.
+CACHE = Path(os.environ.get("EVALGATE_BROWSER_CACHE") or Path(sys.prefix) / "evalgate-browser")
+HOSTILE = '<img src="http://127.0.0.1:9/pixel.png"><script>fetch("http://127.0.0.1:9/x")</script>'
+
+
+@pytest.fixture(scope="session")
+def browser() -> Path:
+    """The folder holding node_modules with the two packages, after checking the browser starts."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node or not npm:
+        pytest.skip("browser test: node and npm are needed to install @sparticuz/chromium + puppeteer-core")
+    modules = CACHE / "node_modules"
+    if not (modules / "@sparticuz" / "chromium").is_dir() or not (modules / "puppeteer-core").is_dir():
+        CACHE.mkdir(parents=True, exist_ok=True)
+        try:
+            done = subprocess.run(
+                [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],
+                capture_output=True,
+                text=True,
+                timeout=900,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} took over 15 minutes")
+        if done.returncode != 0:
+            pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} failed: {done.stderr.strip()[-500:]}")
+    return CACHE
+
+
+def open_in_browser(browser: Path, page: Path, screenshot: Path, query: str) -> dict:
+    script = browser / CHECK.name
+    shutil.copyfile(CHECK, script)  # node resolves the packages next to the script
+    done = subprocess.run(
+        ["node", str(script), str(page.resolve()), str(screenshot), query],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    if done.returncode != 0 and "Failed to launch the browser process" in done.stderr:
+        pytest.skip(f"browser test: Chromium does not start here: {done.stderr.strip()[-400:]}")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def hostile_results() -> Results:
+    """Cases whose ids, slices and outputs carry HTML that would load things if it were not escaped."""
+    cases = []
+    for i in range(6):
+        lang = "ko" if i % 2 else "en"
+        cases.append(
+            CaseResult(
+                id=f"case-{i}" if i else f"case-0 {HOSTILE}",
+                slices={"language": lang if i else f"{lang}<b>x</b>"},
+                input=f"question {i}",
+                expected="42",
+                attempts=[
+                    Attempt(
+                        passed=i % 3 != 0,
+                        output=HOSTILE if i == 1 else f"FINAL ANSWER: {40 + i}",
+                        latency_ms=10.0 * i,
+                        error=AttemptError(kind="infra", message=f"Connection error. {HOSTILE}") if i == 5 else None,
+                    )
+                ],
+            )
+        )
+    run = RunInfo(suite="hostile", status="success", total_cases=6, completed_cases=5)
+    return Results(run=run, cases=cases)
+
+
+def test_report_is_one_file_that_loads_nothing():
+    """Checked on the text itself, browser or not: no external URL in any src/href, a CSP that
+    forbids every load, and case text escaped."""
+    results = hostile_results()
+    page = render_html(results=results, summary=summarize(results))
+    assert "default-src 'none'" in page
+    assert "<img" not in page and 'src="http' not in page and "href=" not in page
+    assert page.count("<script>") == 1  # the search script, nothing from a case
+    assert "&lt;img src=&#34;http://127.0.0.1:9/pixel.png&#34;&gt;" in page
+
+
+def test_run_html_renders_searches_and_stays_offline(browser, tmp_path):
+    results = hostile_results()
+    save_results(results, tmp_path / "results.json")
+    page = tmp_path / "report.html"
+    shown = subprocess.run(
+        [sys.executable, "-m", "evals", "show", str(tmp_path / "results.json"), "--html", str(page)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert shown.returncode == 3, shown.stderr  # one case only has an infra error: a partial run
+    seen = open_in_browser(browser, page, tmp_path / "run.png", "ko")
+    assert seen["requests"] == [f"file://{page.resolve()}"], seen["requests"]
+    assert not seen["errors"]
+    assert seen["verdict"] == "complete run" or seen["verdict"] == "partial run"
+    assert seen["slices"][0] == "overall" and "language=ko" in seen["slices"]
+    assert seen["before"] == {"cases": 6} and seen["after"] == {"cases": 3}
+    assert HOSTILE in seen["text"]  # shown as text, not run
+    assert seen["scripts"] == 1
+
+
+def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path):
+    """The quickstart's regressed gate: `fail`, the slice table, and the pass → fail diff that a
+    search for one case id narrows to that case."""
+    page = tmp_path / "gate.html"
+    env = {**os.environ, "QUICKSTART_REGRESS": "ko"}
+    command = [sys.executable, "-m", "evals", "gate", "--config", str(QUICKSTART), "--out-dir", str(tmp_path / "out")]
+    gated = subprocess.run(
+        [*command, "--html", str(page)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert gated.returncode == 1, gated.stderr
+    comparison = json.loads((tmp_path / "out" / "comparison.json").read_text())
+    flipped = comparison["case_diff"]["pass_to_fail"][0]["id"]
+    seen = open_in_browser(browser, page, tmp_path / "gate.png", flipped)
+    assert seen["requests"] == [f"file://{page.resolve()}"]
+    assert not seen["errors"]
+    assert seen["verdict"] == "fail"
+    assert "language=ko" in seen["slices"]
+    assert seen["before"]["diff"] == len(comparison["case_diff"]["pass_to_fail"]) + len(
+        comparison["case_diff"]["fail_to_pass"]
+    ) + len(comparison["case_diff"]["score_drops"])
+    assert seen["after"]["diff"] >= 1 and seen["after"]["diff"] < seen["before"]["diff"]
+    assert seen["after"]["cases"] == 1
+    if os.environ.get("EVALGATE_SCREENSHOT_DIR"):  # to look at the page: the screenshot is kept there
+        shutil.copyfile(tmp_path / "gate.png", Path(os.environ["EVALGATE_SCREENSHOT_DIR"]) / "gate.png")

@@ -1,0 +1,167 @@
+"""The local loop (SPEC §13) through the real CLI on a copy of the quickstart suite outside any
+git checkout: `run` ends with the summary table, `show` prints it for any results file,
+`--limit`/`--filter` make subsets compared on their own ids, progress shows ETA and the running
+pass rate, and `reset` / a first `gate --results` work without a commit (`--sha`, else a digest)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from evals.baseline import LocalStore
+from evals.cases import Case, filter_cases, limit_cases
+from evals.errors import UsageError
+from evals.progress import Progress
+from evals.results import Attempt, CaseResult, Results, RunInfo, load_results
+from evals.summary import percentile, summarize, wilson
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = Path(__file__).parent / "fixtures" / "importers"
+
+
+@pytest.fixture
+def suite(tmp_path: Path) -> Path:
+    """The quickstart suite (bot, cases, config) without its store, in a folder outside git."""
+    folder = tmp_path / "suite"
+    shutil.copytree(ROOT / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("baselines", "*.md"))
+    return folder / "evalgate.yml"
+
+
+def evalgate(*args: str, cwd: Path, python_exe: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    return subprocess.run(
+        [python_exe, "-m", "evals", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+        env={**environ, **(env or {})},
+        check=False,
+    )
+
+
+def test_run_ends_with_the_summary_table(suite, tmp_path, python_exe):
+    out = tmp_path / "results.json"
+    done = evalgate("run", "--config", str(suite), "-o", str(out), cwd=tmp_path, python_exe=python_exe)
+    assert done.returncode == 0, done.stderr
+    table = done.stderr[done.stderr.index("quickstart: 240/240 cases complete") :]
+    rows = {line.split()[0]: line.split() for line in table.splitlines() if line and line.split()[0] != "unit"}
+    assert rows["overall"][1:4] == ["240", "89.2%", "84.6%"]  # cases, pass rate, CI low
+    assert rows["language=ko"][1] == "80" and rows["category=sort"][1] == "60"
+    assert "errors:  none in 240 attempts" in table and re.search(r"latency: p50 \d+ ms, p95 \d+ ms", table)
+    # `show` prints the same table for the file
+    shown = evalgate("show", str(out), cwd=tmp_path, python_exe=python_exe)
+    assert shown.returncode == 0 and shown.stdout.strip() == table.strip()
+
+
+def test_show_summarises_an_imported_partial_run_and_says_so(tmp_path, python_exe):
+    """Any results file: here inspect_ai's own log of a run whose requests failed, read with
+    --from auto; exit 3 because the run is partial."""
+    shown = evalgate(
+        "show", str(FIX / "inspect_ai" / "netfail.eval"), "--from", "auto", cwd=tmp_path, python_exe=python_exe
+    )
+    assert shown.returncode == 3, shown.stderr
+    assert "netfail: 2/8 cases complete, imported from inspect_ai — PARTIAL" in shown.stdout
+    assert "errors:  infra 6 (timeout 2, connection 1, dns 1, rate-limit 1, server-error 1) of 8 attempts" in (
+        shown.stdout
+    )
+    assert "tokens:  20 in, 2 out" in shown.stdout
+    as_json = json.loads(evalgate("show", str(FIX / "inspect_ai" / "netfail.eval"), "--from", "inspect_ai", "--json",
+                                  cwd=tmp_path, python_exe=python_exe).stdout)  # fmt: skip
+    assert as_json["units"][0] == {
+        "unit": "overall", "cases": 8, "scored": 2, "pass_rate": 0.5, "ci_low": pytest.approx(0.0945, abs=1e-3),
+        "ci_high": pytest.approx(0.9055, abs=1e-3), "score": 0.5, "errored": 6,
+    }  # fmt: skip
+
+
+def test_summary_statistics():
+    # Wilson 95% for 8/10: 0.490–0.943 (Agresti & Coull 1998, table values)
+    low, high = wilson(8, 10)
+    assert low == pytest.approx(0.4902, abs=1e-4) and high == pytest.approx(0.9433, abs=1e-4)
+    assert percentile([1, 2, 3, 4, 5], 95) == pytest.approx(4.8)  # numpy.percentile's linear rule
+    cases = [
+        CaseResult(id="a", slices={"l": "x"}, attempts=[Attempt(passed=True, tokens_in=3, tokens_out=2, cost_usd=0.5)]),
+        CaseResult(id="b", slices={"l": "y"}, attempts=[Attempt(passed=False), Attempt(passed=True)]),
+    ]
+    s = summarize(Results(run=RunInfo(suite="s", status="success", total_cases=2, completed_cases=2), cases=cases))
+    assert [u.unit for u in s.units] == ["overall", "l=x", "l=y"]
+    assert s.units[0].pass_rate == 0.75 and s.units[2].pass_rate == 0.5
+    assert (s.tokens_in, s.tokens_out, s.cost_usd, s.attempts) == (3, 2, 0.5, 3)
+
+
+def test_limit_and_filter_make_a_subset_compared_on_its_ids(suite, tmp_path, python_exe):
+    out = tmp_path / "dev.json"
+    done = evalgate(
+        "run", "--config", str(suite), "-o", str(out), "--filter", "language=ko", "--filter", "category=sort",
+        "--limit", "5", cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    results = load_results(out)
+    assert results.run.subset == "filter:language=ko,category=sort+limit:5"
+    assert len(results.cases) == 5 and all(c.slices == {"language": "ko", "category": "sort"} for c in results.cases)
+    # Against the full quickstart baseline: paired on these five ids only, never a removal.
+    compared = evalgate(
+        "compare", "--baseline", str(next((ROOT / "examples/quickstart/baselines").glob("baseline-*.json.gz"))),
+        "--candidate", str(out), "--config", str(suite), "--json", str(tmp_path / "c.json"),
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    comparison = json.loads((tmp_path / "c.json").read_text())
+    assert comparison["case_diff"]["n_paired"] == 5 and comparison["case_diff"]["n_removed"] == 0, compared.stdout
+    ids = evalgate("run", "--config", str(suite), "-o", str(tmp_path / "ids.json"), "--filter", "ko-sort-00*",
+                   cwd=tmp_path, python_exe=python_exe)  # fmt: skip
+    assert ids.returncode == 0, ids.stderr
+    assert {c.id for c in load_results(tmp_path / "ids.json").cases} == {f"ko-sort-00{i}" for i in range(1, 10)}
+
+
+def test_filter_errors_say_what_exists():
+    cases = [Case(id=f"q{i}", tags={"lang": "ko" if i % 2 else "en"}) for i in range(4)]
+    assert [c.id for c in filter_cases(cases, ["q1", "q2"])] == ["q1", "q2"]
+    assert [c.id for c in filter_cases(cases, ["lang=k*"])] == ["q1", "q3"]
+    with pytest.raises(UsageError, match=r"'language'.*lang"):
+        filter_cases(cases, ["language=ko"])
+    with pytest.raises(UsageError, match=r"lang=fr.*matches no lang value \(en, ko\)"):
+        filter_cases(cases, ["lang=fr"])
+    with pytest.raises(UsageError, match=r"'z\*'.*matches no case id"):
+        filter_cases(cases, ["z*"])
+    with pytest.raises(UsageError, match="--limit must be at least 1"):
+        limit_cases(cases, 0)
+
+
+def test_progress_shows_eta_and_the_running_pass_rate():
+    import io
+
+    stream = io.StringIO()
+    bar = Progress(10, bar=False, stream=stream)
+    bar.started -= 4.0  # four seconds in
+    bar._last = -1e9
+    for passed in (1.0, 0.0):
+        bar.update(cases=1, passed=passed)
+        bar._last = -1e9
+    line = stream.getvalue().strip().splitlines()[-1]
+    assert "2/10 cases, pass 50%" in line and re.search(r"ETA 1[56]s", line), line
+
+
+def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
+    """Outside a git checkout: reset names the snapshot by --sha, or by a digest of the results
+    without it; a first `gate --results` with no config seeds the store the same way."""
+    store = tmp_path / "store"
+    named = evalgate("reset", "--config", str(suite), "--reason", "first", "--store", "local",
+                     "--baseline-dir", str(store), "--sha", "v1.0", cwd=tmp_path, python_exe=python_exe)  # fmt: skip
+    assert named.returncode == 0, named.stdout + named.stderr
+    assert [s.sha for s in LocalStore(store).list().snapshots] == ["v1.0"]
+
+    given = tmp_path / "given.json"
+    shutil.copyfile(tmp_path / ".evalgate" / "out" / "results.json", given)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    seeded = evalgate("gate", "--results", str(given), cwd=other, python_exe=python_exe)
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    assert "pass --sha COMMIT" in seeded.stderr
+    snapshots = LocalStore(other / ".evalgate" / "baselines").list().snapshots
+    assert len(snapshots) == 1 and re.fullmatch(r"content-[0-9a-f]{40}", snapshots[0].sha)
