@@ -18,7 +18,7 @@ import gc
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -166,10 +166,14 @@ class Recorder:
         """What was written, as models (read back from its bytes)."""
         return parse_results(self.data(), self.output)
 
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON, in the file's order."""
+        return [self._json[i] for i in self.order if i in self._json]
+
     def data(self) -> bytes:
         """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
         self.run.completed_cases = self.completed
-        cases = b",".join([self._json[i] for i in self.order if i in self._json])
+        cases = b",".join(self.case_json())
         run = self.run.model_dump_json().encode("utf-8")
         return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
 
@@ -188,21 +192,23 @@ class Recorder:
 
 
 class WrittenRun:
-    """A results file just written: ``run`` at hand, ``cases`` read back from the file (lean,
-    ``evals.lazyload``) the first time something asks for them, for ``main``: a run over, the
-    models of every case need not all be alive at once."""
+    """A results file just written, for ``main``: ``run`` at hand, and ``cases`` made from the
+    recorder's bytes the first time something asks for them (the summary, the history): during the
+    run no case is held as models."""
 
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, run: RunInfo, path: Path):
+    def __init__(self, run: RunInfo, case_json: list[bytes]):
         self.run = run
-        self.path = path
+        self._case_json = case_json
 
     @functools.cached_property
-    def cases(self) -> Sequence[CaseResult]:
-        from evals.lazyload import load_lazy  # numpy (evals.metrics): only for what reads the cases
-
-        return load_lazy(self.path).cases
+    def cases(self) -> list[CaseResult]:
+        pending, self._case_json = self._case_json[::-1], []
+        cases = []
+        while pending:  # each case's bytes go as its model comes
+            cases.append(CaseResult.model_validate_json(pending.pop()))
+        return cases
 
 
 def execute(
@@ -299,7 +305,7 @@ def execute(
     run.ended_at = now_iso()
     recorder.write()
     bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
-    return WrittenRun(run, output) if lean else recorder.results()
+    return WrittenRun(run, recorder.case_json()) if lean else recorder.results()
 
 
 async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
