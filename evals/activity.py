@@ -3,7 +3,7 @@ python-coverage-comment-action: one action, one ``mode: auto`` input, and the ev
 
 ``auto``:
 - ``pull_request`` / ``pull_request_target`` → smoke gate, no promotion (``pull_request_target``
-  refuses to gate a checkout of the PR's code: see ``guard_pull_request_target``);
+  refuses to run the suite unless the workflow opts in: see ``evals.exposure``);
 - ``push`` to the default branch (``repository.default_branch`` in the event payload) → full gate,
   promotion when it passes; a push to any other branch → smoke gate, no promotion (full runs are
   what main pays for);
@@ -12,23 +12,28 @@ python-coverage-comment-action: one action, one ``mode: auto`` input, and the ev
 - ``schedule`` / ``merge_group`` → full gate without promotion (a nightly or merge-queue check).
 
 Explicit modes (``smoke``, ``full``, ``reset``, ``compare``, ``comment``) skip the choice; the event
-still supplies the PR number, commits and actor. Outside GitHub Actions nothing is read from the
-event and the gate runs against the local store."""
+still supplies the PR number, commits and actor. ``run`` only runs the suite (the smoke subset
+where ``auto`` would gate one) and writes the results: the first job of the two-job layout.
+Outside GitHub Actions nothing is read from the event and the gate runs against the local store."""
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel
 
 from evals.errors import InputFileError, UsageError
 
-MODES = ("auto", "smoke", "full", "reset", "compare", "comment")
-Kind = Literal["smoke", "full", "reset", "compare", "comment"]
+if TYPE_CHECKING:
+    from evals.github import GitHubClient
+
+MODES = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
+Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -53,6 +58,7 @@ class Activity(BaseModel):
     head_repo: str | None = None
     fork: bool = False
     reason: str | None = None
+    smoke: bool = False  # kind "run": run the smoke subset (what auto would gate: a PR, a side branch)
 
     @property
     def is_pr(self) -> bool:
@@ -129,6 +135,12 @@ def detect(
     probe = Activity(kind="smoke", why="", **facts)
     if mode == "auto":
         kind, promote, why = _auto(probe)
+    elif mode == "run":
+        # The first job of the two-job layout: run the suite the second job's gate will judge.
+        smoke = _auto(probe)[0] == "smoke"
+        return Activity(
+            kind="run", why=f"mode: run ({'smoke subset' if smoke else 'full suite'})", smoke=smoke, **facts
+        )
     else:
         kind = mode
         promote = mode in ("full", "compare") and probe.event_name == "push" and probe.on_default_branch
@@ -160,6 +172,28 @@ def _auto(facts: Activity) -> tuple[Kind, bool, str]:
     )
 
 
+def actor_name(explicit: str | None = None) -> str | None:
+    """Who promotes or resets: ``explicit``, else GITHUB_ACTOR, else the OS user."""
+    if explicit:
+        return explicit
+    if os.environ.get("GITHUB_ACTOR"):
+        return os.environ["GITHUB_ACTOR"]
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return None
+
+
+def github_client(activity: Activity, env: Mapping[str, str] = os.environ) -> GitHubClient | None:
+    """Inside Actions, a client for the workflow's repository with the action's token; outside,
+    None (the store builds one itself if the config asks for a github-release store)."""
+    if not activity.in_actions:
+        return None
+    from evals.github import GitHubClient
+
+    return GitHubClient.from_env(env)
+
+
 def guard_reset_branch(activity: Activity) -> None:
     """A reset blesses its run as the latest baseline of the default branch, so inside Actions it
     runs only on that branch: a dispatch on a side branch would make that branch's code main's
@@ -171,49 +205,3 @@ def guard_reset_branch(activity: Activity) -> None:
         f"a reset runs only on the default branch {default}, and this run is on {activity.ref or '(no GITHUB_REF)'}: "
         "it would bless that code as the default branch's baseline. Dispatch the workflow on the default branch"
     )
-
-
-def guard_pull_request_target(activity: Activity, checkouts: Iterable[Path]) -> None:
-    """``pull_request_target`` runs with the base repository's write token and secrets. Running
-    the PR's code there (a "pwn request") hands both to whoever opened the PR, since the suite runs
-    the checked-out code. So: when a checkout (the working folder, the config's folder) contains
-    the PR's head commit — or git cannot rule that out (a shallow clone of the merge commit does
-    not have the head commit, yet its files are the PR's) — refuse (exit 2); otherwise the job
-    gates the base branch's code, which is allowed but rarely what was meant: a warning."""
-    if activity.event_name != "pull_request_target":
-        return
-    from evals.publish import warn
-
-    head = activity.head_sha or ""
-    refusal = (
-        "evalgate does not run a pull request's code with the base repository's write token and secrets. Gate pull "
-        "requests on the pull_request event and post fork comments from a workflow_run job with mode: comment (the "
-        "two-phase flow in docs/github-action.md)"
-    )
-    for folder in checkouts:
-        contains = _contains_commit(folder, head)
-        if contains:
-            raise UsageError(f"pull_request_target with the PR's head {head[:12]} checked out in {folder}: {refusal}")
-        if contains is None:
-            raise UsageError(
-                f"pull_request_target: cannot rule out that {folder} holds the PR's code (head "
-                f"{head[:12] or '(unknown)'}): it is not a git checkout, or a shallow one without that commit. "
-                f"Check out the base branch with fetch-depth: 0 to gate it. {refusal}"
-            )
-    warn(
-        "pull_request_target: gating the base branch's checkout, not the pull request's code (which is never run "
-        "here with a write token). To gate the PR, use the pull_request event and the two-phase workflow_run flow."
-    )
-
-
-def _contains_commit(folder: Path, sha: str) -> bool | None:
-    """Whether the checkout's HEAD is ``sha`` or descends from it; None when git cannot tell. A
-    commit missing from a complete (not shallow) history is not an ancestor of HEAD."""
-    from evals import ancestry
-
-    if not sha or ancestry.resolve(folder, "HEAD") is None:
-        return None
-    found = ancestry.is_ancestor(sha, "HEAD", repo=folder)
-    if found is None and ancestry.resolve(folder, sha) is None and not ancestry.is_shallow(folder):
-        return False
-    return found

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import logging
 import os
 import random
-import re
+import sys
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -33,20 +31,27 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from evals import ancestry
+from evals.blobs import Blob, BlobGone, Blobs, FolderBlobs, NameTaken
 from evals.config import SuiteConfig
 from evals.errors import InfraError, InputFileError, UsageError
-from evals.manifest import BaselineRef, Manifest, SnapshotInfo
-from evals.results import Results, dump_results, gunzip, parse_results, temp_copy
+from evals.escape import log_value
+from evals.manifest import (
+    LEGACY_NAME,
+    MANIFEST_RE,
+    SNAPSHOT_RE,
+    BaselineRef,
+    Manifest,
+    SnapshotInfo,
+    manifest_name,
+    snapshot_name,
+)
+from evals.release_blobs import ReleaseBlobs
+from evals.results import Results, dump_results, gunzip, parse_results
 
 if TYPE_CHECKING:
-    from evals.github import Asset, GitHubClient, Release
-
-log = logging.getLogger(__name__)
+    from evals.github import GitHubClient
 
 PROMOTABLE_VERDICTS = ("pass", "inconclusive")
-LEGACY_NAME = "baseline.json"
-MANIFEST_RE = re.compile(r"^manifest-(\d+)\.json$")
-SNAPSHOT_RE = re.compile(r"^baseline-[0-9A-Za-z._-]+\.json\.gz$")
 MANIFESTS_KEPT = 3  # current + 2 earlier generations: readers fall back to them if the newest is damaged
 WRITE_ATTEMPTS = 8  # manifest publications lost to concurrent writers before giving up
 READ_ATTEMPTS = 3  # re-lists when a listed blob vanished (pruned by a concurrent writer) before it was read
@@ -77,6 +82,21 @@ class LoadedBaseline:
 
 
 @dataclass
+class _Stored:
+    """Where ``promote`` put the snapshot: its name, and the digest and size of the bytes there."""
+
+    name: str
+    digest: str
+    size: int
+    adopted: bool = False  # an earlier, interrupted promotion's snapshot of the same commit
+
+
+def say(message: str) -> None:
+    """One line about the store in the job log (stderr): what a writer retried or cleaned up."""
+    print(f"evalgate: baseline store: {log_value(message, limit=None)}", file=sys.stderr, flush=True)
+
+
+@dataclass
 class PromotionResult:
     """What ``promote`` did. ``promoted`` is True when the candidate is now the latest baseline
     (also when an identical snapshot of the same commit already was); False when the rule refused
@@ -95,158 +115,6 @@ class StoreCorrupt(InfraError):
     the user's files are fine; a reset writes a fresh baseline)."""
 
 
-# ---------------------------------------------------------------------------------------- blobs
-
-
-class NameTaken(Exception):
-    """An exclusive create found the name taken: another writer was first."""
-
-
-class BlobGone(Exception):
-    """A listed blob disappeared before it was read (a concurrent prune)."""
-
-
-@dataclass(frozen=True)
-class Blob:
-    name: str
-    size: int | None
-    created: datetime | None  # for the pruning grace period
-    complete: bool = True  # False: an upload that never finished (GitHub "starter" asset)
-    handle: object = None  # what the backend needs to read or delete it
-
-
-class Blobs(ABC):
-    """Where named, write-once blobs live. Everything else about the store is backend-agnostic."""
-
-    where: str
-
-    @abstractmethod
-    def list(self) -> dict[str, Blob]: ...
-
-    @abstractmethod
-    def read(self, blob: Blob) -> bytes:
-        """The bytes; ``BlobGone`` if it vanished, ``InfraError`` if unreachable after retries."""
-
-    @abstractmethod
-    def create(self, name: str, data: bytes) -> Blob:
-        """Create ``name`` holding ``data`` completely or not at all; ``NameTaken`` if it exists."""
-
-    @abstractmethod
-    def delete(self, blob: Blob) -> None: ...
-
-
-class FolderBlobs(Blobs):
-    def __init__(self, folder: Path):
-        self.folder = folder
-        self.where = str(folder)
-
-    def list(self) -> dict[str, Blob]:
-        try:
-            entries = list(os.scandir(self.folder))
-        except FileNotFoundError:
-            return {}
-        except OSError as exc:
-            raise InfraError(f"baseline store {self.folder}: cannot list: {exc}") from None
-        blobs = {}
-        for entry in entries:
-            if entry.name.startswith("."):
-                continue  # temporary files of a writer in progress
-            try:
-                if not entry.is_file():
-                    continue
-                stat = entry.stat()
-            except FileNotFoundError:
-                continue  # deleted by a concurrent prune
-            created = datetime.fromtimestamp(stat.st_mtime, UTC)
-            blobs[entry.name] = Blob(entry.name, stat.st_size, created, handle=Path(entry.path))
-        return blobs
-
-    def read(self, blob: Blob) -> bytes:
-        try:
-            return Path(str(blob.handle)).read_bytes()
-        except FileNotFoundError:
-            raise BlobGone(blob.name) from None
-        except OSError as exc:
-            raise InfraError(f"baseline store {self.folder}: cannot read {blob.name}: {exc}") from None
-
-    def create(self, name: str, data: bytes) -> Blob:
-        # Write a hidden temporary file completely, then hard-link it under the final name: the
-        # link is atomic and fails if the name exists, so readers never see half a file and two
-        # writers cannot both win a name.
-        try:
-            with temp_copy(self.folder, name, data) as tmp:
-                os.link(tmp, self.folder / name)
-        except FileExistsError:
-            raise NameTaken(name) from None
-        except OSError as exc:
-            raise InfraError(f"baseline store {self.folder}: cannot write {name}: {exc}") from None
-        return Blob(name, len(data), datetime.now(UTC), handle=self.folder / name)
-
-    def delete(self, blob: Blob) -> None:
-        try:
-            Path(str(blob.handle)).unlink(missing_ok=True)
-        except OSError as exc:
-            raise InfraError(f"baseline store {self.folder}: cannot delete {blob.name}: {exc}") from None
-
-
-class ReleaseBlobs(Blobs):
-    def __init__(self, client: GitHubClient, tag: str):
-        self.client = client
-        self.tag = tag
-        self.where = f"release {tag!r} of {client.repo}"
-        self._release: Release | None = None
-
-    def _find_release(self) -> Release | None:
-        if self._release is None:
-            self._release = self.client.get_release_by_tag(self.tag)
-        return self._release
-
-    def list(self) -> dict[str, Blob]:
-        release = self._find_release()
-        if release is None:
-            return {}
-        return {asset.name: _asset_blob(asset) for asset in self.client.list_assets(release)}
-
-    def read(self, blob: Blob) -> bytes:
-        from evals.github import NotFound
-
-        try:
-            return self.client.download_asset(blob.handle, expected_size=blob.size)  # type: ignore[arg-type]
-        except NotFound:
-            raise BlobGone(blob.name) from None
-
-    def create(self, name: str, data: bytes) -> Blob:
-        from evals.github import AssetExists
-
-        release = self._find_release()
-        if release is None:
-            self._release = release = self.client.create_release(
-                self.tag,
-                name="evalgate baselines",
-                body="Baseline snapshots and their manifest, managed by evalgate. Do not edit the assets by hand; "
-                "see docs/baseline-store.md.",
-                prerelease=True,
-            )
-        content_type = "application/gzip" if name.endswith(".gz") else "application/json"
-        try:
-            return _asset_blob(self.client.upload_asset(release, name, data, content_type))
-        except AssetExists:
-            raise NameTaken(name) from None
-
-    def delete(self, blob: Blob) -> None:
-        self.client.delete_asset(blob.handle)  # type: ignore[arg-type]
-
-
-def _asset_blob(asset: Asset) -> Blob:
-    created = None
-    if asset.created_at:
-        try:
-            created = datetime.fromisoformat(asset.created_at.replace("Z", "+00:00"))
-        except ValueError:
-            created = None
-    return Blob(asset.name, asset.size, created, complete=asset.state == "uploaded", handle=asset)
-
-
 # ---------------------------------------------------------------------------------------- store
 
 
@@ -261,19 +129,6 @@ class _State:
     warnings: list[str]
     legacy: Blob | None
     damaged: bool = False  # manifests exist but none is readable
-
-
-def snapshot_name(sha: str, digest: str | None = None) -> str:
-    """``baseline-<sha>.json.gz``; with ``digest``, the name for a second, different snapshot of
-    the same commit (a reset re-blessing it): ``baseline-<sha>-<12 hex of the digest>.json.gz``."""
-    if not re.fullmatch(r"[0-9A-Za-z._-]+", sha):
-        raise UsageError(f"commit {sha!r} cannot name a baseline snapshot (expected a git sha)")
-    suffix = f"-{digest.removeprefix('sha256:')[:12]}" if digest else ""
-    return f"baseline-{sha}{suffix}.json.gz"
-
-
-def manifest_name(generation: int) -> str:
-    return f"manifest-{generation:08d}.json"
 
 
 def encode_snapshot(results: Results) -> bytes:
@@ -393,7 +248,7 @@ class BaselineStore:
         manifest when the store holds nothing (or only a legacy ``baseline.json``)."""
         state = self._read_state()
         for warning in state.warnings:
-            log.warning("%s", warning)
+            say(warning)
         return state.manifest
 
     def _decode(self, name: str, raw: bytes, digest: str | None) -> Results:
@@ -586,12 +441,18 @@ class BaselineStore:
                 return PromotionResult(
                     True, "already the latest baseline (identical snapshot)", same, current, warnings
                 )
-            name = self._put_snapshot(state, sha, data, digest, allow_second=blessed)
+            stored = self._put_snapshot(state, sha, data, digest, results, allow_second=blessed)
+            if stored.adopted:
+                note = (
+                    f"{stored.name} was left by an earlier promotion of {sha[:12]} that did not finish (no manifest "
+                    "named it): adopted as this commit's snapshot"
+                )
+                warnings.append(note)
             entry = SnapshotInfo(
                 sha=sha,
-                name=name,
-                digest=digest,
-                size=len(data),
+                name=stored.name,
+                digest=stored.digest,
+                size=stored.size,
                 created_at=_now(),
                 config_hash=results.run.config_hash,
                 verdict=verdict,
@@ -607,7 +468,7 @@ class BaselineStore:
             try:
                 self._publish(new)
             except NameTaken:
-                log.info("manifest generation %d was taken by a concurrent writer; re-reading", new.generation)
+                say(f"manifest generation {new.generation} was taken by a concurrent writer; re-reading")
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2**attempt)))
                 continue
             warnings.extend(self._prune(new))
@@ -681,11 +542,16 @@ class BaselineStore:
             None,
         )
 
-    def _put_snapshot(self, state: _State, sha: str, data: bytes, digest: str, *, allow_second: bool) -> str:
-        """Store the snapshot under its immutable name and read it back; returns the name used.
-        An existing blob with the same bytes is reused; debris of a failed upload (incomplete or
-        undecodable, and named by no manifest) is replaced; a valid different snapshot is never
-        touched: a reset stores its run under the digest-suffixed name, anything else is an error."""
+    def _put_snapshot(
+        self, state: _State, sha: str, data: bytes, digest: str, results: Results, *, allow_second: bool
+    ) -> _Stored:
+        """Store the snapshot under its immutable name and read it back. An existing blob with the
+        same bytes is reused; debris of a failed upload (incomplete or undecodable, and named by no
+        manifest) is replaced; an orphan — a valid snapshot of this commit that no manifest names,
+        left by a promotion that failed after its upload — is adopted when it is the same suite and
+        scorer definitions as ``results`` (so "re-run failed jobs" works), never deleted; any other
+        valid snapshot is never touched: a reset stores its run under the digest-suffixed name,
+        anything else is an error."""
         referenced = {e.name for e in state.manifest.snapshots}
         names = [snapshot_name(sha), snapshot_name(sha, digest)] if allow_second else [snapshot_name(sha)]
         problem = ""
@@ -694,46 +560,64 @@ class BaselineStore:
                 try:
                     blob = self._blobs.create(name, data)
                 except NameTaken:
-                    found = self._existing(name, digest, referenced)
-                    if found == "same":
-                        return name
-                    if found == "debris":
+                    kind, raw = self._existing(name, digest, referenced)
+                    if kind == "same":
+                        return _Stored(name, digest, len(data))
+                    if kind == "debris":
                         problem = f"{name} kept turning up half-written"
                         continue
+                    if kind == "orphan" and raw is not None and self._adoptable(name, raw, sha, results):
+                        return _Stored(name, sha256_digest(raw), len(raw), adopted=True)
                     problem = (
                         f"{name} already holds a different snapshot of commit {sha[:12]}; snapshots are immutable "
                         "and never overwritten (a reset stores a second run of a commit)"
                     )
                     break
                 if self._reads_back(blob, data):
-                    return name
+                    return _Stored(name, digest, len(data))
                 problem = f"{name} does not read back as written"
         raise InfraError(f"baseline store {self._blobs.where}: {problem}; the previous baseline is intact")
 
-    def _existing(self, name: str, digest: str, referenced: set[str]) -> str:
-        """Classify the blob already named ``name``: "same" bytes, "debris" (deleted here), or "other"."""
+    def _adoptable(self, name: str, raw: bytes, sha: str, results: Results) -> bool:
+        """An orphan may stand for this promotion when it is a complete, full run of the same commit,
+        suite and scorer/metric definitions (what makes two runs comparable)."""
+        try:
+            found = self._decode(name, raw, None).run
+        except InputFileError:
+            return False
+        mine = results.run
+        return (
+            found.is_complete
+            and not (found.subset or found.shard)
+            and (found.git_sha or sha).lower() == sha.lower()
+            and (found.suite, found.config_hash) == (mine.suite, mine.config_hash)
+        )
+
+    def _existing(self, name: str, digest: str, referenced: set[str]) -> tuple[str, bytes | None]:
+        """Classify the blob already named ``name``: "same" bytes, "debris" (deleted here), "orphan"
+        (valid, named by no current manifest) or "other" (a manifest names it); with its bytes."""
         blob = self._blobs.list().get(name)
         if blob is None:
-            return "debris"  # vanished meanwhile: the name is free again
+            return "debris", None  # vanished meanwhile: the name is free again
         raw = None
         if blob.complete:
             try:
                 raw = self._blobs.read(blob)
             except BlobGone:
-                return "debris"
+                return "debris", None
             if sha256_digest(raw) == digest:
-                return "same"
+                return "same", raw
         if name in referenced:
-            return "other"
+            return "other", raw
         if raw is not None:
             try:
                 self._decode(name, raw, None)
-                return "other"
+                return "orphan", raw
             except InputFileError:
                 pass
-        log.warning("removing %s from %s: debris of an upload that did not finish", name, self._blobs.where)
+        say(f"removing {name} from {self._blobs.where}: debris of an upload that did not finish")
         self._blobs.delete(blob)
-        return "debris"
+        return "debris", None
 
     def _publish(self, manifest: Manifest) -> None:
         """Create ``manifest-<n>.json`` exclusively and check it reads back as ours (an upload

@@ -53,6 +53,9 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from evals import logguard
+
+    logguard.install()  # in Actions, no line we print starts a workflow command we did not mean
     command = _command_of(argv)
     try:
         parser = build_parser(only=command or "")

@@ -153,3 +153,23 @@ def workflow_data(value: Any) -> str:
 def workflow_property(value: Any) -> str:
     """A property value of a workflow command (``title=VALUE``): data escaping plus ``:`` and ``,``."""
     return workflow_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+# A line the Actions runner reads as a workflow command: "::name ...::" (and the older "##[name]"),
+# also after leading whitespace. A zero-width space in front keeps the text and stops the command.
+_COMMAND_START = re.compile(r"^([ \t]*)(::|##\[)", re.MULTILINE)
+ZWSP = "\u200b"
+
+
+def log_line(text: str) -> str:
+    """``text`` for the job log: no line of it can start a workflow command (``::add-mask::``,
+    ``::stop-commands::``, ``::warning ...``), whatever wrote it."""
+    return _COMMAND_START.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+
+
+def log_value(value: Any, limit: int | None = 300) -> str:
+    """An untrusted value (a slice name, a field of a stored report, a message quoting a user's
+    file) inside one log line: line breaks shown as ``↵`` so it cannot start a line of its own,
+    control characters made visible, cut at ``limit``."""
+    text = clip(strip_controls(to_text(value)), limit)
+    return log_line(text.replace("\n", " ↵ "))

@@ -4,8 +4,15 @@ Public API (C2 and C3 code against this):
 
     client = GitHubClient(token, api_url=None, repo=None)   # api_url: GITHUB_API_URL, else https://api.github.com
     client = GitHubClient.from_env(env)                      # token from GITHUB_TOKEN, repo from GITHUB_REPOSITORY
-    client.get_release_by_tag(tag) -> Release | None          # None when no (published) release has that tag
+    client.get_repository() -> Repository                     # RepositoryNotVisible on a 404 (exit 3)
+    client.token_can_write() -> bool | None                    # the repository's `permissions` for this token
+    client.get_release_by_tag(tag) -> Release | None          # None when no (published) release has that tag;
+                                                               # RepositoryNotVisible when the repo is not visible
     client.create_release(tag, name=None, body="", target_commitish=None) -> Release   # race-safe: 422 -> fetch
+    client.list_releases() -> list[Release]                    # all pages, newest first
+    client.create_draft_release(tag, name=...) -> Release      # immutable-releases layout: assets go in first,
+    client.publish_release(release, tag) -> Release            # then publish (422 already_exists: tag taken)
+    client.delete_release(release) -> bool
     client.list_assets(release) -> list[Asset]                 # all pages
     client.find_asset(release, name) -> Asset | None
     client.download_asset(asset_or_id, expected_size=None) -> bytes   # 302 -> storage host WITHOUT Authorization
@@ -34,17 +41,19 @@ Tuning from the environment (constructor arguments win): EVALGATE_GITHUB_TIMEOUT
 request, 30), EVALGATE_GITHUB_RETRIES (5), EVALGATE_GITHUB_BACKOFF (first backoff, 1 s),
 EVALGATE_GITHUB_MAX_WAIT (longest rate-limit wait honoured, 120 s).
 
-The token is sent only to the API host (and the uploads host that belongs to it); it never
-appears in a repr, a log line, an exception message or a file.
+The token is sent only to the API host and, for an upload, to the host of the ``upload_url`` the
+API returned for that release (same scheme); never on a redirect to another host. It never
+appears in a repr, a log line, an exception message or a file. Every retry prints one line to
+stderr (the job log), and an error after retries says how many there were.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import random
 import re
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -56,8 +65,7 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.errors import InfraError, UsageError
-
-log = logging.getLogger(__name__)
+from evals.escape import log_value
 
 DEFAULT_API_URL = "https://api.github.com"
 # GITHUB_TOKEN is an app installation token: /user answers 403 and its comments carry this login.
@@ -109,6 +117,15 @@ class AssetExists(ValidationFailed):
     """422 ``already_exists``: a release asset with that name exists (a concurrent writer, or a retry)."""
 
 
+class ImmutableRelease(ValidationFailed):
+    """422 "Cannot upload assets to an immutable release": the release is published and the
+    repository (or its organisation) has immutable releases on."""
+
+
+class RepositoryNotVisible(GitHubError):
+    """404 on ``GET /repos/{owner}/{repo}``: the repository does not exist or the token cannot see it."""
+
+
 class RateLimited(GitHubError):
     """Still rate limited after retries, or the limit resets later than we are willing to wait."""
 
@@ -149,7 +166,24 @@ class Release(_ApiModel):
     html_url: str | None = None
     draft: bool = False
     prerelease: bool = False
+    immutable: bool = False
+    created_at: str | None = None
     assets: list[Asset] = Field(default_factory=list)
+
+
+class Permissions(_ApiModel):
+    admin: bool = False
+    maintain: bool = False
+    push: bool = False
+    triage: bool = False
+    pull: bool = False
+
+
+class Repository(_ApiModel):
+    full_name: str
+    private: bool = False
+    default_branch: str | None = None
+    permissions: Permissions | None = None  # what this token may do, when the API says
 
 
 class User(_ApiModel):
@@ -241,10 +275,10 @@ class GitHubClient:
         self._storage = httpx.Client(timeout=timeouts, follow_redirects=False, verify=tls)
         api = urlsplit(self.api_url)
         self._api_origin = (api.scheme, api.netloc.lower())
-        # github.com uploads go to uploads.github.com; GHES uploads are on the API host (/api/uploads).
+        # The token goes to the API host, and for uploads to the host of the `upload_url` the API
+        # itself returned (uploads.github.com, uploads.<subdomain>.ghe.com, the GHES host), same scheme.
         self._token_origins = {self._api_origin}
-        if api.netloc.lower() == "api.github.com":
-            self._token_origins.add((api.scheme, "uploads.github.com"))
+        self._repository: Repository | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> GitHubClient:
@@ -268,13 +302,54 @@ class GitHubClient:
     def __repr__(self) -> str:
         return f"GitHubClient(api_url={self.api_url!r}, repo={self.repo!r}, token={'set' if self._token else 'none'})"
 
+    @property
+    def has_token(self) -> bool:
+        return self._token is not None
+
+    # -- the repository ------------------------------------------------------------------------
+
+    def get_repository(self) -> Repository:
+        """The repository as this token sees it (read once). ``RepositoryNotVisible`` on a 404:
+        it does not exist, or the token cannot see it (another repository's token, an app not
+        installed on it, no ``contents: read``)."""
+        if self._repository is None:
+            try:
+                data = self._json("GET", self._repo_url(""), _Op(f"read repository {self.repo}"))
+            except NotFound as exc:
+                raise RepositoryNotVisible(
+                    f"repository {self.repo} is not visible with this token (GET /repos/{self.repo}: 404): check "
+                    "GITHUB_REPOSITORY and that the token is for this repository with contents: read",
+                    status=exc.status,
+                ) from None
+            self._repository = Repository.model_validate(data)
+        return self._repository
+
+    def token_can_write(self) -> bool | None:
+        """Whether this token can write to the repository's contents: the ``permissions`` the API
+        reports for the caller on ``GET /repos/{owner}/{repo}`` (push, maintain or admin). None
+        when the answer has no ``permissions`` (an anonymous call) or the repository is not visible."""
+        try:
+            permissions = self.get_repository().permissions
+        except RepositoryNotVisible:
+            return None
+        if permissions is None:
+            return None
+        return permissions.push or permissions.maintain or permissions.admin
+
+    def _not_found_means_missing(self) -> None:
+        """A 404 on a resource of the repository is "no such thing" only if the repository itself is
+        visible; otherwise every lookup would pass as empty (a store with no baseline)."""
+        self.get_repository()
+
     # -- releases ------------------------------------------------------------------------------
 
     def get_release_by_tag(self, tag: str) -> Release | None:
-        """The published release with this tag, or None (drafts are not found by tag on GitHub)."""
+        """The published release with this tag, or None (drafts are not found by tag on GitHub).
+        ``RepositoryNotVisible`` when the 404 is the repository's, not the release's."""
         try:
             data = self._json("GET", self._repo_url(f"/releases/tags/{_seg(tag)}"), _Op(f"read release {tag!r}"))
         except NotFound:
+            self._not_found_means_missing()
             return None
         return Release.model_validate(data)
 
@@ -321,6 +396,50 @@ class GitHubClient:
     def _release_json(self, tag: str) -> dict[str, Any] | None:
         release = self.get_release_by_tag(tag)
         return release.model_dump() if release else None
+
+    def list_releases(self) -> list[Release]:
+        """Every release, newest first (all pages); drafts only when the token can write.
+        ``RepositoryNotVisible`` when the 404 is the repository's."""
+        op = _Op("list releases")
+        try:
+            return [Release.model_validate(r) for r in self._paginate(self._repo_url("/releases"), op)]
+        except NotFound:
+            self._not_found_means_missing()
+            raise
+
+    def create_draft_release(self, tag: str, *, name: str, body: str = "") -> Release:
+        """A draft (no tag is created until it is published; its assets can still change). Not
+        retried blindly: after an ambiguous failure the drafts are listed for one with this tag."""
+        payload = {"tag_name": tag, "name": name, "body": body, "draft": True, "prerelease": True}
+
+        def recover() -> dict[str, Any] | None:
+            found = [r for r in self.list_releases() if r.draft and r.tag_name == tag]
+            return found[0].model_dump() if found else None
+
+        op = _Op(f"create draft release {tag!r}", "contents: write")
+        return Release.model_validate(
+            self._json("POST", self._repo_url("/releases"), op, json_body=payload, recover=recover)
+        )
+
+    def publish_release(self, release: Release, tag: str) -> Release:
+        """Publish a draft under ``tag`` (created now), never as the repository's latest release.
+        ``ValidationFailed`` with ``already_exists`` when the tag is taken (by a release, or — with
+        immutable releases — by one that was deleted): the tag is the compare-and-swap."""
+        payload = {"tag_name": tag, "draft": False, "make_latest": "false"}
+        op = _Op(f"publish release {tag!r}", "contents: write")
+
+        def recover() -> dict[str, Any] | None:
+            now = self._json("GET", self._repo_url(f"/releases/{release.id}"), _Op(f"read release {release.id}"))
+            done = not now.get("draft") and now.get("tag_name") == tag
+            return now if done else None
+
+        return Release.model_validate(
+            self._json("PATCH", self._repo_url(f"/releases/{release.id}"), op, json_body=payload, recover=recover)
+        )
+
+    def delete_release(self, release: Release | int) -> bool:
+        """Delete a release (its tag stays); False when it was already gone."""
+        return self._delete(f"/releases/{_id(release)}", _Op(f"delete release {_id(release)}", "contents: write"))
 
     # -- assets --------------------------------------------------------------------------------
 
@@ -377,6 +496,12 @@ class GitHubClient:
         deleted and the upload re-sent."""
         upload_base = re.sub(r"\{[^}]*\}$", "", release.upload_url)
         op = _Op(f"upload release asset {name!r}", "contents: write")
+        upload_origin = _origin(upload_base)
+        if upload_origin[0] != self._api_origin[0]:
+            raise GitHubError(
+                f"{op.what}: the release's upload_url is {upload_origin[0]}:// but the API is "
+                f"{self._api_origin[0]}://; not sending the token there"
+            )
 
         def recover() -> dict[str, Any] | None:
             existing = self.find_asset(release, name)
@@ -400,14 +525,18 @@ class GitHubClient:
             content=data,
             content_type=content_type,
             recover=recover,
+            token_origin=upload_origin,
         )
         return Asset.model_validate(result)
 
     def delete_asset(self, asset: Asset | int) -> bool:
         """Delete it; False when it was already gone (so a retried delete is not an error)."""
         op = _Op(f"delete release asset {_name(asset)}", "contents: write")
+        return self._delete(f"/releases/assets/{_id(asset)}", op)
+
+    def _delete(self, path: str, op: _Op) -> bool:
         try:
-            self._json("DELETE", self._repo_url(f"/releases/assets/{_id(asset)}"), op)
+            self._json("DELETE", self._repo_url(path), op)
         except NotFound:
             return False
         return True
@@ -487,6 +616,7 @@ class GitHubClient:
         content: bytes | None = None,
         content_type: str | None = None,
         recover: Callable[[], Any] | None = None,
+        token_origin: tuple[str, str] | None = None,
     ) -> Any:
         """One API call with retries. ``recover`` marks a request that is not idempotent: before it
         is re-sent after an ambiguous failure, ``recover()`` is asked whether the first attempt took
@@ -504,7 +634,14 @@ class GitHubClient:
             attempted = True
             try:
                 response = self._checked(
-                    method, url, op, json_body=json_body, params=params, content=content, content_type=content_type
+                    method,
+                    url,
+                    op,
+                    json_body=json_body,
+                    params=params,
+                    content=content,
+                    content_type=content_type,
+                    token_origin=token_origin,
                 )
             except _Retry as retry:
                 attempted = retry.sent
@@ -541,6 +678,7 @@ class GitHubClient:
         content: bytes | None = None,
         content_type: str | None = None,
         storage: bool = False,
+        token_origin: tuple[str, str] | None = None,
     ) -> httpx.Response:
         headers = {"Accept": accept, "User-Agent": USER_AGENT}
         if accept == "application/octet-stream":
@@ -548,7 +686,7 @@ class GitHubClient:
             headers["Accept-Encoding"] = "identity"
         if not storage:
             headers["X-GitHub-Api-Version"] = API_VERSION
-            if self._token and _origin(url) in self._token_origins:
+            if self._token and (_origin(url) in self._token_origins or _origin(url) == token_origin):
                 headers["Authorization"] = f"Bearer {self._token}"
         if content_type:
             headers["Content-Type"] = content_type
@@ -604,6 +742,8 @@ class GitHubClient:
         if status == 422:
             codes = _error_codes(response)
             cls = AssetExists if "already_exists" in codes else ValidationFailed
+            if "immutable release" in message.lower():
+                cls = ImmutableRelease
             raise cls(f"{where}: 422 {message}", status=status, codes=codes)
         raise GitHubError(f"{where}: GitHub answered {status} ({message})", status=status)
 
@@ -615,6 +755,8 @@ class GitHubClient:
             except _Retry as retry:
                 tries += 1
                 if tries > self.max_retries:
+                    if self.max_retries:
+                        retry.error.args = (f"{retry.error} (gave up after {self.max_retries} retries)",)
                     raise retry.error from None
                 if retry.wait is not None:
                     if retry.wait > self.max_wait:
@@ -626,8 +768,12 @@ class GitHubClient:
                     delay = retry.wait + random.uniform(0, 1)
                 else:
                     delay = random.uniform(0, min(self.max_backoff, self.backoff * 2 ** (tries - 1)))
-                log.info(
-                    "GitHub %s failed (%s); retry %d/%d in %.1fs", op.what, retry.error, tries, self.max_retries, delay
+                # One line per retry in the job log: a run that survived faults shows them.
+                print(
+                    f"evalgate: GitHub: {log_value(retry.error, limit=400)}; retry {tries}/{self.max_retries} in "
+                    f"{delay:.1f}s",
+                    file=sys.stderr,
+                    flush=True,
                 )
                 self._sleep(delay)
 

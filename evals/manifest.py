@@ -1,14 +1,35 @@
-"""What the baseline store keeps beside the snapshots (SPEC §7): one entry per snapshot.
-Shared by the store (which writes it) and the report (which names the baseline used)."""
+"""What the baseline store keeps beside the snapshots (SPEC §7): one entry per snapshot, and the
+names of the store's files. Shared by the store (which writes it) and the report (which names the
+baseline used)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.errors import UsageError
+
 MANIFEST_VERSION = 1
+# The store's file names (docs/baseline-store.md, "Layout").
+LEGACY_NAME = "baseline.json"
+MANIFEST_RE = re.compile(r"^manifest-(\d+)\.json$")
+SNAPSHOT_RE = re.compile(r"^baseline-[0-9A-Za-z._-]+\.json\.gz$")
+
+
+def snapshot_name(sha: str, digest: str | None = None) -> str:
+    """``baseline-<sha>.json.gz``; with ``digest``, the name for a second, different snapshot of
+    the same commit (a reset re-blessing it): ``baseline-<sha>-<12 hex of the digest>.json.gz``."""
+    if not re.fullmatch(r"[0-9A-Za-z._-]+", sha):
+        raise UsageError(f"commit {sha!r} cannot name a baseline snapshot (expected a git sha)")
+    suffix = f"-{digest.removeprefix('sha256:')[:12]}" if digest else ""
+    return f"baseline-{sha}{suffix}.json.gz"
+
+
+def manifest_name(generation: int) -> str:
+    return f"manifest-{generation:08d}.json"
 
 
 class SnapshotInfo(BaseModel):

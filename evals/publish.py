@@ -9,20 +9,27 @@ tiers: GitHub rejects comments over 65,536 characters and drops step summaries o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import sys
+import textwrap
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 from urllib.parse import quote
 
 from pydantic import BaseModel
 
-from evals.errors import InfraError, UsageError
+from evals.errors import EvalgateError, InfraError, UsageError
 from evals.escape import workflow_data
 from evals.github import Comment, GitHubClient, GitHubError
+from evals.logguard import command
+
+if TYPE_CHECKING:
+    from evals.activity import Activity
+    from evals.comparison import Comparison
+    from evals.config import SuiteConfig
 
 MAX_COMMENT_CHARS = 65_536
 MAX_SUMMARY_BYTES = 1024 * 1024
@@ -118,7 +125,7 @@ def failure_message(err: GitHubError, what: str, hint: str | None = None) -> str
 
 def warn(message: str, *, stream: TextIO | None = None) -> None:
     """A ``::warning::`` workflow command: shown on the run, does not fail the step."""
-    print(f"::warning title=evalgate::{workflow_data(message)}", file=stream or sys.stdout, flush=True)
+    command(f"::warning title=evalgate::{workflow_data(message)}", stream)
 
 
 def _same_text(old: str, new: str) -> bool:
@@ -180,10 +187,74 @@ def set_outputs(values: Mapping[str, object], env: Mapping[str, str] = os.enviro
 def emit_annotations(lines: Iterable[str], stream: TextIO | None = None) -> None:
     """Print workflow-command lines (``::error file=...::message``) as built by the report. A raw
     line break would end the command and let the rest run as another one, so any left is encoded."""
-    out = stream or sys.stdout
     for line in lines:
-        out.write(line.replace("\r", "%0D").replace("\n", "%0A") + "\n")
-    out.flush()
+        command(line.replace("\r", "%0D").replace("\n", "%0A"), stream)
+
+
+# ---------------------------------------------------------------------------------------------
+# A gate's result, all of it
+
+
+def publish_result(
+    comparison: Comparison,
+    config: SuiteConfig | None,
+    activity: Activity,
+    client: GitHubClient | None,
+    *,
+    comment: bool,
+    out_dir: Path,
+    headline: str = "",
+) -> dict[str, str]:
+    """Step summary (after ``headline``, markdown the caller escaped), annotations and the sticky
+    comment. Each may fail; none changes the verdict."""
+    from evals.report import MAX_CHARS, annotations
+    from evals.reportfiles import render
+
+    outputs: dict[str, str] = {}
+    try:
+        room = MAX_CHARS["summary"] - len(headline.encode("utf-8"))
+        write_step_summary(headline + render(comparison, config, "summary", max_chars=room))
+    except (OSError, EvalgateError) as exc:
+        warn(f"could not write the step summary: {exc}")
+    emit_annotations(annotations(comparison))
+    if not (comment and activity.is_pr and client is not None):
+        return outputs
+    body = (out_dir / "comment.md").read_text(encoding="utf-8")
+    gate_id = config.gate_id if config else comparison.candidate_run.suite
+    where = f"{out_dir / 'comment.md'} (with comment.json)"
+    hint = (
+        f"A pull request from a fork gets a read-only token. The comment is in {where}; post it with the "
+        "two-phase workflow_run flow (mode: comment)."
+        if activity.fork
+        else f"The comment is in {where}."
+    )
+    result = upsert_sticky_comment_or_warn(client, activity.pr_number or 0, body, gate_id, hint=hint)
+    if result is None:
+        return outputs
+    outputs["comment-url"] = result.url or ""
+    return outputs
+
+
+def set_outputs_safely(outputs: dict[str, str]) -> None:
+    try:
+        set_outputs(outputs)
+    except EvalgateError as exc:
+        warn(f"could not write the step outputs: {exc}")
+
+
+def report_failure(exc: EvalgateError, activity: Activity) -> None:
+    """Inside Actions, a gate that could not decide still says why on the run page and in the
+    ``verdict`` output ("error"), so a workflow's later steps can tell it from a regression."""
+    if not activity.in_actions:
+        return
+    from evals.escape import code_block
+
+    # The message can quote user files (case ids, values): a code block keeps it inert. Wrapped,
+    # since a code block cuts long lines.
+    message = "\n".join(textwrap.fill(line, 110, break_on_hyphens=False) for line in str(exc).splitlines())
+    with contextlib.suppress(OSError, EvalgateError):
+        write_step_summary(f"## evalgate: error (exit {exc.exit_code})\n\n{code_block(message)}\n")
+    set_outputs_safely({"verdict": "error"})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ Use it from a test module (pytest puts ``tests/`` on sys.path)::
         gh = github_api
         gh.api_url            # "http://127.0.0.1:<port>/api/v3" (GHES-style prefix; GitHubServer(prefix="") for none)
         gh.repo               # "octo/evals"
+        gh.stranger_token     # a valid token for another repository: every /repos/octo/evals call is a 404
+        gh.immutable_releases = True   # GitHub's immutable releases (see the endpoint list)
         gh.write_token        # installation token (like GITHUB_TOKEN with contents/pull-requests: write);
                               # login "github-actions[bot]", /user answers 403 like GitHub does
         gh.read_token         # same bot, read-only (a fork PR's token): every write answers 403
@@ -30,12 +32,19 @@ Outside pytest: ``with GitHubServer() as gh: ...`` (or ``gh.start()`` / ``gh.sto
 
 Endpoints (as documented at docs.github.com/rest, paths under the prefix):
   GET  /user
+  GET  /repos/{o}/{r}                                  (``permissions`` for an authenticated caller)
+  GET  /repos/{o}/{r}/immutable-releases               (user tokens: 200 enabled / 404; app tokens: 403)
+  GET  /repos/{o}/{r}/releases                         (newest first; drafts only for tokens that can write)
+  GET/PATCH/DELETE /repos/{o}/{r}/releases/{id}       (PATCH draft: false publishes; the tag must be free)
   GET  /repos/{o}/{r}/releases/tags/{tag}, GET /repos/{o}/{r}/releases/{id}, POST /repos/{o}/{r}/releases
   GET  /repos/{o}/{r}/releases/{id}/assets          (per_page ≤ 100, page; Link header)
   GET  /repos/{o}/{r}/releases/assets/{id}          (Accept: application/octet-stream → 302 to the storage
                                                       host, which rejects requests carrying Authorization)
   PATCH/DELETE /repos/{o}/{r}/releases/assets/{id}
-  POST {upload prefix}/repos/{o}/{r}/releases/{id}/assets?name=   (the release's ``upload_url`` points here)
+  POST {upload host}/repos/{o}/{r}/releases/{id}/assets?name=   (the release's ``upload_url`` points here: a
+       host of its own by default, like uploads.github.com; ``upload_host=False``: /api/uploads on the API host)
+With ``immutable_releases`` on, a release is immutable once published: uploads answer 422 "Cannot upload
+assets to an immutable release", its assets cannot be deleted, and its tag can never be used again.
   GET/POST /repos/{o}/{r}/issues/{n}/comments        (Link pagination; bodies > 65,536 characters → 422)
   GET/PATCH /repos/{o}/{r}/issues/comments/{id}
 Link headers use ``/repositories/{id}/...`` URLs like github.com does; those are served too.
@@ -101,7 +110,8 @@ class Fault:
 
 class Faults:
     """Scripted faults, matched in the order added: ``method`` ("*" for any), ``path_regex``
-    (``re.search`` on the request path, prefix included), on ``server`` "api" or "storage"."""
+    (``re.search`` on the request path, prefix included), on ``server`` "api" (which includes the
+    upload host) or "storage"."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -130,7 +140,7 @@ class Faults:
             for fault in self._faults:
                 if (
                     fault.fired < fault.times
-                    and fault.server == server
+                    and (fault.server == server or (fault.server, server) == ("api", "uploads"))
                     and fault.method in ("*", method)
                     and re.search(fault.path_regex, path)
                 ):
@@ -165,6 +175,7 @@ class _Token:
     login: str
     write: bool
     app: bool  # installation tokens cannot read /user
+    sees_repo: bool = True
 
 
 @dataclass
@@ -177,19 +188,36 @@ class _Response:
 class GitHubServer:
     """Start with ``start()`` (or use as a context manager); ``stop()`` ends hung requests too."""
 
-    def __init__(self, *, prefix: str = "/api/v3", repo: str = "octo/evals", redirect_downloads: bool = True):
+    def __init__(
+        self,
+        *,
+        prefix: str = "/api/v3",
+        repo: str = "octo/evals",
+        redirect_downloads: bool = True,
+        upload_host: bool = True,
+        immutable_releases: bool = False,
+    ):
         self.prefix = prefix.rstrip("/")
-        self.upload_prefix = "/api/uploads" if self.prefix else "/uploads"
+        # upload_host: uploads go to a host of their own (uploads.github.com, uploads.<x>.ghe.com),
+        # named only by the `upload_url` the API returns; False: on the API host (GHES, /api/uploads).
+        self.upload_host = upload_host
+        self.upload_prefix = "" if upload_host else "/api/uploads" if self.prefix else "/uploads"
         self.repo = repo
         self.redirect_downloads = redirect_downloads  # False: serve bytes directly with 200 (also allowed)
+        # GitHub's immutable releases: a published release's assets cannot change, and a tag a
+        # release used can never be used again (even after that release is deleted).
+        self.immutable_releases = immutable_releases
         self.write_token = "ghs_" + secrets.token_hex(18)
         self.read_token = "ghs_" + secrets.token_hex(18)
         self.user_token = "ghp_" + secrets.token_hex(18)
+        self.stranger_token = "ghs_" + secrets.token_hex(18)  # valid, for another repository: this one is a 404
         self._tokens = {
             self.write_token: _Token("write", ACTIONS_BOT_LOGIN, True, True),
             self.read_token: _Token("read", ACTIONS_BOT_LOGIN, False, True),
             self.user_token: _Token("user", "octo-user", True, False),
+            self.stranger_token: _Token("stranger", ACTIONS_BOT_LOGIN, True, True, sees_repo=False),
         }
+        self._burned_tags: set[str] = set()
         self.faults = Faults()
         self.requests: list[Request] = []
         self.sleeps: list[float] = []
@@ -203,6 +231,7 @@ class GitHubServer:
         self._signing_key = secrets.token_bytes(16)
         self._api: ThreadingHTTPServer | None = None
         self._storage: ThreadingHTTPServer | None = None
+        self._uploads: ThreadingHTTPServer | None = None
         self._threads: list[threading.Thread] = []
         self._clients: list[GitHubClient] = []
 
@@ -211,13 +240,15 @@ class GitHubServer:
     def start(self) -> GitHubServer:
         self._api = self._serve("api")
         self._storage = self._serve("storage")
+        if self.upload_host:
+            self._uploads = self._serve("uploads")
         return self
 
     def stop(self) -> None:
         self._stopping.set()
         for client in self._clients:
             client.close()
-        for server in (self._api, self._storage):
+        for server in (self._api, self._storage, self._uploads):
             if server is not None:
                 server.shutdown()
                 server.server_close()
@@ -249,6 +280,13 @@ class GitHubServer:
     def storage_origin(self) -> str:
         assert self._storage is not None, "start() the server first"
         return f"http://127.0.0.1:{self._storage.server_address[1]}"
+
+    @property
+    def upload_origin(self) -> str:
+        """Where the `upload_url` of a release points: the upload host, or the API host."""
+        if self._uploads is None:
+            return self.origin
+        return f"http://127.0.0.1:{self._uploads.server_address[1]}"
 
     @property
     def api_url(self) -> str:
@@ -352,12 +390,27 @@ class GitHubServer:
             data = asset["data"]
         return _Response(200, data, {"Content-Type": "application/octet-stream"})
 
+    def _handle_upload_host(
+        self, method: str, path: str, query: dict[str, list[str]], headers: Any, body: bytes, fault: Fault | None
+    ) -> _Response:
+        """The upload host serves uploads only; without a token that may write, a 404 (as GitHub's does)."""
+        token, _ = self._token(headers)
+        upload = re.fullmatch(re.escape(f"/repos/{self.repo}/releases/") + r"(\d+)/assets", path)
+        if not (upload and method == "POST") or token is None or not token.sees_repo:
+            return _error(404, "Not Found")
+        if not token.write:
+            return _error(403, "Resource not accessible by integration")
+        with self._lock:
+            return self._upload(int(upload.group(1)), query, headers, body, fault)
+
     def _handle_api(
         self, method: str, path: str, query: dict[str, list[str]], headers: Any, body: bytes, fault: Fault | None
     ) -> _Response:
         token, _ = self._token(headers)
         if headers.get("Authorization") and token is None:
             return _error(401, "Bad credentials")
+        if token is not None and not token.sees_repo and path.startswith(f"{self.prefix}/repos/"):
+            return _error(404, "Not Found")
         path = re.sub(rf"^({re.escape(self.prefix)})/repositories/{REPO_ID}(?=/)", rf"\1/repos/{self.repo}", path)
         writes = method in ("POST", "PATCH", "PUT", "DELETE")
         if writes and token is None:
@@ -385,14 +438,25 @@ class GitHubServer:
                 return _error(403, "Resource not accessible by integration")
             return _ok({"login": token.login, "id": 1, "type": "User"})
         upload = re.fullmatch(re.escape(f"{self.upload_prefix}{repo}/releases/") + r"(\d+)/assets", path)
-        if upload and method == "POST":
+        if upload and method == "POST" and not self.upload_host:
             return self._upload(int(upload.group(1)), query, headers, body, fault)
+        if path == self.prefix + repo and method == "GET":
+            return _ok(self._repo_json(token))
         if not path.startswith(self.prefix + repo + "/"):
             return _error(404, "Not Found")
         rest = path[len(self.prefix + repo) :]
         payload = _json_body(body)
         if payload is _INVALID:
             return _error(400, "Problems parsing JSON")
+        if rest == "/immutable-releases" and method == "GET":
+            if token is None or token.app:
+                return _error(403, "Resource not accessible by integration")  # needs administration: read
+            enabled = {"enabled": True, "enforced_by_owner": False}
+            return _ok(enabled) if self.immutable_releases else _error(404, "Not Found")
+        if rest == "/releases" and method == "GET":
+            visible = [r for r in self._releases.values() if not r["draft"] or (token is not None and token.write)]
+            items = [self._release_json(r) for r in sorted(visible, key=lambda r: -r["id"])]  # newest first
+            return self._page(items, query, "/releases")
 
         if m := re.fullmatch(r"/releases/tags/(.+)", rest):
             release = self._release_by_tag(unquote(m.group(1)))
@@ -401,12 +465,23 @@ class GitHubServer:
             tag = (payload or {}).get("tag_name")
             if not tag:
                 return _validation("Release", "missing_field", "tag_name")
-            if self._release_by_tag(tag):
+            if not payload.get("draft") and self._tag_taken(tag):
                 return _validation("Release", "already_exists", "tag_name")
             return _ok(self._release_json(self._create_release(payload)), 201)
         if m := re.fullmatch(r"/releases/(\d+)", rest):
             release = self._releases.get(int(m.group(1)))
-            return _ok(self._release_json(release)) if release and method == "GET" else _error(404, "Not Found")
+            if release is None or (release["draft"] and not (token is not None and token.write)):
+                return _error(404, "Not Found")
+            if method == "GET":
+                return _ok(self._release_json(release))
+            if method == "DELETE":
+                del self._releases[release["id"]]
+                for asset_id in [a for a, v in self._assets.items() if v["release_id"] == release["id"]]:
+                    del self._assets[asset_id]
+                return _Response(204)
+            if method == "PATCH":
+                return self._update_release(release, payload or {})
+            return _error(404, "Not Found")
         if (m := re.fullmatch(r"/releases/(\d+)/assets", rest)) and method == "GET":
             release_id = int(m.group(1))
             if release_id not in self._releases:
@@ -458,6 +533,8 @@ class GitHubServer:
                 {"X-Amz-Algorithm": "AWS4-HMAC-SHA256", "X-Amz-Signature": self._sign(asset_id)}
             )
             return _Response(302, b"", {"Location": location})
+        if method in ("DELETE", "PATCH") and self._releases[asset["release_id"]].get("immutable"):
+            return _error(422, "Cannot modify assets of an immutable release")
         if method == "DELETE":
             del self._assets[asset_id]
             return _Response(204)
@@ -476,6 +553,8 @@ class GitHubServer:
     ) -> _Response:
         if release_id not in self._releases:
             return _error(404, "Not Found")
+        if self._releases[release_id].get("immutable"):
+            return _error(422, "Cannot upload assets to an immutable release")
         name = (query.get("name") or [""])[0]
         if not name:
             return _error(422, "name is required")
@@ -531,12 +610,61 @@ class GitHubServer:
             "name": payload.get("name") or payload["tag_name"],
             "body": payload.get("body") or "",
             "draft": bool(payload.get("draft")),
+            "immutable": False,
             "prerelease": bool(payload.get("prerelease")),
             "target_commitish": payload.get("target_commitish") or "main",
             "created_at": _now(),
         }
         self._releases[release_id] = release
+        if not release["draft"]:
+            self._publish(release)
         return release
+
+    def _tag_taken(self, tag: str) -> bool:
+        return self._release_by_tag(tag) is not None or tag in self._burned_tags
+
+    def _publish(self, release: dict[str, Any]) -> None:
+        release["draft"] = False
+        if self.immutable_releases:
+            release["immutable"] = True
+            self._burned_tags.add(release["tag_name"])
+
+    def _update_release(self, release: dict[str, Any], payload: dict[str, Any]) -> _Response:
+        """PATCH a release: name/body always; tag and draft → published while it is a draft (the
+        tag is created then, so publishing is where a tag clash shows: 422 already_exists)."""
+        tag = payload.get("tag_name", release["tag_name"])
+        publishing = release["draft"] and payload.get("draft") is False
+        if tag != release["tag_name"] and not release["draft"] and self.immutable_releases:
+            return _error(422, "Cannot change the tag of an immutable release")
+        if publishing or (not release["draft"] and tag != release["tag_name"]):
+            clash = any(r is not release and r["tag_name"] == tag and not r["draft"] for r in self._releases.values())
+            if clash or tag in self._burned_tags:
+                return _validation("Release", "already_exists", "tag_name")
+        release["tag_name"] = tag
+        for key in ("name", "body", "prerelease"):
+            if key in payload:
+                release[key] = payload[key]
+        if publishing:
+            self._publish(release)
+        return _ok(self._release_json(release))
+
+    def _repo_json(self, token: _Token | None) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": REPO_ID,
+            "full_name": self.repo,
+            "private": False,
+            "default_branch": "main",
+            "url": f"{self.api_url}/repos/{self.repo}",
+        }
+        if token is not None:  # GitHub includes `permissions` for an authenticated caller
+            data["permissions"] = {
+                "admin": False,
+                "maintain": False,
+                "push": token.write,
+                "triage": token.write,
+                "pull": True,
+            }
+        return data
 
     def _release_by_tag(self, tag: str) -> dict[str, Any] | None:
         return next((r for r in self._releases.values() if r["tag_name"] == tag and not r["draft"]), None)
@@ -548,7 +676,7 @@ class GitHubServer:
             "url": url,
             "html_url": f"{self.origin}/{self.repo}/releases/tag/{quote(release['tag_name'])}",
             "assets_url": url + "/assets",
-            "upload_url": f"{self.origin}{self.upload_prefix}/repos/{self.repo}/releases/{release['id']}"
+            "upload_url": f"{self.upload_origin}{self.upload_prefix}/repos/{self.repo}/releases/{release['id']}"
             "/assets{?name,label}",
             "assets": [self._asset_json(a) for a in self._assets.values() if a["release_id"] == release["id"]],
         }
@@ -667,6 +795,8 @@ class _Handler(BaseHTTPRequestHandler):
             response = _fault_response(fault)
         elif role == "storage":
             response = gh._handle_storage(method, url.path, query, self.headers)
+        elif role == "uploads":
+            response = gh._handle_upload_host(method, url.path, query, self.headers, body, fault)
         else:
             response = gh._handle_api(method, url.path, query, self.headers, body, fault)
         if fault is not None and fault.kind in ("reset-after", "starter"):
@@ -674,7 +804,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         record.status = response.status
         headers = dict(response.headers)
-        if role == "api":
+        if role in ("api", "uploads"):
             headers = {**gh._rate_headers(label), **headers}
             headers.setdefault("X-GitHub-Request-Id", secrets.token_hex(8).upper())
         if response.body and "Content-Type" not in headers:

@@ -44,7 +44,7 @@ from github_server import GitHubServer, _error, _ok
 from suites import echo_cases, git, read_output_file, write_suite
 
 from evals.baseline import GitHubReleaseStore, manifest_name
-from evals.promote import SEED_REASON
+from evals.promotion import SEED_REASON
 from evals.results import load_results
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -202,21 +202,29 @@ class Runner:
 
     def run(self, job: Job, **overrides: str) -> StepRun:
         """One workflow run for the event: every job whose ``if:`` holds, in file order (``needs:``
-        in our workflows follows that order), matrix jobs once per value. Exactly one job may use
-        the action; its result is returned. ``overrides`` change the action's inputs."""
+        in our workflows follows that order; a job whose needed job failed is skipped), matrix jobs
+        once per value. The last use of the action (the gate) is returned; every use is in
+        ``self.action_runs``. ``overrides`` change the inputs of the action's last use."""
         run_id = next(self._ids)
-        results = []
-        for _, spec in self.jobs(job):
+        self.action_runs: list[StepRun] = []
+        failed: set[str] = set()
+        for name, spec in self.jobs(job):
+            needs = spec.get("needs") or []
+            if set([needs] if isinstance(needs, str) else needs) & failed:
+                failed.add(name)
+                continue
             matrix = (spec.get("strategy") or {}).get("matrix") or {}
             assert len(matrix) <= 1, "the simulated runner handles one matrix axis"
             values = [{k: v} for k, vs in matrix.items() for v in vs] or [None]
             for value in values:
                 result = self.run_job(job, spec, run_id=run_id, matrix=value, overrides=overrides)
                 if result is not None:
-                    results.append(result)
-        assert len(results) == 1, f"{job.workflow.name}: {len(results)} uses of the action on {job.event_name}"
-        results[0].run_id = run_id
-        return results[0]
+                    result.run_id = run_id
+                    self.action_runs.append(result)
+                    if result.returncode != 0:
+                        failed.add(name)
+        assert self.action_runs, f"{job.workflow.name}: no use of the action on {job.event_name}"
+        return self.action_runs[-1]
 
     def run_job(
         self,
@@ -241,7 +249,9 @@ class Runner:
                 continue
             uses = step.get("uses", "")
             if uses == "$/.":
-                inputs = {k: Expr(contexts).render(v) for k, v in (step.get("with") or {}).items()} | overrides
+                inputs = {k: Expr(contexts).render(v) for k, v in (step.get("with") or {}).items()}
+                if inputs.get("mode") != "run":  # the suite's job keeps its inputs; the gate gets the overrides
+                    inputs |= overrides
                 result = self.action(job, home / f"action{number}", runner_temp, inputs)
                 failed = result.returncode != 0
             elif uses.startswith("actions/upload-artifact@"):
@@ -417,7 +427,7 @@ class World:
 
     def seed(self) -> None:
         """The baseline of main's first commit, put in the release store directly, blessed as a
-        seeding gate stores it (evals.promote)."""
+        seeding gate stores it (evals.promotion)."""
         store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
         results = load_results(self.origin.baseline_results)
         store.promote(results, sha=self.origin.main_sha, verdict="seed", reason=SEED_REASON, blessed=True)
@@ -815,35 +825,74 @@ def test_tolerance_input_overrides_rate_metrics_and_keeps_the_baseline_comparabl
     assert {m["metric"]: m["tolerance"] for m in gate["metrics"]} == {"pass_rate": 0.03, "format_valid": 0.05}
 
 
-def test_pull_request_target_refuses_to_run_the_pr_code(world: World) -> None:
-    """pull_request_target has the base repository's write token: with the PR's head checked out
-    the gate refuses (exit 2) before anything runs; on the base branch's checkout it gates with a
-    warning."""
+def test_pull_request_target_refuses_to_run_the_suite_unless_the_workflow_opts_in(world: World) -> None:
+    """pull_request_target has the base repository's write token and secrets: without the opt-in a
+    run mode is refused (exit 2) before anything runs, even on the base branch's checkout."""
+    gh = world.gh
+    world.seed()
+    base = world.checkout("base")  # actions/checkout's default on pull_request_target: the base branch
+    job = world.pull_request(base, world.commit(world.checkout("feature"), "untrusted change"))
+    job.event_name = "pull_request_target"
+    requests_before = len(gh.requests)
+    refused = world.runner.action(job, world.tmp / "no-opt-in", _temp(world, "no-opt-in"), {"config": CONFIG})
+    assert refused.returncode == 2, refused.log
+    assert "allow-pull-request-target: true" in refused.stderr and "workflow_run" in refused.stderr
+    assert "never run here" not in refused.log  # the old, untrue reassurance
+    assert refused.outputs["verdict"] == "error" and "workflow_run" in refused.summary
+    assert len(gh.requests) == requests_before  # no store read, no comment
+    assert not (base / refused.out_dir / "results.json").exists()
+
+
+def _temp(world: World, name: str) -> Path:
+    temp = world.tmp / f"{name}-temp"
+    temp.mkdir()
+    return temp
+
+
+def test_pull_request_target_opted_in_still_refuses_any_checkout_of_the_pr(world: World) -> None:
+    """With the opt-in, every folder the suite can run from is checked: the PR's head at the
+    workspace root, or — the usual layout — the base branch at the root and the PR checked out into
+    ``pr/`` with the target importing from there, are both refused; only the base branch alone is
+    gated, with a warning that says what is true."""
     gh = world.gh
     world.seed()
     feature = world.checkout("feature")
     head = world.commit(feature, "untrusted change")
+    opt_in = {"config": CONFIG, "allow-pull-request-target": "true"}
 
     def target_run(checkout: Path, name: str) -> StepRun:
         job = world.pull_request(checkout, head)
         job.event_name = "pull_request_target"
-        temp = world.tmp / f"{name}-temp"
-        temp.mkdir()
-        return world.runner.action(job, world.tmp / name, temp, {"config": CONFIG})
+        return world.runner.action(job, world.tmp / name, _temp(world, name), opt_in)
 
     requests_before = len(gh.requests)
     refused = target_run(feature, "pr-head")
     assert refused.returncode == 2, refused.log
-    assert "pull_request_target" in refused.stderr and "workflow_run" in refused.stderr
-    assert refused.outputs["verdict"] == "error" and "workflow_run" in refused.summary
-    assert len(gh.requests) == requests_before  # no store read, no comment
-    assert not (feature / refused.out_dir / "results.json").exists()
+    assert f"holds the PR's head {head[:12]}" in refused.stderr
+    assert len(gh.requests) == requests_before
 
-    base = world.checkout("base")  # actions/checkout's default on pull_request_target: the base branch
-    gated = target_run(base, "base-branch")
+    # Base at the workspace root, the PR in pr/, the target's import path pointing there.
+    base = world.checkout("base-with-pr")
+    git(world.tmp, "clone", "-q", str(feature), str(base / "pr"))
+    quickstart = base / "examples" / "quickstart"
+    config = yaml.safe_load((quickstart / "evalgate.yml").read_text(encoding="utf-8"))
+    config["target"]["path"] = ["../../pr/examples/quickstart"]
+    (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    nested = target_run(base, "pr-nested")
+    assert nested.returncode == 2, nested.log
+    assert str(base / "pr") in nested.stderr and "holds the PR's head" in nested.stderr
+    assert not (base / nested.out_dir / "results.json").exists()
+    # The same with the target's path not naming it: every checkout under the workspace counts.
+    config["target"].pop("path")
+    (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    assert target_run(base, "pr-nested-unused").returncode == 2
+
+    clean = world.checkout("base")
+    gated = target_run(clean, "base-branch")
     assert gated.returncode == 0, gated.log
     assert gated.outputs["verdict"] == "pass"
-    assert "::warning" in gated.stdout and "pull_request_target" in gated.stdout
+    assert "::warning" in gated.stdout and "gates the base branch's code" in gated.stdout
+    assert "still readable by that code" in gated.stdout
 
 
 def test_pull_request_target_refuses_a_shallow_merge_checkout_it_cannot_clear(world: World) -> None:
@@ -863,7 +912,9 @@ def test_pull_request_target_refuses_a_shallow_merge_checkout_it_cannot_clear(wo
     requests_before = len(world.gh.requests)
     temp = world.tmp / "merge-temp"
     temp.mkdir()
-    refused = world.runner.action(job, world.tmp / "merge-run", temp, {"config": CONFIG})
+    refused = world.runner.action(
+        job, world.tmp / "merge-run", temp, {"config": CONFIG, "allow-pull-request-target": "true"}
+    )
     assert refused.returncode == 2, refused.log
     assert "cannot rule out" in refused.stderr and "fetch-depth: 0" in refused.stderr
     assert refused.outputs["verdict"] == "error"
@@ -1158,3 +1209,120 @@ def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> No
         detect_for(tmp_path, "workflow_dispatch", {"repository": REPO}, reason="  ")
     with pytest.raises(UsageError, match="issues"):
         detect_for(tmp_path, "issues", {"repository": REPO})
+
+
+# ------------------------------------------------------------------------------------------ issue 11
+
+
+IMPORT_MARK = """
+import os
+from pathlib import Path
+
+# Imported wherever this suite's code runs: records which job (runner temp folder) that was.
+with open(os.environ["IMPORT_MARKS"], "a", encoding="utf-8") as marks:
+    marks.write(os.environ.get("RUNNER_TEMP", "?") + "\\n")
+"""
+
+
+def test_the_gate_job_runs_no_code_of_the_repository_and_the_suite_job_gets_no_token(world: World) -> None:
+    """The shipped two-job layout: the suite's code is imported in the `run` job only (which is
+    given no token and makes no API call); the `gate-pr` job gates its results artifact."""
+    world.seed()
+    feature = world.checkout("feature")
+    bot = feature / "examples" / "quickstart" / "bot.py"
+    bot.write_text(bot.read_text(encoding="utf-8") + IMPORT_MARK, encoding="utf-8")
+    head = world.commit(feature, "a bot that records where it is imported")
+    job = world.pull_request(feature, head)
+    marks = world.tmp / "import-marks"
+    job.extra_env["IMPORT_MARKS"] = str(marks)
+    gate = world.runner.run(job)
+    assert gate.returncode == 0, gate.log
+    suite_run, gate_run = world.runner.action_runs
+    assert gate_run is gate and gate.outputs["verdict"] == "pass" and gate.outputs["comment-url"]
+    assert suite_run.returncode == 0 and "evalgate run: success" in suite_run.stdout
+    temps = set(marks.read_text(encoding="utf-8").split())
+    assert temps == {str(suite_run.out_dir.parent)}, temps  # only the run job imported the suite's code
+    assert "::warning" not in suite_run.stdout  # no write token, no persisted credential there
+    assert load_results(gate.outputs["results-path"]).run.subset  # the PR's smoke subset was gated
+
+
+def test_the_action_refuses_install_in_a_job_that_gates_a_results_file(tmp_path: Path) -> None:
+    install = next(step for step in ACTION["runs"]["steps"] if step.get("id") == "install")
+    script = tmp_path / "install.sh"
+    script.write_text(install["run"], encoding="utf-8")
+    env = {"PATH": os.environ["PATH"], "EXTRA_INSTALL": "-r requirements.txt", "EVALGATE_RESULTS": "results.json"}
+    env |= {"BASE_PYTHON": "/nonexistent/python", "RUNNER_TEMP": str(tmp_path)}
+    done = subprocess.run([*BASH, str(script)], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2 and "gates a results file" in done.stderr
+    assert not (tmp_path / "evalgate-venv").exists()  # refused before anything was installed
+
+
+def test_a_single_job_that_runs_the_suite_warns_about_a_write_token_and_a_persisted_credential(world: World) -> None:
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+
+    def single_job(name: str, token: str) -> StepRun:
+        job = world.pull_request(feature, head)
+        job.token = token
+        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG})
+
+    writer = single_job("write-token", world.gh.write_token)
+    assert writer.returncode == 0, writer.log
+    assert "::warning" in writer.stdout and "token that can write to octo/evals" in writer.stdout
+    reader = single_job("read-token", world.gh.read_token)
+    assert reader.returncode == 0, reader.log
+    assert "token that can write" not in reader.log and "persisted git credential" not in reader.log
+
+    # actions/checkout's default (persist-credentials: true) leaves this in the checkout's git config.
+    git(feature, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0")
+    persisted = single_job("persisted", world.gh.read_token)
+    assert persisted.returncode == 0, persisted.log
+    assert "persisted git credential" in persisted.stdout and "persist-credentials: false" in persisted.stdout
+    assert "eC1hY2Nlc3M6c2VjcmV0" not in persisted.log
+
+
+def test_a_token_that_cannot_see_the_repository_is_exit_3_not_no_baseline(world: World) -> None:
+    """A 404 on the release lookup is "no baseline yet" only when the repository itself is visible."""
+    world.seed()
+    feature = world.checkout("feature")
+    job = regressed(world.pull_request(feature, world.commit(feature, "change")))
+    job.token = world.gh.stranger_token
+    run = world.runner.action(job, world.tmp / "stranger", _temp(world, "stranger"), {"config": CONFIG})
+    assert run.returncode == 3, run.log
+    assert "not visible with this token" in run.stderr and run.outputs["verdict"] == "error"
+    assert not (feature / run.out_dir / "results.json").exists()  # decided before the suite ran
+
+
+INJECTED = "ko\n::add-mask::leak\n::stop-commands::halt\n::warning::forged"
+
+
+def test_no_log_line_starts_a_workflow_command_evalgate_did_not_mean(world: World) -> None:
+    """A slice value with line breaks, in a regressed slice: it reaches the verdict line, the
+    report's annotations and the step summary, but no line of the log starts a command of its own."""
+    raw = json.loads(world.origin.baseline_results.read_text(encoding="utf-8"))
+    for case in raw["cases"]:
+        if case["slices"].get("language") == "ko":
+            case["slices"]["language"] = INJECTED
+    baseline = world.tmp / "baseline-injected.json"
+    baseline.write_text(json.dumps(raw), encoding="utf-8")
+    for case in raw["cases"]:
+        if case["slices"].get("language") == INJECTED:
+            for attempt in case["attempts"]:
+                attempt["passed"], attempt["score"] = False, 0.0
+    candidate = world.tmp / "candidate-injected.json"
+    candidate.write_text(json.dumps(raw), encoding="utf-8")
+    store = GitHubReleaseStore(world.gh.client(), tag=TAG, repo=world.origin.path)
+    store.promote(load_results(baseline), sha=world.origin.main_sha, verdict="seed", blessed=True)
+
+    feature = world.checkout("feature")
+    job = world.pull_request(feature, world.commit(feature, "change"))
+    run = world.runner.action(
+        job, world.tmp / "injected", _temp(world, "injected"), {"config": CONFIG, "results": str(candidate)}
+    )
+    assert run.returncode == 1, run.log
+    assert "add-mask" in run.log  # the value is shown ...
+    commands = [line for line in run.log.splitlines() if line.lstrip().startswith(("::", "##["))]
+    assert commands, "evalgate's own annotations are missing"
+    for line in commands:  # ... but every command line is one evalgate meant
+        assert line.startswith(("::error ", "::warning ", "::notice ", "::warning title=evalgate::")), line

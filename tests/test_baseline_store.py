@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -21,7 +22,6 @@ from evals.baseline import (
     BaselineStore,
     GitHubReleaseStore,
     LocalStore,
-    ReleaseBlobs,
     StoreCorrupt,
     encode_snapshot,
     manifest_name,
@@ -33,6 +33,7 @@ from evals.baseline import (
 from evals.config import SuiteConfig
 from evals.errors import InfraError, UsageError
 from evals.manifest import Manifest
+from evals.release_blobs import ReleaseBlobs
 from evals.results import Attempt, CaseResult, Results, RunInfo, save_results
 
 # ------------------------------------------------------------------------------------- helpers
@@ -338,13 +339,18 @@ def test_half_written_snapshot_debris_is_replaced_but_a_valid_one_never(tmp_path
     assert store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass").promoted
     assert store.latest().results.run.git_sha == shas[0]
 
-    # A complete, different snapshot under the name (another writer's) is never clobbered.
+    # A complete, different snapshot under the name (another writer's, or an interrupted promotion's)
+    # is never clobbered: a valid run of the same commit and scorer definitions is adopted as is.
     other = encode_snapshot(results_for(shas[1], [False]))
     (folder / snapshot_name(shas[1])).write_bytes(other)
-    with pytest.raises(InfraError, match="never overwritten"):
-        store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass").promoted
     assert (folder / snapshot_name(shas[1])).read_bytes() == other
-    assert store.latest().results.run.git_sha == shas[0]
+    assert store.latest().results.cases[0].attempts[0].passed is False
+
+    # One a manifest names is never replaced by a promotion of another run of that commit.
+    refused = store.promote(results_for(shas[1], [True, True]), sha=shas[1], verdict="pass")
+    assert not refused.promoted and "already has a baseline snapshot" in refused.reason
+    assert (folder / snapshot_name(shas[1])).read_bytes() == other
 
 
 WRITER = textwrap.dedent(
@@ -606,8 +612,8 @@ def _corrupt(path: Path) -> None:
 
 
 def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothing(tmp_path: Path, history):
-    from evals.baseline_cmd import load_baselines
-    from evals.gate import config_for_results
+    from evals.candidate import config_for_results
+    from evals.stores import load_baselines
 
     repo, shas = history
     store = local(tmp_path, repo)
@@ -636,3 +642,127 @@ def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothi
     assert "drift guard not checked" in done.stderr and "not promoting" in done.stderr
     assert "drift guard not checked" in (out / "report.md").read_text(encoding="utf-8")
     assert store.latest().results.run.git_sha == shas[2]
+
+
+def test_rerunning_a_failed_promotion_of_the_same_commit_adopts_the_snapshot_it_left(github_api: GitHubServer, history):
+    """ "Re-run failed jobs" after an outage: the failed run uploaded its snapshot, then could not
+    publish the manifest. The re-run's bytes differ (timestamps); it adopts the orphan instead of
+    stopping on "already holds a different snapshot"."""
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    first = results_for(shas[1], [True, True])
+    first.run.started_at = "2026-12-01T10:00:00Z"
+    with pytest.raises(InfraError):
+        gh_store(gh, repo, before_create=arm(gh, "manifest", "502", times=50)).promote(
+            first, sha=shas[1], verdict="pass"
+        )
+    gh.faults.clear()
+    assert snapshot_name(shas[1]) in asset_names(gh)  # the orphan: uploaded, named by no manifest
+
+    rerun = results_for(shas[1], [True, True])
+    rerun.run.started_at = "2026-12-01T11:00:00Z"
+    assert encode_snapshot(rerun) != encode_snapshot(first)
+    result = gh_store(gh, repo).promote(rerun, sha=shas[1], verdict="pass")
+    assert result.promoted, result.reason
+    assert any("adopted" in w for w in result.warnings)
+    latest = gh_store(gh, repo).latest()
+    assert latest.ref.snapshot.sha == shas[1] and latest.results.run.started_at == "2026-12-01T10:00:00Z"
+    assert result.snapshot.digest == sha256_digest(encode_snapshot(first))
+
+
+def test_an_orphan_of_other_scorer_definitions_is_not_adopted_and_never_clobbered(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    store.promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    orphan = results_for(shas[1], [True])
+    orphan.run.config_hash = "sha256:other-scorers"
+    path = tmp_path / "store" / snapshot_name(shas[1])
+    path.write_bytes(encode_snapshot(orphan))
+    with pytest.raises(InfraError, match="never overwritten"):
+        store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    assert path.read_bytes() == encode_snapshot(orphan)
+    assert store.latest().results.run.git_sha == shas[0]
+
+
+# ------------------------------------------------------------------------------------- immutable releases
+
+
+def generation_releases(gh: GitHubServer) -> list[str]:
+    return sorted(r["tag_name"] for r in gh.releases() if re.fullmatch(rf"{TAG}-g\d+", r["tag_name"]))
+
+
+def test_immutable_releases_switch_to_one_release_per_promotion(github_api: GitHubServer, history):
+    """With immutable releases on, the release is published before any asset can be added: the 422
+    switches the store to one release per promotion (a draft, its assets, then published as
+    <tag>-g<generation>), read by every store — a read-only token's too."""
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    store = gh_store(gh, repo)
+    for sha in shas[:3]:
+        assert store.promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
+    assert any(r.status == 422 and r.server == "uploads" for r in gh.requests)  # detected by the 422
+    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (1, 2, 3)]
+    assert all(not r["draft"] and r["immutable"] for r in gh.releases())
+    assert asset_names(gh) == []  # the main release stayed empty: nothing could be added to it
+
+    reader = GitHubReleaseStore(gh.client(token=gh.read_token), tag=TAG, repo=repo, settle_s=0.0)
+    assert reader.latest().results.run.git_sha == shas[2]
+    assert reader.select(base_sha=shas[1]).results.run.git_sha == shas[1]
+    assert [e.sha for e in reader.list().snapshots] == shas[:3]
+    # Another writer (nothing cached) starts from the per-promotion layout right away.
+    assert gh_store(gh, repo).promote(results_for(shas[3], [True]), sha=shas[3], verdict="pass").promoted
+    assert generation_releases(gh)[-1] == f"{TAG}-g00000004"
+
+
+def test_an_existing_one_release_store_keeps_being_read_after_the_switch(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    # The organisation turns immutable releases on, and the old release is made immutable (it held
+    # the store's first snapshot and manifest): the next promotion writes a release of its own.
+    gh.immutable_releases = True
+    gh._releases[next(iter(gh._releases))]["immutable"] = True
+    store = gh_store(gh, repo)
+    assert store.promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass").promoted
+    assert generation_releases(gh) == [f"{TAG}-g00000002"]
+    fresh = gh_store(gh, repo)
+    assert [e.sha for e in fresh.list().snapshots] == shas[:2]
+    assert fresh.select(base_sha=shas[0]).results.run.git_sha == shas[0]  # its snapshot is in the old release
+
+
+def test_per_promotion_tag_is_the_compare_and_swap_between_concurrent_writers(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    fired = []
+
+    def interleave(name: str) -> None:
+        if name.startswith("manifest-") and not fired:
+            fired.append(name)  # another writer publishes this generation first
+            assert gh_store(gh, repo).promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass").promoted
+
+    result = gh_store(gh, repo, before_create=interleave).promote(
+        results_for(shas[2], [True]), sha=shas[2], verdict="pass"
+    )
+    assert result.promoted and result.manifest.generation == 3
+    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (1, 2, 3)]
+    assert [e.sha for e in gh_store(gh, repo).list().snapshots] == shas[:3]
+    assert not [r for r in gh.releases() if r["draft"]]  # the loser's draft was published under the next tag
+
+
+def test_per_promotion_rerun_after_a_failed_publish_and_pruning(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    gh_store(gh, repo, keep=2).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
+    gh.faults.add("PATCH", r"/releases/\d+$", "502", times=50)
+    with pytest.raises(InfraError):
+        gh_store(gh, repo, keep=2).promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    gh.faults.clear()
+    assert [r["draft"] for r in gh.releases()].count(True) == 1  # the failed run's draft
+    for sha in shas[1:5]:  # "re-run failed jobs", then more promotions
+        assert gh_store(gh, repo, keep=2).promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
+    final = gh_store(gh, repo, keep=2).list()
+    assert [e.sha for e in final.snapshots] == shas[3:5]
+    # A release whose manifest is stale and whose snapshot no kept manifest (the last three
+    # generations) names is deleted as a whole; the others stay, as immutable releases must.
+    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (2, 3, 4, 5)]
+    assert gh_store(gh, repo).latest().results.run.git_sha == shas[4]

@@ -18,6 +18,7 @@ from evals.github import (
     NotFound,
     PermissionDenied,
     RateLimited,
+    RepositoryNotVisible,
     TransportFailed,
     Truncated,
     Unauthorized,
@@ -377,3 +378,62 @@ def test_token_appears_in_no_output_log_exception_or_file(github_api: GitHubServ
     for token in (gh.write_token, gh.read_token):
         assert all(token not in text for text in seen)
         assert token[4:] not in "".join(seen)  # not even without its prefix
+
+
+# ------------------------------------------------------------------------------------------ issue 11
+
+
+def test_uploads_carry_the_token_to_the_upload_url_the_api_returned_and_nowhere_else(github_api: GitHubServer):
+    """A separate upload host (GHE.com data residency: uploads.<subdomain>.ghe.com) is named only by
+    the release's ``upload_url``: the upload gets the token there, the storage host never does."""
+    gh = github_api
+    client, release, asset, data = _release_with_asset(gh)
+    assert release.upload_url.startswith(gh.upload_origin) and gh.upload_origin != gh.origin
+    uploads = gh.requests_to("uploads")
+    assert len(uploads) == 1 and uploads[0].auth == "write" and uploads[0].status == 201
+    assert gh.asset_data(TAG, asset.name) == data
+    assert client.download_asset(asset) == data
+    assert not any(r.authorization_header for r in gh.requests_to("storage"))
+
+
+def test_an_upload_url_with_another_scheme_gets_no_token(github_api: GitHubServer):
+    client = github_api.client()
+    release = client.create_release(TAG)
+    plain = release.model_copy(update={"upload_url": release.upload_url.replace("http://", "https://", 1)})
+    with pytest.raises(GitHubError, match="not sending the token"):
+        client.upload_asset(plain, "x.json", b"{}", "application/json")
+    assert github_api.requests_to("uploads") == []
+
+
+def test_a_release_404_when_the_repository_is_not_visible_is_an_error_not_an_empty_store(github_api: GitHubServer):
+    gh = github_api
+    gh.add_release(TAG)
+    assert gh.client().get_release_by_tag("no-such-tag") is None  # the repository is visible: no such release
+    stranger = gh.client(token=gh.stranger_token)
+    with pytest.raises(RepositoryNotVisible, match="not visible with this token") as caught:
+        stranger.get_release_by_tag(TAG)
+    assert caught.value.exit_code == 3
+
+
+def test_the_token_s_write_permission_comes_from_the_repository_permissions(github_api: GitHubServer):
+    gh = github_api
+    assert gh.client().token_can_write() is True
+    assert gh.client(token=gh.read_token).token_can_write() is False
+    assert gh.client(token=gh.user_token).token_can_write() is True
+    assert gh.client(token="").token_can_write() is None  # anonymous: the API does not say
+    assert gh.client(token=gh.stranger_token).token_can_write() is None
+
+
+def test_every_retry_is_one_line_in_the_log_and_the_final_error_counts_them(github_api: GitHubServer, capsys):
+    gh = github_api
+    client, _, asset, data = _release_with_asset(gh)
+    capsys.readouterr()
+    gh.faults.add("GET", ASSET_PATH, "500", times=2)
+    assert client.download_asset(asset) == data
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("evalgate: GitHub:")]
+    assert len(lines) == 2 and "retry 1/4" in lines[0] and "retry 2/4" in lines[1] and "500" in lines[0]
+
+    gh.faults.add("GET", ASSET_PATH, "503", times=100)
+    with pytest.raises(GitHubError, match=r"gave up after 4 retries"):
+        client.download_asset(asset)
+    assert len([line for line in capsys.readouterr().err.splitlines() if "retry" in line]) == 4

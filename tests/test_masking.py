@@ -188,3 +188,10 @@ def test_masking_a_huge_string_is_bounded():
     masked = mask_secrets(text)
     assert masked.startswith("password=*** ") and "hunter2" not in masked
     assert len(masked) < MAX_MASKED_CHARS + 100 and masked.endswith("characters cut before masking]")
+
+
+def test_upper_case_text_is_found_by_the_cheap_prefilter_too():
+    text = "PASSWORD=hunter22 AUTHORIZATION: BEARER abc.def SECRET_TOKEN: zz9 HTTPS://ME:PW@HOST"
+    masked = mask_secrets(text)
+    for secret in ("hunter22", "abc.def", "zz9", "ME:PW"):
+        assert secret not in masked, secret

@@ -513,7 +513,7 @@ def test_cli_uses_the_configured_template_and_names_a_broken_one(tmp_path: Path,
 def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips: Comparison) -> None:
     # The gate leaves room for its own headline in the 1 MiB step summary: the config's report
     # options must not replace the size limit it passes.
-    from evals.gate import render
+    from evals.reportfiles import render
 
     config = SuiteConfig(suite="demo", cases="c.jsonl", report={"max_cases": 50})
     text = render(many_flips, config, "summary", max_chars=20_000)

@@ -9,7 +9,7 @@ from evals.errors import EXIT_PASS, UsageError
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    from evals.baseline_cmd import add_store_options
+    from evals.stores import add_store_options
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml; optional)")
@@ -109,10 +109,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
-    from evals.baseline_cmd import open_store_for
     from evals.errors import EXIT_INFRA
     from evals.history.record import Writer
     from evals.history.sync import sync_store
+    from evals.stores import open_store_for
 
     store = open_store_for(config, args)
     report = sync_store(Writer(engine), store)
