@@ -17,8 +17,9 @@ from evals.escape import log_value
 from evals.results import Results
 
 if TYPE_CHECKING:
-    from evals.baseline import BaselineStore, PromotionResult
+    from evals.baseline import BaselineStore
     from evals.comparison import Comparison
+    from evals.store_write import PromotionResult
 
 SEED_REASON = "seeded: first baseline"
 

@@ -23,7 +23,8 @@ from pydantic import BaseModel
 
 from evals.errors import EvalgateError, InfraError, UsageError
 from evals.escape import workflow_data
-from evals.github import Comment, GitHubClient, GitHubError
+from evals.github import Comment, GitHubClient
+from evals.github_transport import GitHubError
 from evals.logguard import command
 
 if TYPE_CHECKING:

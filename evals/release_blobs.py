@@ -67,7 +67,7 @@ class ReleaseBlobs(Blobs):
         return blobs
 
     def read(self, blob: Blob) -> bytes:
-        from evals.github import NotFound
+        from evals.github_transport import NotFound
 
         try:
             return self.client.download_asset(blob.handle, expected_size=blob.size)  # type: ignore[arg-type]
@@ -77,7 +77,7 @@ class ReleaseBlobs(Blobs):
     # -- writing -------------------------------------------------------------------------------
 
     def create(self, name: str, data: bytes) -> Blob:
-        from evals.github import ImmutableRelease
+        from evals.github_transport import ImmutableRelease
 
         if not self._per_promotion:
             try:
@@ -88,7 +88,7 @@ class ReleaseBlobs(Blobs):
         return self._create_per_promotion(name, data)
 
     def _create_in_main(self, name: str, data: bytes) -> Blob:
-        from evals.github import AssetExists
+        from evals.github_transport import AssetExists
 
         release = self._main or self.client.get_release_by_tag(self.tag)
         if release is None:
@@ -109,7 +109,7 @@ class ReleaseBlobs(Blobs):
         """Snapshots go into this writer's draft; a manifest goes there too and then publishes the
         draft as ``<tag>-g<generation>``: a taken tag means another writer published that
         generation first (``NameTaken``, the manifest is taken out of the draft for the retry)."""
-        from evals.github import AssetExists, ValidationFailed
+        from evals.github_transport import AssetExists, ValidationFailed
 
         match = MANIFEST_RE.match(name)
         if match is None and (name in self._release_of or name in self._draft_assets):

@@ -43,7 +43,8 @@ import yaml
 from github_server import GitHubServer, _error, _ok
 from suites import echo_cases, git, read_output_file, write_suite
 
-from evals.baseline import GitHubReleaseStore, manifest_name
+from evals.baseline import GitHubReleaseStore
+from evals.manifest import manifest_name
 from evals.promotion import SEED_REASON
 from evals.results import load_results
 

@@ -23,18 +23,15 @@ from evals.baseline import (
     GitHubReleaseStore,
     LocalStore,
     StoreCorrupt,
-    encode_snapshot,
-    manifest_name,
     open_store,
     promotion_allowed,
-    sha256_digest,
-    snapshot_name,
 )
 from evals.config import SuiteConfig
 from evals.errors import InfraError, UsageError
-from evals.manifest import Manifest
+from evals.manifest import Manifest, manifest_name, snapshot_name
 from evals.release_blobs import ReleaseBlobs
 from evals.results import Attempt, CaseResult, Results, RunInfo, save_results
+from evals.store_write import encode_snapshot, sha256_digest
 
 # ------------------------------------------------------------------------------------- helpers
 
@@ -366,7 +363,7 @@ WRITER = textwrap.dedent(
     store = LocalStore(folder, keep=100, repo=None, settle_s=0.01)
     while not go.exists():
         time.sleep(0.001)
-    # Fewer promotions than evals.baseline.WRITE_ATTEMPTS: each lost race means the other writer
+    # Fewer promotions than evals.store_write.WRITE_ATTEMPTS: each lost race means the other writer
     # published, so no writer can run out of attempts. The shas have no git history to order
     # them, which only a reset (blessed) may store past.
     for i in range(6):

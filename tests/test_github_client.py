@@ -10,10 +10,9 @@ import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401
 
 from evals.errors import UsageError
-from evals.github import (
-    ACTIONS_BOT_LOGIN,
+from evals.github import ACTIONS_BOT_LOGIN, GitHubClient
+from evals.github_transport import (
     AssetExists,
-    GitHubClient,
     GitHubError,
     NotFound,
     PermissionDenied,

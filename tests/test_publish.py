@@ -10,7 +10,8 @@ from github_server import MAX_COMMENT_CHARS, GitHubServer, github_api_fixture  #
 from suites import read_output_file
 
 from evals.errors import UsageError
-from evals.github import ACTIONS_BOT_LOGIN, GitHubError
+from evals.github import ACTIONS_BOT_LOGIN
+from evals.github_transport import GitHubError
 from evals.publish import (
     MAX_SUMMARY_BYTES,
     comment_marker,
