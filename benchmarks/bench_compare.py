@@ -85,9 +85,11 @@ def scipy_comparison(comparison, baseline, candidate) -> tuple[float, float, flo
     """Our bootstrap vs scipy's on every unit's paired deltas, both 10,000 resamples."""
     from scipy import stats as sps
 
-    from evals.compare import MetricInput, UnitIndex, decide, pair, unit_indices
     from evals.config import GateSpec, MetricSpec
+    from evals.decide import decide
     from evals.metrics import metric_def, scan
+    from evals.paired import MetricInput, UnitIndex
+    from evals.pairing import pair, unit_indices
 
     spec = MetricSpec(tolerance=0.02)
     definition = metric_def("pass_rate", spec)

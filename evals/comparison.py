@@ -45,7 +45,11 @@ class GateConfig(_Model):
 
     alpha: float
     power: float
-    max_detectable_drop: float
+    slice_alpha_share: float = Field(default=0.5, description="Share of α the slices get; overall gets the rest.")
+    slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
+        default="cases", description="How a slice key's share of α is split among its values."
+    )
+    target_mde: float = Field(default=0.10, description="Report only: units whose MDE is above it are underpowered.")
     inconclusive: Literal["warn", "fail"]
     max_error_rate: float = Field(description="Largest share of attempts with an infra error before 'incomplete'.")
     max_age_days: int = Field(default=30, description="baseline.max_age_days: older baselines get a warning.")
@@ -70,12 +74,21 @@ class UnitResult(_Model):
     tolerance: float = Field(description="δ in absolute units for this unit (relative tolerances resolved).")
     ci_low: float | None = None
     ci_high: float | None = None
+    ci_method: Literal["bootstrap", "smoothed"] | None = Field(
+        default=None,
+        description="bootstrap: paired percentile interval; smoothed: Agresti–Min interval, used for binary units "
+        "under 100 cases, where the bootstrap interval is often a point.",
+    )
     confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
     method: Method | None = Field(default=None, description="Test used for the p-value.")
     p_value: float | None = Field(default=None, description="One-sided p of 'worse than the band' (H0: not worse).")
     p_improved: float | None = Field(default=None, description="One-sided p of 'better than the band'.")
-    p_adjusted: float | None = Field(default=None, description="Holm-adjusted p (blocking units).")
-    q_value: float | None = Field(default=None, description="Benjamini–Hochberg q-value (advisory units).")
+    p_adjusted: float | None = Field(default=None, description="Weighted-Holm adjusted p (blocking units).")
+    q_value: float | None = Field(default=None, description="Benjamini–Hochberg q-value (every unit; advisory).")
+    weight: float = Field(default=0.0, description="Share of α allocated before the run (0: advisory).")
+    alpha_level: float | None = Field(
+        default=None, description="α·weight: the level of Holm's first step, which the MDE is computed at."
+    )
     smoothed_low: float | None = Field(
         default=None,
         description="Smoothed normal interval of the delta at `confidence` (Agresti–Min: two pseudo-cases); "
@@ -83,7 +96,11 @@ class UnitResult(_Model):
         "small unit whose cases all moved the same way.",
     )
     smoothed_high: float | None = None
-    mde: float | None = Field(default=None, description="Minimum detectable drop at alpha (corrected) and power.")
+    mde: float | None = Field(default=None, description="Minimum detectable drop at alpha_level and power.")
+    underpowered: bool = Field(default=False, description="MDE above gate.target_mde.")
+    cases_for_target: int | None = Field(
+        default=None, description="Paired cases that would bring the MDE to target_mde (None: none would, or n/a)."
+    )
     n: int = Field(description="Paired cases in the unit.")
     blocking: bool
     verdict: UnitVerdict
@@ -228,3 +245,21 @@ class Comparison(_Model):
     def failing_units(self) -> list[UnitResult]:
         """The units that made the gate fail: blocking, gated, regressed."""
         return [u for u in self.units if u.blocking and u.gated and u.verdict == "regressed"]
+
+
+def blocking_reason(u: UnitResult, gate: GateConfig) -> str:
+    """One line for the report: why this unit could or could not block, and how sharp its test was."""
+    if u.n < 2:
+        return "could not block: fewer than 2 paired cases"
+    if not u.blocking and gate.slice_alpha_share == 0:
+        return "could not block: gate.slice_alpha_share is 0, so only overall can block"
+    if not u.blocking:
+        return "could not block on its own: its one value holds every paired case, the same test as overall"
+    level = u.alpha_level if u.alpha_level is not None else gate.alpha * u.weight
+    text = f"could block: tested at α {level:.2g} ({u.weight:.1%} of α for its {u.n:,} paired cases)"
+    if u.mde is not None:
+        text += f"; detects drops of {u.mde:.3g} or more"
+    if u.underpowered:
+        more = f", about {u.cases_for_target:,} cases would reach it" if u.cases_for_target else ""
+        text += f" — underpowered for target_mde {gate.target_mde:g}{more}"
+    return text

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -182,12 +183,35 @@ class MetricSpec(_Strict):
 class GateSpec(_Strict):
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     power: Annotated[float, Field(gt=0, lt=1)] = 0.8
-    max_detectable_drop: Annotated[float, Field(gt=0)] = 0.10
+    slice_alpha_share: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.5, description="Share of α the slices get (0: only overall can block); overall gets the rest."
+    )
+    slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
+        default="cases", description="How a slice key's share of α is split among its values."
+    )
+    target_mde: Annotated[float, Field(gt=0)] = Field(
+        default=0.10,
+        description="Report only: units whose minimum detectable drop is above it are marked underpowered. "
+        "The old key max_detectable_drop is read as this one, with a warning.",
+    )
     inconclusive: Literal["warn", "fail"] = "warn"
     max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
     id: str | None = Field(default=None, description="Gate id for the sticky PR comment; defaults to the suite.")
+    max_removed_share: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.2, description="A full gate whose candidate lacks more of the baseline's cases is incompatible."
+    )
     bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
     seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_key(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "max_detectable_drop" in value:
+            if "target_mde" in value:
+                raise ValueError("max_detectable_drop is the old name of target_mde: keep only target_mde")
+            value = {**value, "target_mde": value["max_detectable_drop"]}
+            del value["max_detectable_drop"]
+        return value
 
 
 class SmokeSpec(_Strict):
@@ -301,7 +325,11 @@ class SuiteConfig(_Strict):
         for; case edits are handled per case by its ``hash``), and everything else about metrics
         (which ones are reported, tolerances, ``gate`` flags): metrics are computed at compare
         time from the stored attempts, so adding one or tightening a band needs no reset."""
-        payload = {
+        return hash_json(self.definitions())
+
+    def definitions(self) -> dict[str, Any]:
+        """What ``config_hash`` covers; runs record it, so a mismatch can say what changed."""
+        return {
             "scorers": [s.model_dump(mode="json") for s in self.scorers],
             "directions": {
                 name: spec.direction
@@ -309,7 +337,6 @@ class SuiteConfig(_Strict):
                 if spec.direction not in (None, default_direction(name))
             },
         }
-        return hash_json(payload)
 
 
 def hash_json(value: Any) -> str:
@@ -338,6 +365,14 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     config._root = path.resolve().parent
     config._path = path
     _check_metric_names(config, src)
+    gate = src.data.get("gate")
+    if isinstance(gate, dict) and "max_detectable_drop" in gate:
+        print(
+            f"evalgate: warning: {config.where('gate', 'max_detectable_drop')}: gate.max_detectable_drop is now "
+            "gate.target_mde and only marks underpowered units in the report; which units can block is fixed "
+            "before the run (gate.slice_alpha_share, gate.slice_weights)",
+            file=sys.stderr,
+        )
     return config
 
 

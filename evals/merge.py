@@ -90,6 +90,7 @@ def merge_results(parts: list[Results], names: list[str]) -> Results:
         git_sha=git_sha,
         git_ref=first.git_ref,
         config_hash=config_hash,
+        definitions=first.definitions,
         target=first.target.model_copy(update={"params": params}) if first.target else None,
         attempts_per_case=first.attempts_per_case,
         subset=first.subset,

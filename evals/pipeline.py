@@ -186,6 +186,10 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         run = candidate.run
         if run.subset or run.shard:
             raise UsageError(f"{results_path}: a reset blesses the whole suite; this is {run.subset or run.shard}")
+        if not candidate.cases:
+            raise UsageError(
+                f"{results_path}: the run holds no case; a baseline of nothing gates nothing, nothing was blessed"
+            )
         if not run.is_complete:
             raise InfraError(
                 f"{results_path}: the run is not complete ({run.status}, {run.completed_cases}/{run.total_cases} "

@@ -28,7 +28,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from markupsafe import Markup
 
 from evals import escape
-from evals.comparison import CaseDiffEntry, Comparison, UnitResult
+from evals.comparison import CaseDiffEntry, Comparison, UnitResult, blocking_reason
 from evals.config import SuiteConfig
 from evals.errors import InputFileError
 from evals.results import atomic_write
@@ -418,6 +418,11 @@ def build_context(
         "improved": [u for u in units if u.verdict == "improved"] if spec.improved else [],
         "inconclusive_units": [u for u in units if u.verdict == "inconclusive"],
         "units": table[: spec.unit_rows],
+        "slice_roles": [
+            {"unit": u.unit, "metric": u.metric, "why": blocking_reason(u, c.gate)}
+            for u in table[: spec.unit_rows]
+            if u.unit != "overall" and u.gated
+        ],
         "units_omitted": len(units) - min(len(table), spec.unit_rows),
         "case_sections": _case_sections(c, spec),
         "baseline": baseline,

@@ -109,6 +109,9 @@ class RunInfo(_Model):
     git_sha: str | None = None
     git_ref: str | None = None
     config_hash: str | None = None
+    definitions: dict[str, Any] | None = Field(
+        default=None, description="What config_hash covers (scorers, directions), so a mismatch can say what changed."
+    )
     target: TargetInfo | None = None
     attempts_per_case: Annotated[int, Field(ge=1)] = 1
     shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')

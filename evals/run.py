@@ -245,6 +245,7 @@ def execute(
         git_sha=current_sha(config.root),
         git_ref=current_ref(config.root),
         config_hash=config.config_hash(),
+        definitions=config.definitions(),
         target=info,
         attempts_per_case=config.attempts,
         shard=f"{shard[0]}/{shard[1]}" if shard else None,

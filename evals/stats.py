@@ -191,3 +191,23 @@ def pass_at_k(n: np.ndarray, c: np.ndarray, k: int) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         value = 1.0 - special.comb(n - c, k) / special.comb(n, k)
     return np.where(n >= k, value, np.nan)
+
+
+def weighted_holm(p: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted Holm (Holm 1979, §5) step-down adjusted p-values for weights ``w`` summing to at
+    most 1: hypotheses are taken in order of ``p/w``; at each step the one taken is rejected when
+    ``p_i ≤ α · w_i / W``, with ``W`` the total weight of those not yet rejected. So
+    ``adj_(k) = max_{j ≤ k} min(1, p_(j) · W_j / w_(j))``; rejecting where ``adj ≤ α`` controls
+    the family-wise error rate at α. With equal weights it is :func:`holm`. Units of weight 0
+    are never rejected: their adjusted p is 1."""
+    p = np.asarray(p, dtype=float)
+    w = np.asarray(w, dtype=float)
+    out = np.ones(p.size)
+    live = np.flatnonzero(w > 0)
+    if live.size == 0:
+        return out
+    order = live[np.argsort(p[live] / w[live], kind="stable")]
+    remaining = np.cumsum(w[order][::-1])[::-1]  # weight of the hypotheses from step k on
+    adj = np.maximum.accumulate(p[order] * remaining / w[order])
+    out[order] = np.minimum(adj, 1.0)
+    return out

@@ -55,6 +55,22 @@ def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
         repo_root, python_exe, "gate", "--mode", "reset", "--reason", "x", "--config", str(config), cwd=tmp_path
     )
     assert_usage_error(proc, "the case set is empty")
+    # Nor an empty results file brought to `evalgate reset --results`.
+    run = {"suite": "demo", "status": "success", "total_cases": 0, "completed_cases": 0}
+    (tmp_path / "empty.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": []}))
+    proc = evalgate(
+        repo_root,
+        python_exe,
+        "reset",
+        "--reason",
+        "x",
+        "--results",
+        "empty.json",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+    )
+    assert_usage_error(proc, "empty.json: the run holds no case", "nothing was blessed")
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
 
@@ -85,3 +101,106 @@ def test_scorers_that_need_no_expected_run(tmp_path, repo_root, python_exe, scor
     config.write_text(config.read_text().replace("[final_answer]", scorers))
     proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
+
+
+def commit(folder: Path) -> None:
+    """A new user's suite lives in a git checkout: snapshots are named by commit."""
+    git = ["git", "-c", "user.name=dev", "-c", "user.email=dev@example.com", "-c", "init.defaultBranch=main"]
+    if not (folder / ".git").exists():
+        subprocess.run([*git, "init", "-q", str(folder)], check=True)
+    subprocess.run([*git, "-C", str(folder), "add", "-A"], check=True)
+    subprocess.run([*git, "-C", str(folder), "commit", "-q", "--allow-empty", "-m", "change"], check=True)
+
+
+def reset(repo_root: Path, python_exe: str, config: Path) -> None:
+    commit(config.parent)
+    proc = evalgate(
+        repo_root,
+        python_exe,
+        "gate",
+        "--mode",
+        "reset",
+        "--reason",
+        "start",
+        "--config",
+        str(config),
+        cwd=config.parent,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def assert_incompatible(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "evalgate gate: incompatible: " in proc.stdout
+    for fragment in (*fragments, "a reset accepts it", "evalgate reset"):
+        assert fragment in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("change", "fragments"),
+    [
+        ({"suite": "other-suite"}, ("suite 'demo'", "suite 'other-suite'")),
+        (
+            {"cases": [{"id": f"new{i}", "input": "x", "expected": "1"} for i in range(60)]},
+            ("no case in common", "baseline's 60 cases"),
+        ),
+    ],
+    ids=["another-suite", "no-case-in-common"],
+)
+def test_baseline_that_cannot_be_compared_is_incompatible(tmp_path, repo_root, python_exe, change, fragments):
+    config = write_suite(tmp_path)
+    reset(repo_root, python_exe, config)
+    write_suite(tmp_path, **change)
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_incompatible(proc, *fragments)
+
+
+def test_full_gate_on_5_of_60_cases_is_incompatible(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path)
+    reset(repo_root, python_exe, config)
+    lines = (tmp_path / "cases.jsonl").read_text().splitlines(keepends=True)
+    (tmp_path / "cases.jsonl").write_text("".join(lines[:5]))
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_incompatible(proc, "lacks 55 of the baseline's 60 cases", "max_removed_share 20%")
+    # The removal was deliberate: a reset accepts it, and the next gate compares the 5 cases.
+    reset(repo_root, python_exe, config)
+    commit(tmp_path)
+    after = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert "incompatible" not in after.stdout and after.returncode in (0, 1), after.stdout + after.stderr
+
+
+def test_changed_scorer_definition_says_what_changed(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path)
+    reset(repo_root, python_exe, config)
+    config.write_text(config.read_text().replace("[final_answer]", "[{final_answer: {rel_tol: 0.1}}]"))
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert_incompatible(proc, "scorer 'final_answer' changed from", '"rel_tol": 0.1')
+
+
+def test_old_max_detectable_drop_key_is_read_as_target_mde_with_a_warning(tmp_path, repo_root, python_exe):
+    config = write_suite(tmp_path, extra="gate: {max_detectable_drop: 0.2}\n")
+    proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "evalgate.yml:7: gate.max_detectable_drop is now gate.target_mde" in proc.stderr
+
+
+def test_named_score_no_run_records_is_a_usage_error(tmp_path, repo_root, python_exe):
+    """With a python scorer the config cannot know its named scores; the runs can."""
+    (tmp_path / "scoring.py").write_text(
+        "def judge(output, case):\n    return {'score': 1.0, 'scores': {'tone': 1.0}}\n"
+    )
+    config = write_suite(tmp_path, extra="metrics:\n  pass_rate: {}\n  tonne: {gate: false}\n")
+    config.write_text(config.read_text().replace("[final_answer]", "[final_answer, {python: 'scoring:judge'}]"))
+    for out in ("a.json", "b.json"):
+        assert (
+            evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", out, cwd=tmp_path).returncode
+            == 0
+        )
+    args = ["compare", "--config", str(config), "--baseline", "a.json", "--candidate", "b.json"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:9", "metric 'tonne' is a named score that no case of the runs records")
+    config.write_text(config.read_text().replace("tonne", "tone"))
+    assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)

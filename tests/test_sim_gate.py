@@ -1,6 +1,7 @@
-"""A small fixed-seed run of benchmarks/sim_gate.py: the gate's A/A false-fail rate stays low
-where the naive rule fails nearly always (SPEC §5 validity target, ≤ 5% at 1,000 replicates;
-asserted ≤ 8% here, at 200)."""
+"""A small fixed-seed run of benchmarks/sim_gate.py (the real decision code on simulated runs):
+A/A false fails stay low, and a broken slice fails the gate where the first version's rule —
+run on the same tested units — made it advisory. The SPEC §5 grid itself (≥ 400 replicates per
+cell) is the benchmark's job: `.venv/bin/python benchmarks/sim_gate.py`."""
 
 from __future__ import annotations
 
@@ -9,8 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from evals.config import GateSpec
 
 SIM = Path(__file__).resolve().parent.parent / "benchmarks" / "sim_gate.py"
 
@@ -24,32 +23,19 @@ def sim():
     return module
 
 
-@pytest.mark.parametrize("model", ["independent", "heterogeneous", "near-deterministic"])
-def test_aa_false_fail_rate_20_slices_of_25(sim, model):
-    # fewer bootstrap resamples: they only set the CI edges used for "pass"/"unchanged"
-    result = sim.run_cell("20x25", model, 200, seed=1, gate=GateSpec(bootstrap_resamples=500))
-    assert result.fail <= 0.08
-    assert result.naive_fail >= 0.9  # the naive rule on the same data cries wolf
-    assert result.passed + result.inconclusive + result.fail == pytest.approx(1.0)
+@pytest.mark.parametrize(("layout", "model"), [("500", "near-deterministic"), ("1000", "independent")])
+def test_aa_and_boundary_false_fail_rates(sim, layout, model):
+    aa = sim.run_cell(layout, model, 150, seed=1, scenario="aa")
+    boundary = sim.run_cell(layout, model, 150, seed=1, scenario="boundary")
+    assert aa.fail <= 0.06 and boundary.fail <= 0.08
 
 
-def test_aa_false_fail_rate_uneven_slices(sim):
-    result = sim.run_cell("100+19x21", "near-deterministic", 200, seed=2, gate=GateSpec(bootstrap_resamples=500))
-    assert result.fail <= 0.08
-    # ~21-case slices whose cases all came out the same have a plain SE of 0 (MDE = tolerance); they
-    # used to block in most runs (0.80 slices per run at 1,000 replicates). The smoothed SE keeps them advisory.
-    assert result.blocking_slices < 0.2
+def test_a_broken_100_case_slice_is_caught_where_the_first_version_missed_it(sim):
+    cell = sim.run_cell("1000", "heterogeneous", 60, seed=2, scenario="drop", drop_slice=1, drop=0.40)
+    assert cell.found >= 0.9
+    assert cell.old_found <= 0.5  # its discordant pairs raised its MDE above 0.10: advisory
 
 
-def test_aa_false_fail_rate_with_a_blocking_slice(sim):
-    result = sim.run_cell("400+100", "near-deterministic", 200, seed=4, gate=GateSpec(bootstrap_resamples=500))
-    assert result.fail <= 0.08
-    assert result.blocking_slices >= 0.9  # the 400-case slice blocks, so Holm is exercised
-
-
-def test_a_real_drop_on_a_large_slice_is_caught(sim):
-    result = sim.run_cell(
-        "400+100", "near-deterministic", 200, seed=3, drop_slice=0, gate=GateSpec(bootstrap_resamples=500)
-    )
-    assert result.target_blocking >= 0.9
-    assert result.target_regressed >= 0.8
+def test_a_drop_on_the_400_case_slice_is_found_as_often_as_before(sim):
+    cell = sim.run_cell("1000", "near-deterministic", 100, seed=3, scenario="drop", drop_slice=0, drop=0.20)
+    assert cell.found >= 0.9 and cell.found >= cell.old_found - 0.05

@@ -148,6 +148,25 @@ def test_holm_hand_computed():
     assert stats.holm(np.array([])).size == 0
 
 
+def test_weighted_holm_hand_computed_and_equal_weights_are_holm():
+    p = np.array([0.004, 0.02, 0.01, 0.0])
+    w = np.array([0.5, 0.4, 0.1, 0.0])
+    # order by p/w: 0.008, 0.05, 0.1; weight left: 1.0, 0.5, 0.1
+    # 0.004·1/0.5 = 0.008; 0.02·0.5/0.4 = 0.025; 0.01·0.1/0.1 = 0.01 → 0.025 (monotone); weight 0 → 1
+    assert np.allclose(stats.weighted_holm(p, w), [0.008, 0.025, 0.025, 1.0])
+    rng = np.random.default_rng(3)
+    many = rng.random(30)
+    assert np.allclose(stats.weighted_holm(many, np.full(30, 1 / 30)), stats.holm(many))
+    assert np.all(stats.weighted_holm(many, np.zeros(30)) == 1.0)
+
+
+def test_weighted_holm_controls_the_familywise_error():
+    rng = np.random.default_rng(4)
+    w = np.array([0.5, 0.2] + [0.05] * 6)
+    rejected = sum(bool((stats.weighted_holm(rng.random(8), w) <= 0.05).any()) for _ in range(4000))
+    assert rejected / 4000 <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 4000)
+
+
 def test_bh_hand_computed_and_scipy():
     p = np.array([0.01, 0.04, 0.03, 0.005])
     # sorted: 0.005·4/1=0.02, 0.01·4/2=0.02, 0.03·4/3=0.04, 0.04·4/4=0.04
