@@ -96,10 +96,6 @@ def _text(value: Any, limit: int, mask: bool = True) -> str | None:
     return (mask_text(text) if mask else text)[:limit]
 
 
-def _same(text: str) -> str:
-    return text
-
-
 def run_digest(results: Run) -> str:
     """What identifies a run's content (see the module docstring)."""
     h = hashlib.sha256(results.run.model_dump_json().encode("utf-8"))
@@ -144,27 +140,22 @@ def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: b
 
 
 def _event_rows(
-    run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: Callable[[str], str]
-) -> Iterator[tuple[Any, ...]]:
+    run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: Callable[[str], str] | None
+) -> list[tuple[Any, ...]]:
+    """The attempt's events as rows; a tool call names the seq and kind of its answer. The
+    hottest loop of a large record (hundreds of thousands of events): one pass per attempt."""
     events = a.trace or []
-    pairs = tool_pairs([(e.seq, e.kind, e.name) for e in events])
-    kinds = {e.seq: e.kind for e in events} if pairs else {}
-    for e in events:
-        result = pairs.get(e.seq)
-        yield (
-            run_id,
-            case_no,
-            attempt_no,
-            e.seq,
-            e.kind,
-            e.name,
-            None if e.content is None else mask(e.content),
-            e.sha256,
-            int(e.truncated),
-            e.ts,
-            result,
-            kinds[result] if result is not None else None,
-        )
+    fields = [(e.seq, e.kind, e.name, e.content, e.sha256, e.truncated, e.ts) for e in events]
+    pairs = tool_pairs([f[:3] for f in fields])
+    key = (run_id, case_no, attempt_no)
+    rows = []
+    for seq, kind, name, content, sha, truncated, ts in fields:
+        if mask is not None and content is not None:
+            content = mask(content)
+        answer = pairs.get(seq) if kind == "tool_call" else None
+        answer_kind = None if answer is None else fields[answer][1]  # seq is the position (validated)
+        rows.append((*key, seq, kind, name, content, sha, int(truncated), ts, answer, answer_kind))
+    return rows
 
 
 class Writer:
@@ -222,7 +213,7 @@ class Writer:
                     for no, c in enumerate(cases)
                     for i, a in enumerate(c.attempts)
                     if a.trace
-                    for row in _event_rows(run_id, no, i, a, mask_text if mask else _same)
+                    for row in _event_rows(run_id, no, i, a, mask_text if mask else None)
                 ),
             )
         return run_id
