@@ -99,7 +99,7 @@ def load_meta(report_dir: Path) -> CommentMeta:
 
 
 def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None = None) -> int:
-    from evals.github import NotFound
+    from evals.github_transport import NotFound
     from evals.publish import set_outputs_safely, upsert_sticky_comment
     from evals.reportfiles import parse_comparison, render
 

@@ -638,6 +638,10 @@ def test_faults_during_download_and_comment_are_retried(world: World) -> None:
     assert run.returncode == 1, run.log
     assert run.outputs["verdict"] == "fail"
     assert len(our_comments(gh)) == 1
+    # Each retry is one line in the job log (the truncated storage download may take two: the cut
+    # body, then the API's fresh redirect).
+    retries = [line for line in run.log.splitlines() if line.startswith("evalgate: GitHub:")]
+    assert len(retries) >= 4 and all("retry" in line for line in retries), run.log
 
 
 def test_baseline_store_down_is_exit_3_and_comment_down_keeps_the_verdict(world: World) -> None:
