@@ -374,3 +374,25 @@ def test_grafana_dashboard_queries_run_on_postgresql(tmp_path: Path, request: py
             sql = sql.replace("$suite", "demo").replace("$unit", "'overall', 'language=ko'")
             assert "$" not in sql, sql
             assert db.query(sql), sql
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    with open_history(str(db)) as engine:
+        Writer(engine).run(sample_results(), recorded_by="run")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None\n"  # as if the extra were not installed
+        "from evals.cli import main\n"
+        f"raise SystemExit(main(['history', 'plot', '--url', {str(db)!r}, '--out', {str(tmp_path / 't.png')!r}]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2 and "pip install 'evalgate[plot]'" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "t.png").exists()
+    missing = subprocess.run(
+        [sys.executable, "-m", "evals", "history", "show", "--url", str(tmp_path / "none.sqlite")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert missing.returncode == 2 and "no history at" in missing.stderr
+    assert not (tmp_path / "none.sqlite").exists()
