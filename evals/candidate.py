@@ -62,6 +62,10 @@ def out_dir_of(args: argparse.Namespace) -> Path:
 def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
     """The suite config; or, when results are brought (``--results``) and there is no config file,
     defaults derived from those results (which are then already loaded, and returned too)."""
+    if getattr(args, "sha", None):  # the store would refuse it only after the whole suite has run
+        from evals.manifest import snapshot_name
+
+        snapshot_name(args.sha)
     flag_keys = list(dict.fromkeys(getattr(args, "slice_keys", None) or []))
     if not args.results or Path(args.config).exists():
         config = load_config(args.config)

@@ -24,7 +24,6 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
-import jinja2
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.cases import Case
@@ -86,6 +85,8 @@ class Judge:
             headers["Authorization"] = f"Bearer {key}"
         self.url = params.base_url.rstrip("/") + "/chat/completions"
         self.pool = KeepAlivePool(self.url, headers, connect_timeout_s=min(10.0, params.timeout_s / 2))
+        import jinja2  # here: `evalgate run` without a judge does not pay for it at start-up
+
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
         self.template = env.from_string(PROMPT_TEMPLATE.read_text(encoding="utf-8"))
 

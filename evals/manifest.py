@@ -23,7 +23,10 @@ def snapshot_name(sha: str, digest: str | None = None) -> str:
     """``baseline-<sha>.json.gz``; with ``digest``, the name for a second, different snapshot of
     the same commit (a reset re-blessing it): ``baseline-<sha>-<12 hex of the digest>.json.gz``."""
     if not re.fullmatch(r"[0-9A-Za-z._-]+", sha):
-        raise UsageError(f"commit {sha!r} cannot name a baseline snapshot (expected a git sha)")
+        raise UsageError(
+            f"commit {sha!r} cannot name a baseline snapshot: give --sha a git sha or a label of letters, "
+            "digits, '.', '_' and '-'"
+        )
     suffix = f"-{digest.removeprefix('sha256:')[:12]}" if digest else ""
     return f"baseline-{sha}{suffix}.json.gz"
 

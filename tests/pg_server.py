@@ -3,7 +3,9 @@ port on 127.0.0.1, the unix socket in that folder, stopped (and the folder remov
 
 initdb refuses to run as root, so as root the server runs as the ``postgres`` user (which must
 exist, as the Debian packages create it). ``available()`` says why a server cannot be had, so
-tests skip with that message rather than silently."""
+tests skip with that message rather than silently. A session killed before it could stop its
+server leaves it running: the next ``server()`` stops and removes such orphans (their folder names
+the pid that started them, and it is gone)."""
 
 from __future__ import annotations
 
@@ -47,10 +49,47 @@ def _as_owner(argv: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *argv] if os.geteuid() == 0 else argv
 
 
+PREFIX = "evalgate-pg-"
+OWNER = "owner.pid"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_orphans() -> list[Path]:
+    """Stop and remove the servers of earlier sessions that were killed before they could stop
+    their server (a SIGKILLed pytest, a timed-out job): folders whose owner process is gone.
+    Folders without an owner file are left alone."""
+    swept = []
+    for folder in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((folder / OWNER).read_text())
+        except (OSError, ValueError):
+            continue
+        if _alive(owner):
+            continue
+        if (folder / "data" / "postmaster.pid").exists():
+            subprocess.run(
+                _as_owner(["pg_ctl", "-D", str(folder / "data"), "-m", "immediate", "-w", "stop"]), capture_output=True
+            )
+        shutil.rmtree(folder, ignore_errors=True)
+        swept.append(folder)
+    return swept
+
+
 @contextlib.contextmanager
 def server() -> Iterator[str]:
     """Start a server; yields the URL of its ``postgres`` database (user ``postgres``, trust auth)."""
-    folder = Path(tempfile.mkdtemp(prefix="evalgate-pg-"))
+    sweep_orphans()
+    folder = Path(tempfile.mkdtemp(prefix=PREFIX))
+    (folder / OWNER).write_text(str(os.getpid()))
     data = folder / "data"
     if os.geteuid() == 0:
         os.chmod(folder, 0o755)

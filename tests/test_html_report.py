@@ -153,5 +153,17 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     ) + len(comparison["case_diff"]["score_drops"])
     assert seen["after"]["diff"] >= 1 and seen["after"]["diff"] < seen["before"]["diff"]
     assert seen["after"]["cases"] == 1
+    # The history's trend of a regressed unit (comparison.trends, SPEC §12) is drawn when present.
+    from evals.comparison import Comparison, SliceTrend
+
+    with_trend = Comparison.model_validate(comparison)
+    with_trend.trends = [
+        SliceTrend(unit="language=ko", metric="pass_rate", labels=["abc1234", "def5678", "candidate"],
+                   values=[0.9, 0.8875, 0.5])
+    ]  # fmt: skip
+    trend_page = render_html(comparison=with_trend)
+    assert "<h2>Trend</h2>" in trend_page and "pass_rate on language=ko" in trend_page
+    assert trend_page.count("<circle") == 3 and ">abc1234<" in trend_page and ">0.5<" in trend_page
+    assert "<h2>Trend</h2>" not in render_html(comparison=Comparison.model_validate(comparison))
     if os.environ.get("EVALGATE_SCREENSHOT_DIR"):  # to look at the page: the screenshot is kept there
         shutil.copyfile(tmp_path / "gate.png", Path(os.environ["EVALGATE_SCREENSHOT_DIR"]) / "gate.png")

@@ -125,3 +125,15 @@ def test_judge_config_errors_are_exit_2(tmp_path, openai_server):
     config = suite(tmp_path, openai_server, api_key_env="EVALGATE_TEST_NO_SUCH_KEY")
     done = run(config, tmp_path / "r.json")
     assert done.returncode == 2 and "EVALGATE_TEST_NO_SUCH_KEY" in done.stderr, done.stderr
+
+
+def test_run_start_up_does_not_load_the_judges_template_engine(python_exe):
+    """`evalgate run` start-up is measured (benchmarks/bench_cli_start.py): the judge's jinja2 is
+    loaded only when a judge is configured."""
+    done = subprocess.run(
+        [python_exe, "-c", "import sys, evals.run; print(sorted({'jinja2', 'numpy', 'scipy'} & set(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]"

@@ -165,3 +165,13 @@ def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
     assert "pass --sha COMMIT" in seeded.stderr
     snapshots = LocalStore(other / ".evalgate" / "baselines").list().snapshots
     assert len(snapshots) == 1 and re.fullmatch(r"content-[0-9a-f]{40}", snapshots[0].sha)
+
+
+def test_a_sha_that_cannot_name_a_snapshot_says_what_sha_takes(suite, tmp_path, python_exe):
+    """Checked before the suite runs: no run is wasted on a name the store refuses."""
+    store = ["--store", "local", "--baseline-dir", str(tmp_path / "s")]
+    done = evalgate("reset", "--config", str(suite), "--reason", "x", *store, "--sha", "v 1/0",
+                    cwd=tmp_path, python_exe=python_exe)  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--sha" in done.stderr and "'v 1/0'" in done.stderr
+    assert "evalgate run:" not in done.stderr  # refused before running
