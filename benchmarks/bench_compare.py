@@ -6,7 +6,9 @@ For each size the two results files are written first. Then:
 
 - **whole process**: ``python -m evals.compare --baseline b.json --candidate c.json --report r.md``
   in a fresh subprocess (median of ``--repeat`` runs): wall time, the child's CPU time (user+sys)
-  and its peak RSS (``wait4``), against the targets.
+  and its peak RSS (``wait4``), against the targets; with ``EVALGATE_HISTORY=off`` (as in GitHub
+  Actions, where the history needs a URL) and, up to 100,000 cases, recording into a fresh SQLite
+  history (the default on a developer's machine).
 - **stages** (up to 100,000 cases), in one more fresh subprocess: imports, loading both files
   (``evals.compare.load_runs``, as the CLI does), ``compare()`` (pass_rate, overall + every slice,
   bootstrap CIs with the default 2,000 resamples) and rendering the PR-comment markdown +
@@ -38,6 +40,8 @@ SIZES = (10_000, 100_000, 1_000_000)
 # Whole-process targets (issue 13): wall seconds and peak RSS MB by size.
 TARGETS = {10_000: (0.6, None), 100_000: (3.0, 300), 1_000_000: (None, 8192)}
 STAGES_UP_TO = 100_000
+# Recording a million cases into the history takes minutes; up to here both ways are measured.
+HISTORY_UP_TO = 100_000
 
 
 def write_runs(n: int, slices: int, folder: Path) -> tuple[Path, Path]:
@@ -155,12 +159,17 @@ def one(base_path: Path, cand_path: Path, n: int, slices: int) -> None:
     )
 
 
-def whole_process(base: Path, cand: Path, folder: Path) -> tuple[float, float, float, str]:
-    """One ``python -m evals.compare`` run: wall s, CPU s (user+sys), peak RSS MB, its last line."""
+def whole_process(base: Path, cand: Path, folder: Path, history: bool) -> tuple[float, float, float, str]:
+    """One ``python -m evals.compare`` run: wall s, CPU s (user+sys), peak RSS MB, its last line.
+    ``history``: record into a fresh SQLite history in ``folder`` (the default outside GitHub
+    Actions), else ``EVALGATE_HISTORY=off`` (the default inside Actions, where no URL is set)."""
     cmd = [sys.executable, "-m", "evals.compare", "--baseline", str(base), "--candidate", str(cand)]
     cmd += ["--report", str(folder / "r.md")]
+    db = folder / "history.sqlite"
+    db.unlink(missing_ok=True)
+    env = {**os.environ, "EVALGATE_HISTORY": "on" if history else "off", "EVALGATE_HISTORY_URL": str(db)}
     started = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - started
     out = child.stdout.read().decode() if child.stdout else ""
@@ -199,15 +208,17 @@ def main() -> None:
             size_mb = (base.stat().st_size + cand.stat().st_size) / 2**20
             written = time.perf_counter() - started
             print(f"{n:>9,} cases × {args.slices} slices: files written in {written:.1f} s ({size_mb:.0f} MB)")
-            runs = [whole_process(base, cand, folder) for _ in range(1 if n >= 1_000_000 else args.repeat)]
-            wall = statistics.median(r[0] for r in runs)
-            cpu = statistics.median(r[1] for r in runs)
-            rss = max(r[2] for r in runs)
-            print(
-                f"{'':>9} whole process `python -m evals.compare --baseline --candidate --report`: "
-                f"{wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MB (median of {len(runs)}; "
-                f"{verdict_vs_target(n, wall, rss)}); {runs[0][3]}"
-            )
+            for history in (False, True) if n <= HISTORY_UP_TO else (False,):
+                runs = [whole_process(base, cand, folder, history) for _ in range(1 if n >= 1_000_000 else args.repeat)]
+                wall = statistics.median(r[0] for r in runs)
+                cpu = statistics.median(r[1] for r in runs)
+                rss = max(r[2] for r in runs)
+                print(
+                    f"{'':>9} whole process `python -m evals.compare --baseline --candidate --report`, "
+                    f"{'recording into a fresh SQLite history' if history else 'EVALGATE_HISTORY=off'}: "
+                    f"{wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {rss:.0f} MB (median of {len(runs)}; "
+                    f"{verdict_vs_target(n, wall, rss)}); {runs[0][3]}"
+                )
             if n <= STAGES_UP_TO:
                 cmd = [sys.executable, __file__, "--one", str(base), str(cand), "--cases", str(n)]
                 subprocess.run([*cmd, "--slices", str(args.slices)], check=True)

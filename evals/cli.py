@@ -16,7 +16,7 @@ from evals.errors import EXIT_INFRA, EXIT_USAGE, EvalgateError
 COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("evals.run", "run the suite on the candidate and write a results file"),
     "merge": ("evals.merge", "join shard results into one run"),
-    "compare": ("evals.compare", "compare candidate with baseline; exit code = gate verdict"),
+    "compare": ("evals.compare_cmd", "compare candidate with baseline; exit code = gate verdict"),
     "gate": ("evals.gate", "run, fetch the baseline, compare, report, publish (and promote on main)"),
     "promote": ("evals.promote", "store a results file as the new baseline if its gate allows"),
     "reset": ("evals.reset", "run the full suite (or take --results) and bless it as baseline, with a reason"),

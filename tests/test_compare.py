@@ -648,3 +648,16 @@ def test_tolerance_wider_than_target_mde_is_named_as_the_limit():
     )
     assert any("paired cases would reach it" in w for w in few.warnings), few.warnings
     assert warnings(0.02) == []
+
+
+def test_compare_help_and_usage_errors_load_no_numpy_scipy_or_jinja(python_exe):
+    """`evalgate compare --help` answers without the numeric stack (SPEC §10: CLI start < 0.5 s)."""
+    probe = (
+        "import sys\nfrom evals.cli import main\n"
+        "for argv in (['compare', '--help'], ['compare']):\n"
+        "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'jinja2', 'evals.compare') if m in sys.modules))\n"
+    )
+    done = subprocess.run([python_exe, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+    assert "--candidate" in done.stdout and "required" in done.stderr

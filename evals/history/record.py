@@ -96,10 +96,11 @@ def _text(value: Any, limit: int, mask: bool = True) -> str | None:
     return (mask_text(text) if mask else text)[:limit]
 
 
-def run_digest(results: Run) -> str:
-    """What identifies a run's content (see the module docstring)."""
+def run_digest(results: Run, cases: Iterable[CaseResult] | None = None) -> str:
+    """What identifies a run's content (see the module docstring). ``cases``: the run's cases
+    already read (a lean run builds each case when it is read)."""
     h = hashlib.sha256(results.run.model_dump_json().encode("utf-8"))
-    for case in results.cases:
+    for case in results.cases if cases is None else cases:
         h.update(f"\x00{case.id}\x01{case.hash or ''}".encode())
         for a in case.attempts:
             kind = a.error.kind if a.error else ""
@@ -171,7 +172,8 @@ class Writer:
 
     def run(self, results: Run, *, recorded_by: str, digest: str | None = None) -> int:
         """The run's id, recording it (with every case, attempt and event) unless it is there already."""
-        digest = digest or run_digest(results)
+        cases = list(results.cases) if not isinstance(results.cases, list) else results.cases
+        digest = digest or run_digest(results, cases)
         existing = self.run_id(digest)
         if existing is not None:
             return existing
@@ -193,7 +195,6 @@ class Writer:
                 f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) RETURNING id", header
             )
             assert run_id is not None
-            cases = list(results.cases) if not isinstance(results.cases, list) else results.cases
             self.engine.insert_rows("cases", CASE_COLUMNS, self._case_rows(run_id, cases, mask))
             self.engine.insert_rows(
                 "case_slices",
