@@ -218,6 +218,7 @@ class GitHubServer:
             self.stranger_token: _Token("stranger", ACTIONS_BOT_LOGIN, True, True, sees_repo=False),
         }
         self._burned_tags: set[str] = set()
+        self.latest_release_id: int | None = None  # the repository's "Latest release"
         self.faults = Faults()
         self.requests: list[Request] = []
         self.sleeps: list[float] = []
@@ -617,14 +618,17 @@ class GitHubServer:
         }
         self._releases[release_id] = release
         if not release["draft"]:
-            self._publish(release)
+            self._publish(release, payload)
         return release
 
     def _tag_taken(self, tag: str) -> bool:
         return self._release_by_tag(tag) is not None or tag in self._burned_tags
 
-    def _publish(self, release: dict[str, Any]) -> None:
+    def _publish(self, release: dict[str, Any], payload: dict[str, Any]) -> None:
         release["draft"] = False
+        # GitHub's make_latest defaults to "true" for a full (not pre-) release.
+        if not release["prerelease"] and str(payload.get("make_latest", "true")).lower() != "false":
+            self.latest_release_id = release["id"]
         if self.immutable_releases:
             release["immutable"] = True
             self._burned_tags.add(release["tag_name"])
@@ -645,7 +649,7 @@ class GitHubServer:
             if key in payload:
                 release[key] = payload[key]
         if publishing:
-            self._publish(release)
+            self._publish(release, payload)
         return _ok(self._release_json(release))
 
     def _repo_json(self, token: _Token | None) -> dict[str, Any]:

@@ -447,6 +447,7 @@ def test_github_store_creates_the_release_promotes_and_selects(github_api: GitHu
     for sha in shas[:3]:
         assert store.promote(results_for(sha, [True]), sha=sha, verdict="pass", actor="bot").promoted
     assert [r["tag_name"] for r in gh.releases()] == [TAG]
+    assert gh.latest_release_id is None  # a prerelease with make_latest false
     assert asset_names(gh) == sorted([*(snapshot_name(s) for s in shas[:3]), *(manifest_name(g) for g in (1, 2, 3))])
     data = gh.asset_data(TAG, snapshot_name(shas[1]))
     manifest = Manifest.model_validate_json(gh.asset_data(TAG, manifest_name(3)))
@@ -700,6 +701,7 @@ def test_immutable_releases_switch_to_one_release_per_promotion(github_api: GitH
     assert any(r.status == 422 and r.server == "uploads" for r in gh.requests)  # detected by the 422
     assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (1, 2, 3)]
     assert all(not r["draft"] and r["immutable"] for r in gh.releases())
+    assert gh.latest_release_id is None  # none of them became the repository's "Latest release"
     assert asset_names(gh) == []  # the main release stayed empty: nothing could be added to it
 
     reader = GitHubReleaseStore(gh.client(token=gh.read_token), tag=TAG, repo=repo, settle_s=0.0)
