@@ -61,5 +61,7 @@ class Progress:
         if self.bar:
             self._emit()
             self.stream.write("\n")
-        self.stream.write(f"evalgate run: {status}: {self.done}/{self.total} cases complete\n")
+        # "complete" counts crashed and wrong answers too: say how many ended in an error.
+        errors = f", {self.errors} with errors" if self.errors else ""
+        self.stream.write(f"evalgate run: {status}: {self.done}/{self.total} cases complete{errors}\n")
         self.stream.flush()

@@ -145,6 +145,9 @@ def test_progress_shows_eta_and_the_running_pass_rate():
         bar._last = -1e9
     line = stream.getvalue().strip().splitlines()[-1]
     assert "2/10 cases, pass 50%" in line and re.search(r"ETA 1[56]s", line), line
+    bar.update(cases=1, errors=1, passed=0.0)  # a case whose target crashed: complete, with an error
+    bar.finish("success")
+    assert stream.getvalue().endswith("success: 3/10 cases complete, 1 with errors\n")
 
 
 def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
