@@ -155,8 +155,16 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
     command += ["--progress", "lines", *(["--smoke"] if smoke else [])]
     seal_process()
     # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.
+    # `evalgate run` writes nothing to stdout; what does is the suite's code or a tool it starts
+    # (straight to fd 1), so that goes through the relay's guard too.
     child = subprocess.Popen(
-        command, env=suite_env(env), stdin=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, process_group=0
+        command,
+        env=suite_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        process_group=0,
     )
     last = _relay(child)
     code = child.returncode
@@ -170,9 +178,9 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
 
 
 def _relay(child: subprocess.Popen[str]) -> str:
-    """Pass the child's stderr (progress, its error line) through; stop signals we receive are
-    passed on, so a cancelled job's run ends as ``cancelled`` with its results written. Returns
-    the child's last stderr line."""
+    """Pass the child's output through (stderr: progress, its error line; stdout: whatever the
+    suite wrote); stop signals we receive are passed on, so a cancelled job's run ends as
+    ``cancelled`` with its results written. Returns the child's last line."""
     from evals.escape import log_line
 
     tail: collections.deque[str] = collections.deque(maxlen=1)
@@ -182,8 +190,8 @@ def _relay(child: subprocess.Popen[str]) -> str:
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        assert child.stderr is not None  # Popen(stderr=PIPE)
-        for line in child.stderr:
+        assert child.stdout is not None  # Popen(stdout=PIPE, stderr=STDOUT)
+        for line in child.stdout:
             # The suite's output is untrusted: it never issues a workflow command in our log.
             sys.stderr.write(log_line(line.rstrip("\n")) + "\n")
             if line.strip():

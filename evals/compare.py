@@ -39,6 +39,7 @@ from evals.paired import MetricInput, UnitIndex
 from evals.pairing import Pairing, pair, unit_indices
 from evals.results import atomic_write
 from evals.runsummary import Run, provenance_diff, summarize
+from evals.slices import require_slice_keys
 
 # Metrics whose values are rates in [0, 1]: the ones `--tolerance` applies to (and every pass@k).
 RATE_METRICS = ("pass_rate", "score", "error_rate")
@@ -142,6 +143,10 @@ def compare(
     defs = [metric_def(name, spec) for name, spec in specs.items()]
     if config is not None:
         _require_named_scores(config, defs, [t for t in (ct, bt) if t])
+        # Results files (from `run` or imported) get the check `run` makes on the case files.
+        filled = [t for t in (ct, bt) if t and t.ids]
+        if filled and config.slices:
+            require_slice_keys(config.slices, slice_keys_of(filled), where=config.where("slices"))
     gate_model = GateConfig(
         alpha=gate.alpha,
         power=gate.power,

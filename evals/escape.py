@@ -155,16 +155,17 @@ def workflow_property(value: Any) -> str:
     return workflow_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-# A line the Actions runner reads as a workflow command: "::name ...::" (and the older "##[name]"),
-# also after leading whitespace. A zero-width space in front keeps the text and stops the command.
-_COMMAND_START = re.compile(r"^([ \t]*)(::|##\[)", re.MULTILINE)
+# A line the Actions runner reads as a workflow command: "::name ...::" after any Unicode
+# whitespace (.NET TrimStart), lines ending at \r or \n; the older "##[name]" anywhere in a line.
+# A zero-width space (not whitespace to .NET) keeps the text and stops the command.
+_COMMAND_START = re.compile(r"(?:^|(?<=\r))(\s*)::", re.MULTILINE)
 ZWSP = "\u200b"
 
 
 def log_line(text: str) -> str:
     """``text`` for the job log: no line of it can start a workflow command (``::add-mask::``,
     ``::stop-commands::``, ``::warning ...``), whatever wrote it."""
-    return _COMMAND_START.sub(lambda m: m.group(1) + ZWSP + m.group(2), text)
+    return _COMMAND_START.sub(lambda m: m.group(1) + ZWSP + "::", text).replace("##[", "##" + ZWSP + "[")
 
 
 def log_value(value: Any, limit: int | None = 300) -> str:

@@ -25,17 +25,23 @@ class LogGuard(io.TextIOBase):
     def __init__(self, inner: TextIO):
         self.inner = inner
         self._at_line_start = True
+        self._hashes = 0  # "#" characters just written: "##[" anywhere in a line is a command too
 
     def write(self, text: str) -> int:
         out = []
         for char in text:
-            if self._at_line_start and char in ":#":
+            # The runner splits lines at \r as well as \n and trims any Unicode whitespace
+            # (.NET TrimStart) before looking for "::"; the legacy "##[" form counts anywhere.
+            if char == "[" and self._hashes >= 2:
+                out.append(ZWSP)
+            if self._at_line_start and char == ":":
                 out.append(ZWSP)
                 self._at_line_start = False
-            elif char == "\n":
+            elif char in "\r\n":
                 self._at_line_start = True
-            elif char not in " \t":
+            elif not char.isspace():
                 self._at_line_start = False
+            self._hashes = self._hashes + 1 if char == "#" else 0
             out.append(char)
         self.inner.write("".join(out))
         return len(text)
@@ -48,6 +54,7 @@ class LogGuard(io.TextIOBase):
         self.inner.write(line + "\n")
         self.inner.flush()
         self._at_line_start = True
+        self._hashes = 0
 
     def flush(self) -> None:
         self.inner.flush()

@@ -244,13 +244,24 @@ def json_problem(exc: json.JSONDecodeError) -> str:
     return f"{msg} at column {exc.colno}"
 
 
+def looks_truncated(exc: json.JSONDecodeError) -> bool:
+    """The decoder stopped where a cut-short file would stop it: at the end of the text (in
+    characters: ``exc.pos`` counts them, not bytes), inside a string that never closes, or inside a
+    ``true``/``false``/``null`` that the end of the file cut."""
+    tail = exc.doc[exc.pos :].strip()
+    return not tail or exc.msg.startswith("Unterminated string") or any(w.startswith(tail) for w in LITERALS)
+
+
+LITERALS = ("true", "false", "null")
+
+
 def parse_results(raw: bytes, where: str | Path) -> Results:
     try:
         data = json.loads(raw)
     except UnicodeDecodeError:
         raise InputFileError(where, "not UTF-8 text (is this a results file?)") from None
     except json.JSONDecodeError as exc:
-        hint = "the file looks truncated" if exc.pos >= len(raw.rstrip()) - 1 else None
+        hint = "the file looks truncated" if looks_truncated(exc) else None
         raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {json_problem(exc)}", hint) from None
     except RecursionError:  # json.loads recurses per nesting level
         raise InputFileError(where, "JSON nested too deeply to be a results file") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import signal
 import sys
@@ -36,6 +37,7 @@ from evals.results import (
     RunStatus,
     TargetInfo,
     load_results,
+    parse_results,
     write_results_bytes,
 )
 from evals.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
@@ -137,16 +139,17 @@ def _say(text: str) -> None:
 class Recorder:
     """The results file as it grows; ``write`` always states the true status and counts.
 
-    Each case is serialised once, when it finishes; a write joins those pieces with the run's
-    header into the very bytes ``dump_results`` would make of the whole (a test holds them equal).
-    Dumping the whole file each time instead took ~0.1 s at 10,000 cases, and a write blocks the
-    event loop: every in-flight request waited for it."""
+    Each case is serialised once, when it finishes, and kept only as those bytes (the models are
+    dropped: with traces, holding them took the run past 120 MB at 10,000 cases). A write joins
+    the pieces with the run's header into the very bytes ``dump_results`` would make of the whole
+    (a test holds them equal). Dumping the whole file each time instead took ~0.1 s at 10,000
+    cases, and a write blocks the event loop: every in-flight request waited for it."""
 
     def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
         self.output = output
         self.order = [c.id for c in cases]
         self.run = run
-        self.done: dict[str, CaseResult] = {}
+        self.done: dict[str, bool] = {}  # case id → complete
         self._json: dict[str, bytes] = {}
         self.completed = 0
         self.last_write = 0.0
@@ -155,19 +158,22 @@ class Recorder:
             self._keep(result)
 
     def _keep(self, result: CaseResult) -> None:
-        previous = self.done.get(result.id)
-        self.completed += result.complete - (previous is not None and previous.complete)
-        self.done[result.id] = result
+        self.completed += result.complete - self.done.get(result.id, False)
+        self.done[result.id] = result.complete
         self._json[result.id] = result.model_dump_json().encode("utf-8")
 
     def results(self) -> Results:
-        self.run.completed_cases = self.completed
-        return Results(run=self.run, cases=[self.done[i] for i in self.order if i in self.done])
+        """What was written, as models (read back from its bytes)."""
+        return parse_results(self.data(), self.output)
+
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON, in the file's order."""
+        return [self._json[i] for i in self.order if i in self._json]
 
     def data(self) -> bytes:
-        """The results file's JSON: ``dump_results(self.results())``, without re-serialising the cases."""
+        """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
         self.run.completed_cases = self.completed
-        cases = b",".join([self._json[i] for i in self.order if i in self._json])
+        cases = b",".join(self.case_json())
         run = self.run.model_dump_json().encode("utf-8")
         return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
 
@@ -185,6 +191,26 @@ class Recorder:
             self.write()
 
 
+class WrittenRun:
+    """A results file just written, for ``main``: ``run`` at hand, and ``cases`` made from the
+    recorder's bytes the first time something asks for them (the summary, the history): during the
+    run no case is held as models."""
+
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, run: RunInfo, case_json: list[bytes]):
+        self.run = run
+        self._case_json = case_json
+
+    @functools.cached_property
+    def cases(self) -> list[CaseResult]:
+        pending, self._case_json = self._case_json[::-1], []
+        cases = []
+        while pending:  # each case's bytes go as its model comes
+            cases.append(CaseResult.model_validate_json(pending.pop()))
+        return cases
+
+
 def execute(
     config: SuiteConfig,
     output: Path,
@@ -196,10 +222,12 @@ def execute(
     grace_s: float = DEFAULT_GRACE_S,
     filters: list[str] | None = None,
     limit: int | None = None,
-) -> Results:
+    lean: bool = False,
+) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
-    period. Returns what was written last; the caller decides what an incomplete run means."""
+    period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
+    only when asked for); the caller decides what an incomplete run means."""
     output = Path(output)
     every_case = load_cases(config)
     scorers = build_scorers(config.scorers, config.root)
@@ -277,9 +305,8 @@ def execute(
     run.status, run.message = _final_status(reason, recorder, settings)
     run.ended_at = now_iso()
     recorder.write()
-    results = recorder.results()
     bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
-    return results
+    return WrittenRun(run, recorder.case_json()) if lean else recorder.results()
 
 
 async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
@@ -319,7 +346,7 @@ def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings)
         )
     if done == total:
         return "success", None
-    failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i].complete]
+    failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i]]
     shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
     return "error", (
         f"{len(failed)} of {total} cases still had infra errors after {settings.retries.max} retries ({shown}); "
@@ -387,6 +414,7 @@ def main(args: argparse.Namespace) -> int:
         grace_s=args.grace_s,
         filters=args.filters,
         limit=args.limit,
+        lean=True,
     )
     if args.summary or args.html:
         from evals.summary import render_text, summarize

@@ -94,6 +94,7 @@ class Runner:
                     slot = slots[case.id]
                     slot[index] = attempt
                     if all(a is not None for a in slot):
+                        del slots[case.id]  # reported: the run keeps no case's attempts
                         on_case(self.case_result(case, slot))  # type: ignore[arg-type]
             except Exception:
                 # A bug or a full disk: stop the others now rather than after the whole suite.

@@ -204,3 +204,28 @@ def test_named_score_no_run_records_is_a_usage_error(tmp_path, repo_root, python
     assert_usage_error(proc, "evalgate.yml:9", "metric 'tonne' is a named score that no case of the runs records")
     config.write_text(config.read_text().replace("tonne", "tone"))
     assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
+
+
+def test_compare_with_a_slice_key_no_case_of_the_runs_carries(tmp_path, repo_root, python_exe):
+    """`compare --config` on results files (from `run`, or imported from a harness) checks the
+    config's slices against the runs' cases, as `run` checks them against the case files."""
+    config = write_suite(tmp_path, extra="slices: [language]\n")
+    for out in ("a.json", "b.json"):
+        proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", out, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    config.write_text(config.read_text().replace("slices: [language]", "slices: [langauge]"))
+    args = ["compare", "--config", str(config), "--baseline", "a.json", "--candidate", "b.json"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert_usage_error(proc, "evalgate.yml:7", "'langauge' carried by no case", "tag keys: language")
+    config.write_text(config.read_text().replace("langauge", "language"))
+    assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
+
+
+@pytest.mark.parametrize("cut", ['"passed": fals', '"output": "안녕하세요, 세계', '"score": 1.0, '])
+def test_results_file_cut_short_says_it_looks_truncated(tmp_path, repo_root, python_exe, cut):
+    """Wherever the cut falls (inside a literal, a long string, after non-ASCII text)."""
+    case = {"id": "ko-1", "note": "한국어 " * 50}
+    head = json.dumps({"schema_version": 1, "run": {"suite": "demo"}, "cases": [case]})
+    (tmp_path / "cut.json").write_text(head[:-3] + ', "attempts": [{' + cut, encoding="utf-8")
+    proc = evalgate(repo_root, python_exe, "show", "cut.json", cwd=tmp_path)
+    assert_usage_error(proc, "cut.json:1: invalid JSON", "the file looks truncated")

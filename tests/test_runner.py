@@ -80,6 +80,13 @@ def test_the_file_holds_what_dump_results_makes_of_the_run(tmp_path, openai_serv
     assert gzip.decompress(packed.read_bytes()) == dump_results(written)
 
 
+def test_a_lean_run_reads_its_cases_back_from_the_file_when_asked(tmp_path, openai_server) -> None:
+    config = openai_suite(tmp_path, openai_server, n=3)
+    written = execute(config, tmp_path / "results.json", progress=False, lean=True)
+    assert written.run.status == "success" and written.run.completed_cases == 3
+    assert list(written.cases) == load_results(tmp_path / "results.json").cases
+
+
 def test_retry_after_is_capped(tmp_path, openai_server) -> None:
     openai_server.script("q0", status(429, retry_after="3600"))
     results = run(openai_suite(tmp_path, openai_server, n=1), tmp_path)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.errors import InputFileError, UsageError
-from evals.results import json_problem, read_json_bytes
+from evals.results import json_problem, looks_truncated, read_json_bytes
 
 # Directory scans look this deep: a Harbor job is job/trial/result.json; lm-eval writes
 # output/<model>/samples_*.jsonl.
@@ -55,7 +55,7 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
         return _json_kind(json.loads(stripped)), None
     except json.JSONDecodeError as exc:
         problem = f"invalid JSON: {json_problem(exc)}"
-        if exc.pos >= len(stripped.rstrip()) - 1:
+        if looks_truncated(exc):
             problem += "; the file looks truncated"
     for line in stripped.splitlines()[:_SNIFF_LINES]:  # JSON lines: any of the first lines tells
         try:
