@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -177,29 +178,48 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
     raise InfraError(f"the suite run {why} without a results file{said}")
 
 
+# How long the suite's output may stay open after the run exited: a process the suite started and
+# that escaped the run's clean-up (it cleared its environment and left the session) can hold the
+# pipe for ever, and the gate must not wait on it.
+OUTPUT_GRACE_S = 5.0
+
+
 def _relay(child: subprocess.Popen[str]) -> str:
     """Pass the child's output through (stderr: progress, its error line; stdout: whatever the
     suite wrote); stop signals we receive are passed on, so a cancelled job's run ends as
-    ``cancelled`` with its results written. Returns the child's last line."""
+    ``cancelled`` with its results written. Returns the child's last line. Once the child has
+    exited its output gets :data:`OUTPUT_GRACE_S` to end; then the gate goes on without it."""
     from evals.escape import log_line
 
     tail: collections.deque[str] = collections.deque(maxlen=1)
 
-    def forward(signum: int, _frame: object) -> None:
-        child.send_signal(signum)
-
-    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    def pump() -> None:
         assert child.stdout is not None  # Popen(stdout=PIPE, stderr=STDOUT)
         for line in child.stdout:
             # The suite's output is untrusted: it never issues a workflow command in our log.
             sys.stderr.write(log_line(line.rstrip("\n")) + "\n")
             if line.strip():
                 tail.append(line.strip())
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # A daemon thread: one still blocked on a held pipe never keeps this process from exiting.
+    reader = threading.Thread(target=pump, name="evalgate-suite-output", daemon=True)
+    try:
+        reader.start()
         child.wait()
+        reader.join(OUTPUT_GRACE_S)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if reader.is_alive():
+        sys.stderr.write(
+            f"evalgate: warning: the suite run exited but a process it started still holds its output "
+            f"after {OUTPUT_GRACE_S:g} s; not waiting for it (it escaped the run's clean-up: check the "
+            "target for helpers that detach)\n"
+        )
     return tail[0] if tail else ""
 
 

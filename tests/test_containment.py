@@ -6,8 +6,11 @@ run must end promptly, record the right outcome, and leave no process of the tar
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import resource
+import signal
 import subprocess
 import sys
 import textwrap
@@ -150,3 +153,53 @@ def test_a_call_that_overran_gives_its_thread_up_to_the_next_case(tmp_path: Path
     results = execute(config, tmp_path / "results.json", progress=False)
     outcomes = [(a.passed, a.error.kind if a.error else None) for c in results.cases for a in c.attempts]
     assert outcomes == [(False, "timeout"), (True, None), (True, None)]
+
+
+def test_a_run_killed_outright_whose_helper_holds_its_output_does_not_hold_up_the_gate(tmp_path: Path) -> None:
+    """The run is SIGKILLed (as the OOM killer does) after its target started a helper: nothing is
+    left to clean up after it, and the helper keeps the suite's output pipe open. The gate stops
+    reading shortly after the run died and says why (before: it read to EOF, i.e. until the
+    helper ended)."""
+    (tmp_path / "dies.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os, signal, subprocess
+
+            def answer(x):
+                helper = subprocess.Popen(["sleep", "60"])  # inherits the run's stdout/stderr
+                with open({str(tmp_path)!r} + f"/helper-{{x}}.pid", "w") as fh:
+                    fh.write(str(helper.pid))
+                os.kill(os.getpid(), signal.SIGKILL)
+            """
+        )
+    )
+    config = write_suite(tmp_path, echo_cases(1), target={"python": "dies:answer"})
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(
+            [
+                PY,
+                "-m",
+                "evals",
+                "gate",
+                "--config",
+                str(config),
+                "--store",
+                "local",
+                "--out-dir",
+                str(tmp_path / "out"),
+            ],
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=45,
+            env={**os.environ, "EVALGATE_HISTORY": "off"},
+        )
+        assert time.monotonic() - started < 30, proc.stderr
+        assert proc.returncode == 3, proc.stderr
+        assert "still holds its output" in proc.stderr and "killed by signal 9" in proc.stderr, proc.stderr
+    finally:
+        for pid in pids_in(tmp_path):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
