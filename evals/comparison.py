@@ -171,6 +171,10 @@ class RunSummary(_Model):
     error_rate: float = Field(
         default=0.0, description="Attempts ending in an error of any kind (target, scorer, timeout, infra) / attempts."
     )
+    latency_p50_ms: float | None = Field(default=None, description="Median of the per-case mean latency (ms).")
+    latency_p95_ms: float | None = Field(default=None, description="95th percentile of the per-case mean latency (ms).")
+    tokens_per_case: float | None = Field(default=None, description="Mean tokens (in + out) per case.")
+    cost_usd_per_case: float | None = Field(default=None, description="Mean cost per case (USD).")
     infra_error_rate: float = Field(
         default=0.0,
         description="Attempts ending in an infra error (no answer: missing data) / attempts; gate.max_error_rate "

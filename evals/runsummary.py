@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from evals.comparison import ProvenanceChange, RunSummary
 from evals.lazyload import LazyResults
 from evals.metrics import RunTable
@@ -43,7 +45,25 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         infra_retries=table.counts["infra_retries"],
         cases_with_infra_retries=table.counts["cases_with_infra_retries"],
         errored_cases=int(table.errored.sum()),
+        **_cost_and_speed(table),
     )
+
+
+def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
+    """Descriptive, never tested or gated unless the config names these metrics: what a reader
+    wants to see change beside the pass rate (SPEC §13)."""
+
+    def known(column: str) -> np.ndarray:
+        values = table.columns[column]
+        return values[~np.isnan(values)]
+
+    latency, tokens, cost = known("latency"), known("tokens"), known("cost_usd")
+    return {
+        "latency_p50_ms": float(np.percentile(latency, 50)) if latency.size else None,
+        "latency_p95_ms": float(np.percentile(latency, 95)) if latency.size else None,
+        "tokens_per_case": float(tokens.mean()) if tokens.size else None,
+        "cost_usd_per_case": float(cost.mean()) if cost.size else None,
+    }
 
 
 def provenance_diff(baseline: Run, candidate: Run) -> list[ProvenanceChange]:

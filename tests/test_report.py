@@ -519,3 +519,29 @@ def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips:
     text = render(many_flips, config, "summary", max_chars=20_000)
     assert len(text.encode("utf-8")) <= 20_000
     assert "Shortened to fit" in text
+
+
+def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
+    """Latency, tokens and cost appear in the report without being configured (SPEC §13), as a
+    description of each run: no unit, test or verdict of their own."""
+
+    def with_costs(res: Results, latency: float, tokens: int, cost: float) -> Results:
+        data = res.model_dump(mode="json")
+        for case in data["cases"]:
+            for a in case["attempts"]:
+                a.update(latency_ms=latency, tokens_in=tokens, tokens_out=10, cost_usd=cost)
+        return Results.model_validate(data)
+
+    base = with_costs(results(BASE, lambda i: True), 100.0, 90, 0.001)
+    cand = with_costs(results(CAND, lambda i: True), 250.0, 190, 0.003)
+    comparison = compare(base, cand)
+    assert {u.metric for u in comparison.units} == {"pass_rate"}
+    md = render_markdown(comparison)
+    table = md.split("| Run | Latency p50 |", 1)[1].split("\n\n", 1)[0]
+    assert "| baseline | 100 ms | 100 ms | 100 | $0.001 |" in table
+    assert "| candidate | 250 ms | 250 ms | 200 | $0.003 |" in table
+    assert comparison.candidate_run.cost_usd_per_case == pytest.approx(0.003)
+
+    bare = compare(results(BASE, lambda i: True), results(CAND, lambda i: True))
+    assert bare.candidate_run.tokens_per_case is None and bare.candidate_run.cost_usd_per_case is None
+    assert "| Tokens / case |" in render_markdown(bare)  # latency is recorded: the table stays
