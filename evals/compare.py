@@ -196,6 +196,15 @@ def compare(
                 + (f" ({cand_summary.message})" if cand_summary.message else "")
             ),
         )
+    elif ct.ids and cand_summary.attempts == 0:
+        verdict, reason = (
+            "incomplete",
+            (
+                f"the candidate's {len(ct.ids)} cases hold no attempt (its header says {cand_summary.status}, "
+                f"{cand_summary.completed_cases}/{cand_summary.total_cases} completed): nothing was measured; "
+                "run the suite again, or re-import the harness's results"
+            ),
+        )
     elif cand_summary.infra_error_rate > gate.max_error_rate:
         verdict, reason = (
             "incomplete",

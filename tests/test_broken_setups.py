@@ -229,3 +229,19 @@ def test_results_file_cut_short_says_it_looks_truncated(tmp_path, repo_root, pyt
     (tmp_path / "cut.json").write_text(head[:-3] + ', "attempts": [{' + cut, encoding="utf-8")
     proc = evalgate(repo_root, python_exe, "show", "cut.json", cwd=tmp_path)
     assert_usage_error(proc, "cut.json:1: invalid JSON", "the file looks truncated")
+
+
+def test_candidate_whose_cases_hold_no_attempt_is_never_a_pass(tmp_path, repo_root, python_exe):
+    """A results file that lists the cases but no attempt of any (a writer that failed, a hand-made
+    file): its header may say success, but nothing was measured."""
+    config = write_suite(tmp_path)
+    proc = evalgate(repo_root, python_exe, "run", "--config", str(config), "--output", "a.json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    raw = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))
+    for case in raw["cases"]:
+        case["attempts"] = []
+    (tmp_path / "empty.json").write_text(json.dumps(raw), encoding="utf-8")
+    args = ["compare", "--config", str(config), "--baseline", "a.json", "--candidate", "empty.json"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "incomplete" in proc.stdout and "60 cases hold no attempt" in proc.stdout
