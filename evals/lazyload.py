@@ -37,6 +37,8 @@ class CaseList(ColumnarCases):
         shared: dict[tuple[tuple[str, str], ...], dict[str, str]] = {}
         self.case_slices = [shared.setdefault(tuple(s.items()), s) for s in (c.get("slices") or {} for c in cases)]
         self.attempts = AttemptColumns.collect([c.get("attempts", ()) for c in cases], dicts=True)
+        # One entry per attempt, for the history's run digest (evals.history.record).
+        self.output_sha256 = [a.get("output_sha256") for c in cases for a in c.get("attempts", ())]
         self._json = [pydantic_core.to_json(c) for c in cases]
 
     def __len__(self) -> int:
@@ -54,6 +56,11 @@ class CaseList(ColumnarCases):
     def __iter__(self) -> Iterator[CaseResult]:
         for raw in self._json:
             yield CaseResult.model_validate_json(raw)
+
+    def raw(self) -> Iterator[dict[str, Any]]:
+        """Each case's validated JSON object as it is in the file (defaults left out)."""
+        for raw in self._json:
+            yield pydantic_core.from_json(raw)
 
 
 class LazyResults:

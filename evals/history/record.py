@@ -12,6 +12,7 @@ trace, and doing it twice finds nothing new. Target parameters are always masked
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -19,9 +20,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from pydantic import TypeAdapter
+
 from evals.history.engine import Engine
+from evals.lazyload import CaseList
 from evals.masking import mask_secrets, mask_text
-from evals.trace import tool_pairs
+from evals.trace import TraceEvent, tool_pairs
 
 if TYPE_CHECKING:
     from evals.comparison import Comparison
@@ -100,6 +105,9 @@ def run_digest(results: Run, cases: Iterable[CaseResult] | None = None) -> str:
     """What identifies a run's content (see the module docstring). ``cases``: the run's cases
     already read (a lean run builds each case when it is read)."""
     h = hashlib.sha256(results.run.model_dump_json().encode("utf-8"))
+    if cases is None and isinstance(results.cases, CaseList):
+        _lean_digest(h, results.cases)
+        return "sha256:" + h.hexdigest()
     for case in results.cases if cases is None else cases:
         h.update(f"\x00{case.id}\x01{case.hash or ''}".encode())
         for a in case.attempts:
@@ -141,11 +149,10 @@ def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: b
 
 
 def _event_rows(
-    run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: Callable[[str], str] | None
+    run_id: int, case_no: int, attempt_no: int, events: list[TraceEvent], mask: Callable[[str], str] | None
 ) -> list[tuple[Any, ...]]:
     """The attempt's events as rows; a tool call names the seq and kind of its answer. The
     hottest loop of a large record (hundreds of thousands of events): one pass per attempt."""
-    events = a.trace or []
     fields = [(e.seq, e.kind, e.name, e.content, e.sha256, e.truncated, e.ts) for e in events]
     pairs = tool_pairs([f[:3] for f in fields])
     key = (run_id, case_no, attempt_no)
@@ -157,6 +164,124 @@ def _event_rows(
         answer_kind = None if answer is None else fields[answer][1]  # seq is the position (validated)
         rows.append((*key, seq, kind, name, content, sha, int(truncated), ts, answer, answer_kind))
     return rows
+
+
+def _case_rows(run_id: int, cases: Iterable[Any], mask: bool, first: int = 0) -> Iterator[tuple[Any, ...]]:
+    """Rows of ``cases`` (models, or a lean run's JSON objects), numbered from ``first``."""
+    for no, c in enumerate(cases, first):
+        if isinstance(c, dict):
+            case_id, case_hash, given, expected = c["id"], c.get("hash"), c.get("input"), c.get("expected")
+        else:
+            case_id, case_hash, given, expected = c.id, c.hash, c.input, c.expected
+        yield run_id, no, case_id, case_hash, _text(given, EXCERPT_CHARS, mask), _text(expected, EXCERPT_CHARS, mask)
+
+
+def _slice_rows(run_id: int, case_slices: Iterable[Mapping[str, Any]], first: int = 0) -> Iterator[tuple[Any, ...]]:
+    return ((run_id, no, k, str(v)) for no, slices in enumerate(case_slices, first) for k, v in sorted(slices.items()))
+
+
+def _floats(values: np.ndarray) -> list[float | None]:
+    return [None if v != v else v for v in values.tolist()]  # NaN (absent) → None
+
+
+def _ints(values: np.ndarray) -> list[int | None]:
+    return [None if v != v else int(v) for v in values.tolist()]
+
+
+_EVENTS = TypeAdapter(list[TraceEvent])
+_BOOL = TypeAdapter(bool)
+
+
+def _lean_digest(h: Any, cases: CaseList) -> None:
+    """:func:`run_digest`'s updates for a lean run, from its columns alone: the very bytes the
+    models would give (numbers read as the models' floats, verdicts as their bools)."""
+    at = cases.attempts
+    passed = [None if v != v else v == 1.0 for v in at.passed.tolist()]
+    score, latency, kinds = _floats(at.score), _floats(at.latency), at.error_kind.tolist()
+    bounds = np.searchsorted(at.case, np.arange(len(cases) + 1)).tolist()  # case no's attempts: bounds[no]:bounds[no+1]
+    attempts = [
+        f"\x02{p}\x03{s}\x03{sha}\x03{kind or ''}\x03{ms}"
+        for p, s, sha, kind, ms in zip(passed, score, cases.output_sha256, kinds, latency, strict=True)
+    ]
+    parts = []
+    for no, (case_id, case_hash) in enumerate(zip(cases.ids, cases.hashes, strict=True)):
+        parts.append(f"\x00{case_id}\x01{case_hash or ''}")
+        parts.extend(attempts[bounds[no] : bounds[no + 1]])
+    h.update("".join(parts).encode())
+
+
+class _LeanRows:
+    """A lean run's rows (``evals.lazyload``): numbers from its attempt columns, texts from each
+    case's JSON (read once, a chunk of cases at a time), no model built; trace events validated
+    only where an attempt has a trace."""
+
+    CHUNK = 4096
+
+    def __init__(self, run_id: int, cases: CaseList, mask: bool):
+        self.run_id, self.cases, self.mask = run_id, cases, mask
+        at = cases.attempts
+        self.passed = [None if v != v else int(v == 1.0) for v in at.passed.tolist()]
+        self.score, self.latency, self.cost = _floats(at.score), _floats(at.latency), _floats(at.cost)
+        self.tokens_in, self.tokens_out = _ints(at.tokens_in), _ints(at.tokens_out)
+        self.kinds, self.retries = at.error_kind.tolist(), at.retries.tolist()
+
+    def insert(self, engine: Engine) -> None:
+        run_id, cases, mask = self.run_id, self.cases, self.mask
+        raw = cases.raw()
+        traced: list[tuple[int, int, list[Any]]] = []
+        k = 0  # the first attempt of the chunk
+        for first in range(0, len(cases), self.CHUNK):
+            chunk = list(itertools.islice(raw, self.CHUNK))
+            engine.insert_rows("cases", CASE_COLUMNS, _case_rows(run_id, chunk, mask, first))
+            slices = cases.case_slices[first : first + self.CHUNK]
+            engine.insert_rows("case_slices", SLICE_COLUMNS, _slice_rows(run_id, slices, first))
+            attempts = self._attempt_rows(first, k, chunk, traced)
+            engine.insert_rows("attempts", ATTEMPT_COLUMNS, attempts)
+            k += sum(len(c.get("attempts", ())) for c in chunk)
+        events = _EVENTS.validate_python
+        engine.insert_rows(
+            "events",
+            EVENT_COLUMNS,
+            (
+                row
+                for no, i, trace in traced
+                for row in _event_rows(run_id, no, i, events(trace), mask_text if mask else None)
+            ),
+        )
+
+    def _attempt_rows(
+        self, first: int, k: int, chunk: list[dict[str, Any]], traced: list[tuple[int, int, list[Any]]]
+    ) -> Iterator[tuple[Any, ...]]:
+        """Attempt rows as :func:`_attempt_row` makes them, of the cases ``chunk`` (the first is
+        case ``first``, its first attempt ``k``); notes into ``traced`` attempts with a trace."""
+        run_id, mask = self.run_id, self.mask
+        for no, raw in enumerate(chunk, first):
+            for i, a in enumerate(raw.get("attempts", ())):
+                scores = {name: float(v) for name, v in (a.get("scores") or {}).items()}
+                error = a.get("error")
+                truncated = a.get("output_truncated", False)
+                if a.get("trace"):
+                    traced.append((no, i, a["trace"]))
+                yield (
+                    run_id,
+                    no,
+                    i,
+                    self.passed[k],
+                    self.score[k],
+                    json.dumps(scores, sort_keys=True) if scores else None,
+                    scores.get("format_valid"),
+                    self.latency[k],
+                    self.tokens_in[k],
+                    self.tokens_out[k],
+                    self.cost[k],
+                    self.kinds[k],
+                    _text(error["message"], ERROR_CHARS, mask) if error else None,
+                    self.retries[k],
+                    _text(a.get("output"), 8192, mask),
+                    a.get("output_sha256"),
+                    int(truncated if isinstance(truncated, bool) else _BOOL.validate_python(truncated)),
+                )
+                k += 1
 
 
 class Writer:
@@ -172,8 +297,9 @@ class Writer:
 
     def run(self, results: Run, *, recorded_by: str, digest: str | None = None) -> int:
         """The run's id, recording it (with every case, attempt and event) unless it is there already."""
-        cases = list(results.cases) if not isinstance(results.cases, list) else results.cases
-        digest = digest or run_digest(results, cases)
+        lean = results.cases if isinstance(results.cases, CaseList) else None
+        cases = [] if lean is not None else list(results.cases)
+        digest = digest or run_digest(results, None if lean is not None else cases)
         existing = self.run_id(digest)
         if existing is not None:
             return existing
@@ -195,12 +321,11 @@ class Writer:
                 f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) RETURNING id", header
             )
             assert run_id is not None
-            self.engine.insert_rows("cases", CASE_COLUMNS, self._case_rows(run_id, cases, mask))
-            self.engine.insert_rows(
-                "case_slices",
-                SLICE_COLUMNS,
-                ((run_id, no, k, str(v)) for no, c in enumerate(cases) for k, v in sorted(c.slices.items())),
-            )
+            if lean is not None:
+                _LeanRows(run_id, lean, mask).insert(self.engine)
+                return run_id
+            self.engine.insert_rows("cases", CASE_COLUMNS, _case_rows(run_id, cases, mask))
+            self.engine.insert_rows("case_slices", SLICE_COLUMNS, _slice_rows(run_id, (c.slices for c in cases)))
             self.engine.insert_rows(
                 "attempts",
                 ATTEMPT_COLUMNS,
@@ -214,22 +339,10 @@ class Writer:
                     for no, c in enumerate(cases)
                     for i, a in enumerate(c.attempts)
                     if a.trace
-                    for row in _event_rows(run_id, no, i, a, mask_text if mask else None)
+                    for row in _event_rows(run_id, no, i, a.trace, mask_text if mask else None)
                 ),
             )
         return run_id
-
-    @staticmethod
-    def _case_rows(run_id: int, cases: Iterable[CaseResult], mask: bool) -> Iterator[tuple[Any, ...]]:
-        for no, c in enumerate(cases):
-            yield (
-                run_id,
-                no,
-                c.id,
-                c.hash,
-                _text(c.input, EXCERPT_CHARS, mask),
-                _text(c.expected, EXCERPT_CHARS, mask),
-            )
 
     def gate(
         self,
