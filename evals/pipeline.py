@@ -190,6 +190,13 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
             raise UsageError(
                 f"{results_path}: the run holds no case; a baseline of nothing gates nothing, nothing was blessed"
             )
+        if run.suite != config.suite:
+            # Blessed, it would be a baseline the suite's own runs can never be compared with.
+            raise UsageError(
+                f"{results_path}: the run is of suite {run.suite!r} but {args.config} is suite {config.suite!r}; "
+                f"nothing was blessed (name the run after the suite: `evalgate import --suite {config.suite} ...`, "
+                "or correct `suite:`)"
+            )
         if not run.is_complete:
             raise InfraError(
                 f"{results_path}: the run is not complete ({run.status}, {run.completed_cases}/{run.total_cases} "

@@ -245,3 +245,27 @@ def test_candidate_whose_cases_hold_no_attempt_is_never_a_pass(tmp_path, repo_ro
     proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "incomplete" in proc.stdout and "60 cases hold no attempt" in proc.stdout
+
+
+def test_reset_of_another_suites_run_is_refused(tmp_path, repo_root, python_exe):
+    """Blessed, another suite's run would be a baseline every later gate of this suite calls
+    `incompatible`: the reset says so and blesses nothing (before: exit 0, blessed)."""
+    config = write_suite(tmp_path)
+    commit(tmp_path)
+    case = {"id": "c0", "slices": {}, "attempts": [{"passed": True, "score": 1.0}]}
+    run = {"suite": "promptfoo-eval", "status": "success", "total_cases": 1, "completed_cases": 1}
+    (tmp_path / "other.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": [case]}))
+    proc = evalgate(
+        repo_root,
+        python_exe,
+        "reset",
+        "--reason",
+        "x",
+        "--results",
+        "other.json",
+        "--config",
+        str(config),
+        cwd=tmp_path,
+    )
+    assert_usage_error(proc, "'promptfoo-eval'", "'demo'", "--suite demo", "nothing was blessed")
+    assert not list((tmp_path / "baselines").glob("baseline-*"))
