@@ -46,6 +46,16 @@ def assert_usage_error(proc: subprocess.CompletedProcess[str], *fragments: str) 
         assert fragment in proc.stderr, proc.stderr
 
 
+def reset_with_results(
+    repo_root: Path, python_exe: str, config: Path, name: str, *, suite: str, cases: list[dict]
+) -> subprocess.CompletedProcess[str]:
+    """`evalgate reset --results NAME` next to ``config``, NAME a complete run of ``suite``."""
+    run = {"suite": suite, "status": "success", "total_cases": len(cases), "completed_cases": len(cases)}
+    (config.parent / name).write_text(json.dumps({"schema_version": 1, "run": run, "cases": cases}))
+    args = ["reset", "--reason", "x", "--results", name, "--config", str(config)]
+    return evalgate(repo_root, python_exe, *args, cwd=config.parent)
+
+
 def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
     config = write_suite(tmp_path, cases=[])
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
@@ -56,20 +66,7 @@ def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
     )
     assert_usage_error(proc, "the case set is empty")
     # Nor an empty results file brought to `evalgate reset --results`.
-    run = {"suite": "demo", "status": "success", "total_cases": 0, "completed_cases": 0}
-    (tmp_path / "empty.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": []}))
-    proc = evalgate(
-        repo_root,
-        python_exe,
-        "reset",
-        "--reason",
-        "x",
-        "--results",
-        "empty.json",
-        "--config",
-        str(config),
-        cwd=tmp_path,
-    )
+    proc = reset_with_results(repo_root, python_exe, config, "empty.json", suite="demo", cases=[])
     assert_usage_error(proc, "empty.json: the run holds no case", "nothing was blessed")
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
@@ -253,19 +250,6 @@ def test_reset_of_another_suites_run_is_refused(tmp_path, repo_root, python_exe)
     config = write_suite(tmp_path)
     commit(tmp_path)
     case = {"id": "c0", "slices": {}, "attempts": [{"passed": True, "score": 1.0}]}
-    run = {"suite": "promptfoo-eval", "status": "success", "total_cases": 1, "completed_cases": 1}
-    (tmp_path / "other.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": [case]}))
-    proc = evalgate(
-        repo_root,
-        python_exe,
-        "reset",
-        "--reason",
-        "x",
-        "--results",
-        "other.json",
-        "--config",
-        str(config),
-        cwd=tmp_path,
-    )
+    proc = reset_with_results(repo_root, python_exe, config, "other.json", suite="promptfoo-eval", cases=[case])
     assert_usage_error(proc, "'promptfoo-eval'", "'demo'", "--suite demo", "nothing was blessed")
     assert not list((tmp_path / "baselines").glob("baseline-*"))
