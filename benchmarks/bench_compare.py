@@ -7,8 +7,10 @@ For each size the two results files are written first. Then:
 - **whole process**: ``python -m evals.compare --baseline b.json --candidate c.json --report r.md``
   in a fresh subprocess (median of ``--repeat`` runs): wall time, the child's CPU time (user+sys)
   and its peak RSS (``wait4``), against the targets; with ``EVALGATE_HISTORY=off`` (as in GitHub
-  Actions, where the history needs a URL) and, up to 100,000 cases, recording into a fresh SQLite
-  history (the default on a developer's machine).
+  Actions, where the history needs a URL) and, up to 100,000 cases, recording into a SQLite history
+  (the default on a developer's machine): a fresh one, where ``compare`` records the decision and
+  the runs' headers; then, after ``evalgate history add`` brought both runs' cases (timed once), one
+  that holds both runs in full, as after ``evalgate run``.
 - **stages** (up to 100,000 cases), in one more fresh subprocess: imports, loading both files
   (``evals.compare.load_runs``, as the CLI does), ``compare()`` (pass_rate, overall + every slice,
   bootstrap CIs with the default 2,000 resamples) and rendering the PR-comment markdown +
@@ -161,15 +163,16 @@ def one(base_path: Path, cand_path: Path, n: int, slices: int) -> None:
 
 HISTORY_MODES = {
     "off": "EVALGATE_HISTORY=off (the default in GitHub Actions without a history URL)",
-    "recorded": "history on, both runs already in it (recorded by `evalgate run` or an earlier compare)",
-    "fresh": "history on, first sight of both runs: writes their cases and attempts",
+    "fresh": "history on, first sight of both runs (records the decision and the runs' headers)",
+    "recorded": "history on, both runs already in it with their cases (recorded by `evalgate run`, `import` "
+    "or `history add`)",
 }
 
 
 def whole_process(base: Path, cand: Path, folder: Path, history: str) -> tuple[float, float, float, str]:
     """One ``python -m evals.compare`` run: wall s, CPU s (user+sys), peak RSS MB, its last line.
     ``history`` (:data:`HISTORY_MODES`): ``fresh`` records into a new SQLite history in ``folder``
-    (the default outside GitHub Actions), ``recorded`` into the one left by the run before."""
+    (the default outside GitHub Actions), ``recorded`` into the one :func:`add` filled."""
     cmd = [sys.executable, "-m", "evals.compare", "--baseline", str(base), "--candidate", str(cand)]
     cmd += ["--report", str(folder / "r.md")]
     db = folder / "history.sqlite"
@@ -186,6 +189,22 @@ def whole_process(base: Path, cand: Path, folder: Path, history: str) -> tuple[f
     if child.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} exited {child.returncode}:\n{out}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, out.strip().splitlines()[-1]
+
+
+def add(base: Path, cand: Path, folder: Path) -> None:
+    """``evalgate history add`` of both runs into the history ``fresh`` left (their header rows):
+    what it costs to bring a run's cases in, printed once."""
+    cmd = [sys.executable, "-m", "evals", "history", "add", "--url", str(folder / "history.sqlite"), str(base)]
+    started = time.perf_counter()
+    child = subprocess.Popen([*cmd, str(cand)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - started
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed:\n{child.stdout.read().decode() if child.stdout else ''}")
+    print(
+        f"{'':>9} `evalgate history add` of both files (their cases, slices and attempts into SQLite): "
+        f"{wall:.2f} s wall, {usage.ru_utime + usage.ru_stime:.2f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MB"
+    )
 
 
 def verdict_vs_target(n: int, wall: float, rss: float) -> str:
@@ -218,8 +237,8 @@ def main() -> None:
             written = time.perf_counter() - started
             print(f"{n:>9,} cases × {args.slices} slices: files written in {written:.1f} s ({size_mb:.0f} MB)")
             for history in HISTORY_MODES if n <= HISTORY_UP_TO else ("off",):
-                if history == "recorded":  # fills the history: the runs below find both runs there
-                    whole_process(base, cand, folder, "fresh")
+                if history == "recorded":  # fills the history: the runs below find both runs there, in full
+                    add(base, cand, folder)
                 runs = [whole_process(base, cand, folder, history) for _ in range(1 if n >= 1_000_000 else args.repeat)]
                 wall = statistics.median(r[0] for r in runs)
                 cpu = statistics.median(r[1] for r in runs)

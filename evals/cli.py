@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("evals.baseline_cmd", "list, show or fetch baseline snapshots"),
     "import": ("evals.importers.cli", "convert another harness's results to evalgate's format"),
     "show": ("evals.show", "summarise a results file: pass rate with CI overall and per slice, errors, tokens, cost"),
-    "history": ("evals.history.cli", "the history of runs, gates and baselines: init, sync, show, plot"),
+    "history": ("evals.history.cli", "the history of runs, gates and baselines: init, add, sync, show, plot"),
     "schema": ("evals.schema", "print or write the JSON Schemas of the config and results files"),
 }
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import shlex
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -403,7 +405,17 @@ def main(args: argparse.Namespace) -> int:
     )
     from evals.history import record_comparison
 
-    record_comparison(comparison, candidate, baseline, config=config, action="compare")
+    # The decision is recorded; runs the history has not seen only as their header (issue 13:
+    # their cases were 400,000 rows, more than twice compare's own time at 100,000 cases).
+    recorded = record_comparison(comparison, candidate, baseline, config=config, action="compare", cases=False)
+    if recorded.without_cases:
+        files = [str(args.candidate if role == "candidate" else args.baseline) for role in recorded.without_cases]
+        print(
+            f"evalgate compare: history: recorded the comparison; the cases of {' and '.join(files)} are not in "
+            f"the history (compare records a run the history has not seen as its header only); "
+            f"`evalgate history add {' '.join(shlex.quote(f) for f in files)}` adds them",
+            file=sys.stderr,
+        )
     write_outputs(
         comparison,
         config,

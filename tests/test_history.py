@@ -376,6 +376,67 @@ def test_compare_records_the_decision_and_a_trend(history_url: str) -> None:
     assert rows(history_url, "SELECT COUNT(*) FROM unit_results") == [(len(comparison.units),)]
 
 
+def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_their_cases(
+    history_url: str, tmp_path: Path
+) -> None:
+    """`compare` of two files the history has never seen records the decision and each run's
+    header, not their cases (issue 13: at 100,000 cases those rows cost more than compare
+    itself), and says how to add them; `history add` then adds the cases to the same run rows,
+    once, and the trend shows the runs. A run the history holds in full stays as it was."""
+    from evals.results import save_results
+
+    base = sample_results("1" * 40, "2026-11-01T10:00:00Z", ko_pass=1.0)
+    cand = sample_results("2" * 40, "2026-11-02T10:00:00Z", ko_pass=0.0)
+    save_results(base, tmp_path / "base.json")
+    save_results(cand, tmp_path / "cand.json")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    evalgate = [sys.executable, "-m", "evals"]
+
+    def call(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*evalgate, *argv], capture_output=True, text=True, cwd=tmp_path, env=env)
+
+    compared = call("compare", "--baseline", "base.json", "--candidate", "cand.json")
+    assert compared.returncode == 1, compared.stderr  # ko dropped from 1.0 to 0.0
+    assert "the cases of cand.json and base.json are not in the history" in compared.stderr
+    assert "`evalgate history add cand.json base.json` adds them" in compared.stderr
+    assert rows(history_url, "SELECT recorded_by, total_cases FROM runs ORDER BY id") == [("compare", 8)] * 2
+    assert rows(history_url, "SELECT COUNT(*) FROM cases") == [(0,)]
+    assert rows(history_url, "SELECT action FROM gates") == [("compare",)]
+    shown = call("history", "show", "--url", history_url)
+    assert shown.returncode == 0 and "its 2 run(s) are known by their header alone" in shown.stdout
+
+    added = call("history", "add", "--url", history_url, "cand.json", "base.json")
+    assert added.returncode == 0, added.stderr
+    assert "cand.json: added its 8 cases to run 1 (recorded before by its header)" in added.stdout
+    again = call("history", "add", "--url", history_url, "base.json")
+    assert "base.json: already there (run 2); nothing to add" in again.stdout
+    assert rows(history_url, "SELECT COUNT(*) FROM runs") == [(2,)]
+    assert rows(history_url, "SELECT COUNT(*) FROM cases") == [(16,)]
+    assert rows(history_url, "SELECT COUNT(*) FROM attempts") == [(32,)]
+    with open_history(history_url) as db:
+        trends = load_trends(db, units=["language=ko"])
+    assert [v.value if v else None for v in trends.units["language=ko"]] == [1.0, 0.0]  # oldest first
+
+    # Both runs are known now: compare says nothing more, and a new gate row points at them.
+    second = call("compare", "--baseline", "base.json", "--candidate", "cand.json")
+    assert "not in the history" not in second.stderr
+    assert rows(history_url, "SELECT candidate_run_id, baseline_run_id FROM gates ORDER BY id") == [(1, 2), (1, 2)]
+
+    missing = call("history", "add", "--url", history_url, "nope.json")
+    assert missing.returncode == 2 and "nope.json: file not found" in missing.stderr
+
+
+def test_a_gate_still_records_its_runs_in_full(history_url: str) -> None:
+    """Only `compare` keeps unseen runs to their header: the gate made its candidate and records
+    it, cases and all (as `run`, `import`, `reset` and `history sync` do)."""
+    from evals.compare import compare
+
+    base, cand = sample_results("1" * 40), sample_results("2" * 40)
+    done = record_comparison(compare(base, cand, None), cand, base, action="gate")
+    assert done.failures == 0 and done.without_cases == []
+    assert rows(history_url, "SELECT COUNT(*) FROM cases") == [(16,)]
+
+
 def test_grafana_dashboard_queries_run_on_postgresql(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     """Every SQL text in examples/grafana (panels, variables, annotations), with Grafana's macros
     and variables filled in as Grafana would, runs on a real PostgreSQL history and finds rows."""

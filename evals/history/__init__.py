@@ -46,6 +46,7 @@ class Recorded:
     failures: int = 0
     messages: list[str] = field(default_factory=list)
     run_ids: dict[str, int] = field(default_factory=dict)
+    without_cases: list[str] = field(default_factory=list)  # "candidate", "baseline": recorded as a header
 
     @property
     def warning(self) -> str | None:
@@ -108,15 +109,22 @@ def record_comparison(
     config: SuiteConfig | None = None,
     action: str = "gate",
     actor: str | None = None,
+    cases: bool = True,
 ) -> Recorded:
     """Record both runs and the decision (``gate``, ``compare``), and give each regressed slice
     its trend over the last baselines (``comparison.trends``, the report's chart). A failure is
-    added to the comparison's warnings, so the report shows it; the verdict is untouched."""
+    added to the comparison's warnings, so the report shows it; the verdict is untouched.
+    ``cases=False``: a run the history does not hold yet is recorded as its header alone
+    (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later."""
 
     def work(writer: Writer, done: Recorded) -> None:
-        cand = writer.run(candidate, recorded_by=action)
-        base = writer.run(baseline, recorded_by=action) if baseline is not None else None
-        done.run_ids.update(candidate=cand, **({"baseline": base} if base is not None else {}))
+        for role, run in (("candidate", candidate), ("baseline", baseline)):
+            if run is None:
+                continue
+            done.run_ids[role] = writer.run(run, recorded_by=action, cases=cases)
+            if not cases and len(run.cases) and not writer.has_cases(done.run_ids[role]):
+                done.without_cases.append(role)
+        cand, base = done.run_ids["candidate"], done.run_ids.get("baseline")
         writer.gate(
             action,
             suite=candidate.run.suite,

@@ -1,4 +1,4 @@
-"""``evalgate history init|sync|show|plot`` (SPEC §12; docs/history.md)."""
+"""``evalgate history init|add|sync|show|plot`` (SPEC §12; docs/history.md)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     view.add_argument("--include-subsets", action="store_true", help="also smoke/subset and shard runs")
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     sub.add_parser("init", parents=[common], help="create or upgrade the schema (idempotent)")
+    add = sub.add_parser(
+        "add", parents=[common], help="record results files: their runs with every case, attempt and trace"
+    )
+    add.add_argument("files", nargs="+", type=Path, metavar="RESULTS", help="results files (.json, .json.gz)")
     sync = sub.add_parser("sync", parents=[common], help="load every snapshot of the baseline store")
     add_store_options(sync)
     sub.add_parser("show", parents=[common, view], help="the trend as a table")
@@ -71,6 +75,8 @@ def main(args: argparse.Namespace) -> int:
                 f"no history at {path} yet: commands record there as they run (or `evalgate history sync` "
                 "loads the baseline store); another database: --url"
             )
+    if args.action == "add":
+        return _add(url, args.files)
     with open_history(url, migrate=args.action == "sync") as engine:
         if args.action == "init":
             before = engine.version()
@@ -123,3 +129,35 @@ def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
     for problem in report.problems:
         print(f"evalgate history sync: skipped: {problem}")
     return EXIT_INFRA if report.problems else EXIT_PASS
+
+
+def _add(url: str, files: list[Path]) -> int:
+    """Each file read and checked first (a bad one is exit 2 before anything is written), then
+    recorded in its own transaction; a run ``compare`` recorded by its header gets its cases."""
+    from evals.errors import InfraError
+    from evals.history import open_history
+    from evals.history.engine import redact_url
+    from evals.history.record import Writer, run_digest
+    from evals.lazyload import load_lazy
+
+    where = redact_url(url)
+    with open_history(url) as engine:
+        writer = Writer(engine)
+        for path in files:
+            results = load_lazy(path)
+            digest = run_digest(results)
+            known = writer.run_id(digest)
+            had_cases = known is not None and writer.has_cases(known)
+            try:
+                run_id = writer.run(results, recorded_by="history add", digest=digest)
+            except Exception as exc:  # the engine's own errors (sqlite3, psycopg): the history is the point here
+                raise InfraError(f"history {where}: could not record {path}: {type(exc).__name__}: {exc}") from None
+            n = len(results.cases)
+            if known is None:
+                state = f"added as run {run_id} with {n} case{'s' if n != 1 else ''}"
+            elif had_cases or not n:
+                state = f"already there (run {run_id}); nothing to add"
+            else:
+                state = f"added its {n} case{'s' if n != 1 else ''} to run {run_id} (recorded before by its header)"
+            print(f"history {where}: {path}: {state}")
+    return EXIT_PASS

@@ -305,13 +305,23 @@ class Writer:
         rows = self.engine.query("SELECT id FROM runs WHERE digest = ?", (digest,))
         return rows[0][0] if rows else None
 
-    def run(self, results: Run, *, recorded_by: str, digest: str | None = None) -> int:
-        """The run's id, recording it (with every case, attempt and event) unless it is there already."""
+    def has_cases(self, run_id: int) -> bool:
+        return bool(self.engine.query("SELECT 1 FROM cases WHERE run_id = ? LIMIT 1", (run_id,)))
+
+    def run(self, results: Run, *, recorded_by: str, digest: str | None = None, cases: bool = True) -> int:
+        """The run's id, recording it (with every case, attempt and event) unless it is there
+        already. ``cases=False`` records a new run's header alone (``compare`` of files the
+        history has not seen: the decision needs a run to point at, not 400,000 rows); a later
+        full record of the same run adds its cases to that row."""
         lean = results.cases if isinstance(results.cases, CaseList) else None
-        cases = [] if lean is not None else list(results.cases)
-        digest = digest or run_digest(results, None if lean is not None else cases)
+        listed = [] if lean is not None else list(results.cases)
+        digest = digest or run_digest(results, None if lean is not None else listed)
         existing = self.run_id(digest)
         if existing is not None:
+            if cases and len(results.cases) and not self.has_cases(existing):
+                with self.engine.transaction():
+                    if not self.has_cases(existing):  # checked again under the write lock
+                        self._cases(existing, results, lean, listed)
             return existing
         info = results.run
         target = info.target
@@ -325,34 +335,39 @@ class Writer:
             info.started_at, info.ended_at, now_iso(), recorded_by, info.evalgate_version,
         )  # fmt: skip
         marks = ", ".join("?" * len(RUN_COLUMNS))
-        mask = not info.evalgate_version
         with self.engine.transaction():
             run_id = self.engine.execute(
                 f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks}) RETURNING id", header
             )
             assert run_id is not None
-            if lean is not None:
-                _LeanRows(run_id, lean, mask).insert(self.engine)
-                return run_id
-            self.engine.insert_rows("cases", CASE_COLUMNS, _case_rows(run_id, cases, mask))
-            self.engine.insert_rows("case_slices", SLICE_COLUMNS, _slice_rows(run_id, (c.slices for c in cases)))
-            self.engine.insert_rows(
-                "attempts",
-                ATTEMPT_COLUMNS,
-                (_attempt_row(run_id, no, i, a, mask) for no, c in enumerate(cases) for i, a in enumerate(c.attempts)),
-            )
-            self.engine.insert_rows(
-                "events",
-                EVENT_COLUMNS,
-                (
-                    row
-                    for no, c in enumerate(cases)
-                    for i, a in enumerate(c.attempts)
-                    if a.trace
-                    for row in _event_rows(run_id, no, i, a.trace, mask_text if mask else None)
-                ),
-            )
+            if cases:
+                self._cases(run_id, results, lean, listed)
         return run_id
+
+    def _cases(self, run_id: int, results: Run, lean: CaseList | None, cases: list[CaseResult]) -> None:
+        """The run's cases, slices, attempts and events, inside the caller's transaction."""
+        mask = not results.run.evalgate_version
+        if lean is not None:
+            _LeanRows(run_id, lean, mask).insert(self.engine)
+            return
+        self.engine.insert_rows("cases", CASE_COLUMNS, _case_rows(run_id, cases, mask))
+        self.engine.insert_rows("case_slices", SLICE_COLUMNS, _slice_rows(run_id, (c.slices for c in cases)))
+        self.engine.insert_rows(
+            "attempts",
+            ATTEMPT_COLUMNS,
+            (_attempt_row(run_id, no, i, a, mask) for no, c in enumerate(cases) for i, a in enumerate(c.attempts)),
+        )
+        self.engine.insert_rows(
+            "events",
+            EVENT_COLUMNS,
+            (
+                row
+                for no, c in enumerate(cases)
+                for i, a in enumerate(c.attempts)
+                if a.trace
+                for row in _event_rows(run_id, no, i, a.trace, mask_text if mask else None)
+            ),
+        )
 
     def gate(
         self,

@@ -27,6 +27,12 @@ def _events(markers: list[str]) -> str:
 
 def render(trends: Trends) -> str:
     if not trends.runs:
+        if trends.without_cases:
+            return (
+                f"suite {trends.suite}: no runs to show: its {trends.without_cases} run(s) are known by their header "
+                "alone (`compare` of files the history had not seen); `evalgate history add RESULTS...` adds "
+                "their cases\n"
+            )
         return f"suite {trends.suite}: no runs to show\n"
     head = f"suite {trends.suite} · {trends.metric} · {len(trends.runs)} run(s), oldest first"
     body = _one_unit(trends, next(iter(trends.units))) if len(trends.units) == 1 else _matrix(trends)

@@ -64,6 +64,7 @@ class Trends:
     metric: str
     runs: list[RunPoint]  # oldest first
     units: dict[str, list[Value | None]]  # unit → one value per run (None: not in that run)
+    without_cases: int = 0  # runs left out: known by their header alone (see ``Writer.run``)
 
 
 def metric_source(metric: str) -> tuple[str, str]:
@@ -103,7 +104,8 @@ def load_trends(
     ("language": all its values); default every unit."""
     view, column = metric_source(metric)
     suite = pick_suite(engine, suite)
-    where = "suite = ?"
+    # A run known only by its header (``compare`` of a file the history had not seen) has no value.
+    where = "suite = ? AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)"
     if not include_subsets:
         where += " AND subset IS NULL AND shard IS NULL"
     if baselines_only:
@@ -115,7 +117,12 @@ def load_trends(
     )
     runs = [RunPoint(r[0], r[1], r[2], bool(r[3])) for r in reversed(rows)]
     if not runs:
-        return Trends(suite, metric, [], {})
+        headers = engine.query(
+            "SELECT COUNT(*) FROM runs r WHERE suite = ? AND completed_cases > 0 "
+            "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id)",
+            (suite,),
+        )[0][0]
+        return Trends(suite, metric, [], {}, without_cases=headers)
     index = {run.id: i for i, run in enumerate(runs)}
     ids = ", ".join(str(run.id) for run in runs)  # integers from the database: safe to inline
     for run_id, marker, reset_reason, actor in engine.query(
