@@ -426,6 +426,41 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     assert missing.returncode == 2 and "nope.json: file not found" in missing.stderr
 
 
+def test_a_compared_candidate_known_by_its_header_still_ends_the_trend_chart(history_url: str) -> None:
+    """The PR comment's chart of a regressed slice: the last baselines from the history, then the
+    candidate. A candidate `compare` records by its header alone has no value in the views; its
+    point is the value the comparison measured."""
+    from evals.compare import compare
+
+    def results(n: int, ko_passed: bool) -> Results:
+        cases = [
+            CaseResult(
+                id=f"c{i}",
+                slices={"language": "ko" if i % 2 else "en"},
+                attempts=[Attempt(passed=ko_passed or not i % 2, score=1.0, output_sha256=f"sha256:{i}")],
+            )
+            for i in range(200)
+        ]
+        run = RunInfo(suite="demo", status="success", total_cases=200, completed_cases=200, git_sha=f"{n}" * 40,
+                      started_at=f"2026-11-0{n}T00:00:00Z", config_hash="sha256:cfg")  # fmt: skip
+        return Results(run=run, cases=cases)
+
+    with open_history(history_url) as db:
+        writer = Writer(db)
+        for n in (1, 2):
+            run_id = writer.run(results(n, True), recorded_by="run")
+            writer.gate("promote", suite="demo", candidate_run=run_id, verdict="pass")
+    base, cand = results(2, True), results(3, False)
+    comparison = compare(base, cand, None)
+    assert "language=ko" in [u.unit for u in comparison.regressed]
+    done = record_comparison(comparison, cand, base, action="compare", cases=False)
+    assert done.without_cases == ["candidate"]  # the baseline was in the history already
+    [trend] = comparison.trends
+    ko = next(u for u in comparison.units if u.unit == "language=ko")
+    assert trend.labels == ["1111111", "2222222", "candidate"]
+    assert trend.values == [1.0, 1.0, round(ko.candidate, 4)]
+
+
 def test_a_gate_still_records_its_runs_in_full(history_url: str) -> None:
     """Only `compare` keeps unseen runs to their header: the gate made its candidate and records
     it, cases and all (as `run`, `import`, `reset` and `history sync` do)."""

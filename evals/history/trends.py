@@ -206,10 +206,13 @@ def regressed_trends(engine: Engine, comparison: Comparison, candidate_run: int,
             (comparison.candidate_run.suite, candidate_run, unit.unit, last),
         )
         now = engine.query(f"SELECT {column} FROM {view} WHERE run_id = ? AND unit = ?", (candidate_run, unit.unit))
-        points = [((sha or f"run{run_id}")[:7], value) for sha, run_id, value in reversed(rows) if value is not None]
-        if not points or not now or now[0][0] is None:
+        # A candidate known by its header alone (`compare` of a file the history had not seen):
+        # the value the comparison measured.
+        value = now[0][0] if now else unit.candidate
+        points = [((sha or f"run{run_id}")[:7], v) for sha, run_id, v in reversed(rows) if v is not None]
+        if not points or value is None:
             continue
-        points.append(("candidate", now[0][0]))
+        points.append(("candidate", value))
         out.append(
             SliceTrend(
                 unit=unit.unit,
