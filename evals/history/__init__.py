@@ -110,15 +110,19 @@ def record_comparison(
     action: str = "gate",
     actor: str | None = None,
     cases: bool = True,
+    candidate_sha: str | None = None,
 ) -> Recorded:
     """Record both runs and the decision (``gate``, ``compare``), and give each regressed slice
     its trend over the last baselines (``comparison.trends``, the report's chart). A failure is
     added to the comparison's warnings, so the report shows it; the verdict is untouched.
     ``cases=False``: a run the history does not hold yet is recorded as its header alone
-    (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later."""
+    (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later.
+    ``candidate_sha``: what the candidate stands for when its run has no commit (``--sha``)."""
 
     def work(writer: Writer, done: Recorded) -> None:
-        for role, run in (("candidate", candidate), ("baseline", baseline)):
+        # The baseline first: two runs that started in the same second (a fast suite) then
+        # keep their order in the trend, which breaks such ties by the row's id.
+        for role, run in (("baseline", baseline), ("candidate", candidate)):
             if run is None:
                 continue
             done.run_ids[role] = writer.run(run, recorded_by=action, cases=cases)
@@ -131,6 +135,7 @@ def record_comparison(
             candidate_run=cand,
             baseline_run=base,
             comparison=comparison,
+            candidate_sha=candidate_sha,
             actor=actor,
         )
         if comparison.regressed:

@@ -31,8 +31,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--metric", default="pass_rate", help="pass_rate (default), pass@k, error_rate, latency_p95_ms, ..."
     )
     view.add_argument("--last", type=int, default=20, metavar="N", help="the last N runs (default 20)")
-    view.add_argument("--baselines", action="store_true", help="only runs that became a baseline")
-    view.add_argument("--include-subsets", action="store_true", help="also smoke/subset and shard runs")
+    view.add_argument(
+        "--baselines",
+        action="store_true",
+        help="only runs this history saw become a baseline (promote, seed, reset, sync)",
+    )
+    view.add_argument(
+        "--include-subsets", action="store_true", help="also smoke/subset, shard and partial (cancelled, failed) runs"
+    )
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     sub.add_parser("init", parents=[common], help="create or upgrade the schema (idempotent)")
     add = sub.add_parser(
@@ -62,10 +68,7 @@ def main(args: argparse.Namespace) -> int:
     config = _config(args, required=args.action == "sync")
     url = args.url or history_url(config)
     if url is None:
-        raise UsageError(
-            "no history here: it is switched off (EVALGATE_HISTORY / history.enabled) or, inside GitHub Actions, "
-            "no URL is set; pass --url or set EVALGATE_HISTORY_URL"
-        )
+        raise UsageError(_why_no_history(config))
     if args.action in ("show", "plot"):
         if args.last < 1:
             raise UsageError(f"--last must be at least 1, got {args.last}")
@@ -114,6 +117,24 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _why_no_history(config) -> str:
+    """Which switch turned the history off, and the way round it that works (the environment's
+    ``EVALGATE_HISTORY=off`` wins over ``EVALGATE_HISTORY_URL``, so only ``--url`` gets past it)."""
+    import os
+
+    from evals.history.settings import OFF_WORDS
+
+    switch = os.environ.get("EVALGATE_HISTORY", "").strip()
+    if switch.lower() in OFF_WORDS:
+        return f"no history here: EVALGATE_HISTORY={switch} switches it off; unset it, or name a database with --url"
+    if config is not None and not config.history.enabled:
+        return (
+            f"no history here: {config.where('history', 'enabled')}: history.enabled is false; name a database "
+            "with --url"
+        )
+    return "no history here: inside GitHub Actions the history needs a URL: pass --url or set EVALGATE_HISTORY_URL"
+
+
 def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
     from evals.errors import EXIT_INFRA
     from evals.history.record import Writer
@@ -141,10 +162,12 @@ def _add(url: str, files: list[Path]) -> int:
     from evals.lazyload import load_lazy
 
     where = redact_url(url)
+    for path in files:  # every file checked before any is written: a bad one leaves the history as it was
+        load_lazy(path)
     with open_history(url) as engine:
         writer = Writer(engine)
         for path in files:
-            results = load_lazy(path)
+            results = load_lazy(path)  # read again rather than held: a list of large files need not fit in memory
             digest = run_digest(results)
             known = writer.run_id(digest)
             had_cases = known is not None and writer.has_cases(known)

@@ -3,7 +3,7 @@ cases, what happened). Several: a row per unit, a column per run, the events on 
 
 from __future__ import annotations
 
-from evals.history.trends import Trends, Value
+from evals.history.trends import Trends, Value, nothing_to_show
 
 SYMBOLS = {"promotion": "▲", "reset": "◆", "failed gate": "✗"}
 LEGEND = "▲ promoted to baseline   ◆ reset (blessed)   ✗ gate failed"
@@ -26,14 +26,8 @@ def _events(markers: list[str]) -> str:
 
 
 def render(trends: Trends) -> str:
-    if not trends.runs:
-        if trends.without_cases:
-            return (
-                f"suite {trends.suite}: no runs to show: its {trends.without_cases} run(s) are known by their header "
-                "alone (`compare` of files the history had not seen); `evalgate history add RESULTS...` adds "
-                "their cases\n"
-            )
-        return f"suite {trends.suite}: no runs to show\n"
+    if not trends.runs or not trends.units:
+        return nothing_to_show(trends) + "\n"
     head = f"suite {trends.suite} · {trends.metric} · {len(trends.runs)} run(s), oldest first"
     body = _one_unit(trends, next(iter(trends.units))) if len(trends.units) == 1 else _matrix(trends)
     notes = [f"  {run.label}: {note}" for run in trends.runs for note in run.notes]
