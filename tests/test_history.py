@@ -612,3 +612,18 @@ def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -
     labels = [line.split()[0] for line in shown.stdout.splitlines()[3:5]]
     assert labels == ["v1", "v2"], shown.stdout
     assert rows(str(tmp_path / "h.sqlite"), "SELECT candidate_sha FROM gates WHERE action = 'gate'") == [("v2",)]
+
+
+def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path: Path) -> None:
+    """`history add --config typo.yml` wrote into the working folder's history and said nothing;
+    from a folder without evalgate.yml, "no history" says where a suite's history is."""
+    from evals.results import save_results
+
+    save_results(sample_results(), tmp_path / "r.json")
+    typo = _cli(tmp_path, "history", "add", "--config", "evalgat.yml", "r.json")
+    assert typo.returncode == 2 and "evalgat.yml: config file not found" in typo.stderr
+    assert not (tmp_path / ".evalgate").exists()
+    shown = _cli(tmp_path, "history", "show", "--config", "evalgat.yml")
+    assert shown.returncode == 2 and "evalgat.yml: config file not found" in shown.stderr
+    nothing = _cli(tmp_path, "history", "show")
+    assert nothing.returncode == 2 and "a suite's history is next to its config (--config PATH)" in nothing.stderr

@@ -12,7 +12,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from evals.stores import add_store_options
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml; optional)")
+    common.add_argument(
+        "--config", help="suite config: its history (default: ./evalgate.yml when there is one; optional)"
+    )
     common.add_argument(
         "--url",
         help="history database: postgresql://... or a SQLite file (default: EVALGATE_HISTORY_URL, history.url, "
@@ -55,7 +57,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteConfig | None
     from evals.config import load_config
 
-    if required or Path(args.config).exists():
+    # A --config that was named must exist: a typo would otherwise read (or write) the history of
+    # the working folder instead of the suite's, and say nothing.
+    if required or args.config is not None or Path("evalgate.yml").exists():
         return load_config(args.config)
     return None
 
@@ -74,9 +78,14 @@ def main(args: argparse.Namespace) -> int:
             raise UsageError(f"--last must be at least 1, got {args.last}")
         path = sqlite_path(url)
         if path is not None and not path.exists():
+            elsewhere = (
+                "; no evalgate.yml here: a suite's history is next to its config (--config PATH)"
+                if config is None and not args.url
+                else ""
+            )
             raise UsageError(
                 f"no history at {path} yet: commands record there as they run (or `evalgate history sync` "
-                "loads the baseline store); another database: --url"
+                f"loads the baseline store); another database: --url{elsewhere}"
             )
     if args.action == "add":
         return _add(url, args.files)
