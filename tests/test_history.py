@@ -532,9 +532,15 @@ def test_history_add_checks_every_file_before_it_writes_any(tmp_path: Path) -> N
 
     added = _cli(tmp_path, "history", "add", "--url", str(db), "good.json.gz", "good.json")
     assert added.returncode == 0, added.stderr
-    assert "good.json.gz: added as run 1 with 8 cases" in added.stdout
+    assert "good.json.gz: added as run 1 of suite demo with 8 cases\n" in added.stdout
     assert "good.json: already there (run 1); nothing to add" in added.stdout
     assert rows(str(db), "SELECT COUNT(*) FROM events") == [(4 * 15,)]  # 15 attempts, 4 events each
+
+    partial = sample_results("2" * 40)
+    partial.run.status, partial.run.total_cases = "cancelled", 20
+    save_results(partial, tmp_path / "partial.json")
+    said = _cli(tmp_path, "history", "add", "--url", str(db), "partial.json")
+    assert said.returncode == 0 and "(a partial run: cancelled, 8/20 cases; `history show` leaves it out" in said.stdout
 
 
 def test_history_switched_off_says_which_switch_and_what_gets_past_it(tmp_path: Path) -> None:

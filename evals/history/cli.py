@@ -185,8 +185,16 @@ def _add(url: str, files: list[Path]) -> int:
             except Exception as exc:  # the engine's own errors (sqlite3, psycopg): the history is the point here
                 raise InfraError(f"history {where}: could not record {path}: {type(exc).__name__}: {exc}") from None
             n = len(results.cases)
+            info = results.run
             if known is None:
-                state = f"added as run {run_id} with {n} case{'s' if n != 1 else ''}"
+                state = f"added as run {run_id} of suite {info.suite} with {n} case{'s' if n != 1 else ''}"
+                if info.status != "success" or info.completed_cases < info.total_cases:
+                    state += (
+                        f" (a partial run: {info.status}, {info.completed_cases}/{info.total_cases} cases; "
+                        "`history show` leaves it out unless --include-subsets)"
+                    )
+                elif info.subset or info.shard:
+                    state += " (a subset or shard run; `history show` leaves it out unless --include-subsets)"
             elif had_cases or not n:
                 state = f"already there (run {run_id}); nothing to add"
             else:
