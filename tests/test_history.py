@@ -588,6 +588,12 @@ def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) ->
         no_tools = render(load_trends(db, metric="tool_calls", units=["overall"]))
     assert [run.sha for run in whole.runs] == ["1" * 40]
     assert [run.sha for run in everything.runs] == ["1" * 40, "2" * 40]
+    assert "left out" not in render(whole)
+    with open_history(history_url) as db:  # a `compare` of a file the history had not seen
+        Writer(db).run(sample_results("3" * 40, "2026-11-03T00:00:00Z"), recorded_by="compare", cases=False)
+        shown = render(load_trends(db, units=["overall"]))
+    assert "1 run(s), oldest first" in shown
+    assert "left out: 1 run(s) known by their header alone" in shown and "evalgate history add" in shown
     assert "none became a baseline in this history" in baselines and "history sync" in baselines
     assert "no tool_calls values to show in the 1 run(s)" in no_tools
 

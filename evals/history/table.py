@@ -32,6 +32,11 @@ def render(trends: Trends) -> str:
     body = _one_unit(trends, next(iter(trends.units))) if len(trends.units) == 1 else _matrix(trends)
     notes = [f"  {run.label}: {note}" for run in trends.runs for note in run.notes]
     tail = ["", LEGEND, *(["reset reasons:", *notes] if notes else [])]
+    if trends.without_cases:  # the runs a `compare` of unseen files left: said here, as `compare` said
+        tail.append(
+            f"left out: {trends.without_cases} run(s) known by their header alone (`compare` of files the history "
+            "had not seen); `evalgate history add RESULTS...` adds their cases"
+        )
     return "\n".join([head, "", *body, *tail]) + "\n"
 
 

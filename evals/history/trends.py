@@ -156,12 +156,12 @@ def load_trends(
         (suite, last),
     )
     runs = [RunPoint(r[0], r[1], r[2], bool(r[3])) for r in reversed(rows)]
+    headers = engine.query(
+        f"SELECT COUNT(*) FROM v_runs WHERE {where} AND completed_cases > 0 "
+        "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)",
+        (suite,),
+    )[0][0]
     if not runs:
-        headers = engine.query(
-            f"SELECT COUNT(*) FROM v_runs WHERE {where} AND completed_cases > 0 "
-            "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)",
-            (suite,),
-        )[0][0]
         return Trends(suite, metric, [], {}, without_cases=headers, baselines_only=baselines_only)
     index = {run.id: i for i, run in enumerate(runs)}
     ids = ", ".join(str(run.id) for run in runs)  # integers from the database: safe to inline
@@ -195,7 +195,7 @@ def load_trends(
             low, high = wilson(value * int(cases), int(cases))
         values.setdefault(unit, [None] * len(runs))[index[run_id]] = Value(value, low, high, cases)
     ordered = dict(sorted(values.items(), key=lambda item: (item[0] != "overall", item[0])))
-    return Trends(suite, metric, runs, ordered)
+    return Trends(suite, metric, runs, ordered, without_cases=headers, baselines_only=baselines_only)
 
 
 def _check_units(engine: Engine, units: list[str], ids: str, shown: int) -> None:
