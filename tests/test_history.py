@@ -428,6 +428,11 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     assert "not in the history" not in second.stderr
     assert rows(history_url, "SELECT candidate_run_id, baseline_run_id FROM gates ORDER BY id") == [(2, 1), (2, 1)]
 
+    save_results(sample_results("3" * 40), tmp_path / "same.json")
+    itself = call("compare", "--baseline", "same.json", "--candidate", "same.json")
+    assert "the cases of same.json are not in the history" in itself.stderr, itself.stderr
+    assert "`evalgate history add same.json` adds them" in itself.stderr
+
     missing = call("history", "add", "--url", history_url, "nope.json")
     assert missing.returncode == 2 and "nope.json: file not found" in missing.stderr
 

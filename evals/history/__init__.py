@@ -126,8 +126,10 @@ def record_comparison(
             if run is None:
                 continue
             done.run_ids[role] = writer.run(run, recorded_by=action, cases=cases)
-            if not cases and len(run.cases) and not writer.has_cases(done.run_ids[role]):
-                done.without_cases.append(role)
+            known = [done.run_ids[r] for r in done.without_cases]  # one run on both sides is named once
+            if not cases and len(run.cases) and done.run_ids[role] not in known:
+                if not writer.has_cases(done.run_ids[role]):
+                    done.without_cases.append(role)
         cand, base = done.run_ids["candidate"], done.run_ids.get("baseline")
         writer.gate(
             action,
