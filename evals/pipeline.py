@@ -89,6 +89,7 @@ def run_gate(
         config=config,
         actor=activity.actor,
         candidate_sha=getattr(args, "sha", None),  # outside git, what names the run in `history show`
+        baseline_snapshot=baseline.ref.snapshot if baseline else None,  # the history learns it is a baseline
     )
     store_trends(comparison, candidate, store, config=config)
     paths = write_report_files(comparison, config, out_dir)

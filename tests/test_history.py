@@ -644,3 +644,49 @@ def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path
     assert shown.returncode == 2 and "evalgat.yml: config file not found" in shown.stderr
     nothing = _cli(tmp_path, "history", "show")
     assert nothing.returncode == 2 and "a suite's history is next to its config (--config PATH)" in nothing.stderr
+
+
+def test_a_gate_tells_the_history_which_run_is_the_baseline(tmp_path: Path) -> None:
+    """A baseline the history never saw become one (committed with the suite, made with the history
+    off, or on another machine): the gate records its manifest entry as `history sync` would, once,
+    so `history show --baselines` has it and the regressed slice gets its trend chart."""
+    from suites import echo_cases, write_suite
+
+    config = write_suite(
+        tmp_path / "s",
+        echo_cases(40, language=["en", "ko"]),
+        target={"python": "bot:answer"},
+        scorers=["exact"],
+        slices=["language"],
+    )
+    (tmp_path / "s" / "bot.py").write_text(
+        "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
+        encoding="utf-8",
+    )
+    reset = _cli(
+        tmp_path / "s",
+        "reset",
+        "--config",
+        str(config),
+        "--reason",
+        "r",
+        "--sha",
+        "v1",
+        env={"EVALGATE_HISTORY": "off"},
+    )
+    assert reset.returncode == 0, reset.stderr
+    db = tmp_path / "h.sqlite"
+    for _ in range(2):
+        gate = _cli(
+            tmp_path / "s", "gate", "--config", str(config), env={"EVALGATE_HISTORY_URL": str(db), "BREAK": "1"}
+        )
+        assert gate.returncode == 1, gate.stderr
+    assert rows(str(db), "SELECT action, candidate_sha, reset_reason FROM gates WHERE action <> 'gate'") == [
+        ("reset", "v1", "r")
+    ]
+    trends = json.loads((tmp_path / "s" / ".evalgate" / "out" / "comparison.json").read_text(encoding="utf-8"))[
+        "trends"
+    ]
+    assert trends and trends[0]["unit"] == "language=ko" and trends[0]["labels"] == ["v1", "candidate"]
+    shown = _cli(tmp_path / "s", "history", "show", "--baselines", "--slice", "overall", "--url", str(db))
+    assert shown.returncode == 0 and "v1" in shown.stdout and "◆ reset" in shown.stdout, shown.stdout

@@ -111,13 +111,16 @@ def record_comparison(
     actor: str | None = None,
     cases: bool = True,
     candidate_sha: str | None = None,
+    baseline_snapshot: SnapshotInfo | None = None,
 ) -> Recorded:
     """Record both runs and the decision (``gate``, ``compare``), and give each regressed slice
     its trend over the last baselines (``comparison.trends``, the report's chart). A failure is
     added to the comparison's warnings, so the report shows it; the verdict is untouched.
     ``cases=False``: a run the history does not hold yet is recorded as its header alone
     (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later.
-    ``candidate_sha``: what the candidate stands for when its run has no commit (``--sha``)."""
+    ``candidate_sha``: what the candidate stands for when its run has no commit (``--sha``).
+    ``baseline_snapshot``: the store's manifest entry of the baseline a gate used, recorded as
+    ``history sync`` records it (once), so the history knows that run became a baseline."""
 
     def work(writer: Writer, done: Recorded) -> None:
         # The baseline first: two runs that started in the same second (a fast suite) then
@@ -126,11 +129,15 @@ def record_comparison(
             if run is None:
                 continue
             done.run_ids[role] = writer.run(run, recorded_by=action, cases=cases)
-            known = [done.run_ids[r] for r in done.without_cases]  # one run on both sides is named once
-            if not cases and len(run.cases) and done.run_ids[role] not in known:
-                if not writer.has_cases(done.run_ids[role]):
-                    done.without_cases.append(role)
+            named = [done.run_ids[r] for r in done.without_cases]  # one run on both sides is named once
+            run_id = done.run_ids[role]
+            if not cases and len(run.cases) and run_id not in named and not writer.has_cases(run_id):
+                done.without_cases.append(role)
         cand, base = done.run_ids["candidate"], done.run_ids.get("baseline")
+        if base is not None and baseline_snapshot is not None and baseline is not None:
+            from evals.history.sync import record_entry
+
+            record_entry(writer, baseline.run.suite, base, baseline_snapshot)
         writer.gate(
             action,
             suite=candidate.run.suite,

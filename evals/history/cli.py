@@ -36,7 +36,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     view.add_argument(
         "--baselines",
         action="store_true",
-        help="only runs this history saw become a baseline (promote, seed, reset, sync)",
+        help="only runs that became a baseline (promote, seed, reset; a gate's baseline; sync)",
     )
     view.add_argument(
         "--include-subsets", action="store_true", help="also smoke/subset, shard and partial (cancelled, failed) runs"

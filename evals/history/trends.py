@@ -92,9 +92,9 @@ def nothing_to_show(trends: Trends, what: str = "to show") -> str:
         )
     if not trends.runs and trends.baselines_only:
         return (
-            f"suite {trends.suite}: no runs {what}: none became a baseline in this history (a promotion, seed or "
-            "reset records one; `evalgate history sync` loads the baseline store's); leave out --baselines for "
-            "every run"
+            f"suite {trends.suite}: no runs {what}: none became a baseline in this history (a promotion, seed, "
+            "reset or gate records one; `evalgate history sync` loads the baseline store's); leave out --baselines "
+            "for every run"
         )
     if not trends.runs:
         return f"suite {trends.suite}: no runs {what}"
