@@ -134,10 +134,6 @@ def record_comparison(
             if not cases and len(run.cases) and run_id not in named and not writer.has_cases(run_id):
                 done.without_cases.append(role)
         cand, base = done.run_ids["candidate"], done.run_ids.get("baseline")
-        if base is not None and baseline_snapshot is not None and baseline is not None:
-            from evals.history.sync import record_entry
-
-            record_entry(writer, baseline.run.suite, base, baseline_snapshot)
         writer.gate(
             action,
             suite=candidate.run.suite,
@@ -147,6 +143,16 @@ def record_comparison(
             candidate_sha=candidate_sha,
             actor=actor,
         )
+        if base is not None and baseline_snapshot is not None and baseline is not None:
+            from evals.history.sync import record_entry
+
+            try:
+                record_entry(writer, baseline.run.suite, base, baseline_snapshot)
+            except Exception:  # a concurrent gate or sync wrote the same entry first (its own transaction)
+                if not writer.engine.query(
+                    "SELECT 1 FROM gates WHERE snapshot_digest = ?", (baseline_snapshot.digest,)
+                ):
+                    raise
         if comparison.regressed:
             from evals.history.trends import regressed_trends
 
