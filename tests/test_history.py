@@ -517,10 +517,9 @@ def _cli(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> subpr
     )
 
 
-def test_history_add_checks_every_file_before_it_writes_any(tmp_path: Path) -> None:
-    """`history add good bad` is exit 2 naming the bad file, and the good one is not half a
-    command's work in the history: nothing is written. Gzipped files, traces and the same file
-    twice behave."""
+def test_history_add_of_a_bad_file_says_what_it_recorded_before_it(tmp_path: Path) -> None:
+    """`history add good bad` records good, then stops with exit 2 naming bad and saying good is
+    in (adding it again changes nothing). Gzipped files, traces and the same file twice behave."""
     import gzip
 
     from evals.results import save_results
@@ -532,8 +531,10 @@ def test_history_add_checks_every_file_before_it_writes_any(tmp_path: Path) -> N
 
     refused = _cli(tmp_path, "history", "add", "--url", str(db), "good.json.gz", "bad.json")
     assert refused.returncode == 2 and "bad.json" in refused.stderr and "Traceback" not in refused.stderr
-    assert "good.json" not in refused.stdout
-    assert not db.exists() or rows(str(db), "SELECT COUNT(*) FROM runs") == [(0,)]
+    assert "(recorded before it: good.json.gz; adding them again changes nothing)" in refused.stderr
+    first = _cli(tmp_path, "history", "add", "--url", str(db), "bad.json")
+    assert first.returncode == 2 and "recorded before it" not in first.stderr
+    db.unlink()
 
     added = _cli(tmp_path, "history", "add", "--url", str(db), "good.json.gz", "good.json")
     assert added.returncode == 0, added.stderr
