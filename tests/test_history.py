@@ -594,7 +594,8 @@ def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) ->
         no_tools = render(load_trends(db, metric="tool_calls", units=["overall"]))
     assert [run.sha for run in whole.runs] == ["1" * 40]
     assert [run.sha for run in everything.runs] == ["1" * 40, "2" * 40]
-    assert "left out" not in render(whole)
+    assert "left out: 1 partial run(s) (cancelled, failed or timed out); --include-subsets" in render(whole)
+    assert "left out" not in render(everything)
     with open_history(history_url) as db:  # a `compare` of a file the history had not seen
         Writer(db).run(sample_results("3" * 40, "2026-11-03T00:00:00Z"), recorded_by="compare", cases=False)
         shown = render(load_trends(db, units=["overall"]))

@@ -32,6 +32,10 @@ def render(trends: Trends) -> str:
     body = _one_unit(trends, next(iter(trends.units))) if len(trends.units) == 1 else _matrix(trends)
     notes = [f"  {run.label}: {note}" for run in trends.runs for note in run.notes]
     tail = ["", LEGEND, *(["reset reasons:", *notes] if notes else [])]
+    if trends.partial:
+        tail.append(
+            f"left out: {trends.partial} partial run(s) (cancelled, failed or timed out); --include-subsets shows them"
+        )
     if trends.without_cases:  # the runs a `compare` of unseen files left: said here, as `compare` said
         tail.append(
             f"left out: {trends.without_cases} run(s) known by their header alone (`compare` of files the history "

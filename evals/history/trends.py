@@ -80,6 +80,7 @@ class Trends:
     units: dict[str, list[Value | None]]  # unit → one value per run (None: not in that run)
     without_cases: int = 0  # runs left out: known by their header alone (see ``Writer.run``)
     baselines_only: bool = False
+    partial: int = 0  # partial runs (cancelled, failed, timed out) left out: not whole suites
 
 
 def nothing_to_show(trends: Trends, what: str = "to show") -> str:
@@ -95,6 +96,11 @@ def nothing_to_show(trends: Trends, what: str = "to show") -> str:
             f"suite {trends.suite}: no runs {what}: none became a baseline in this history (a promotion, seed, "
             "reset or gate records one; `evalgate history sync` loads the baseline store's); leave out --baselines "
             "for every run"
+        )
+    if not trends.runs and trends.partial:
+        return (
+            f"suite {trends.suite}: no runs {what}: its {trends.partial} partial run(s) (cancelled, failed or timed "
+            "out) are left out, as the trend compares whole suites; --include-subsets shows them"
         )
     if not trends.runs:
         return f"suite {trends.suite}: no runs {what}"
@@ -156,13 +162,21 @@ def load_trends(
         (suite, last),
     )
     runs = [RunPoint(r[0], r[1], r[2], bool(r[3])) for r in reversed(rows)]
+    partial = 0
+    if not include_subsets and not baselines_only:  # said under the table: a cancelled run is not lost
+        partial = engine.query(
+            "SELECT COUNT(*) FROM runs r WHERE suite = ? AND subset IS NULL AND shard IS NULL "
+            "AND NOT (status = 'success' AND completed_cases >= total_cases) "
+            "AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id)",
+            (suite,),
+        )[0][0]
     headers = engine.query(
         f"SELECT COUNT(*) FROM v_runs WHERE {where} AND completed_cases > 0 "
         "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)",
         (suite,),
     )[0][0]
     if not runs:
-        return Trends(suite, metric, [], {}, without_cases=headers, baselines_only=baselines_only)
+        return Trends(suite, metric, [], {}, without_cases=headers, baselines_only=baselines_only, partial=partial)
     index = {run.id: i for i, run in enumerate(runs)}
     ids = ", ".join(str(run.id) for run in runs)  # integers from the database: safe to inline
     for run_id, name in engine.query(
@@ -195,7 +209,7 @@ def load_trends(
             low, high = wilson(value * int(cases), int(cases))
         values.setdefault(unit, [None] * len(runs))[index[run_id]] = Value(value, low, high, cases)
     ordered = dict(sorted(values.items(), key=lambda item: (item[0] != "overall", item[0])))
-    return Trends(suite, metric, runs, ordered, without_cases=headers, baselines_only=baselines_only)
+    return Trends(suite, metric, runs, ordered, without_cases=headers, baselines_only=baselines_only, partial=partial)
 
 
 def _check_units(engine: Engine, units: list[str], ids: str, shown: int) -> None:
