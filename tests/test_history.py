@@ -595,6 +595,10 @@ def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) ->
     assert [run.sha for run in whole.runs] == ["1" * 40]
     assert [run.sha for run in everything.runs] == ["1" * 40, "2" * 40]
     assert "left out: 1 partial run(s) (cancelled, failed or timed out); --include-subsets" in render(whole)
+    with open_history(history_url) as db:  # the same commit twice: the matrix tells the columns apart
+        Writer(db).run(sample_results("1" * 40, "2026-11-04T00:00:00Z", ko_pass=0.0), recorded_by="run")
+        matrix = render(load_trends(db))
+    assert ["run", "#1", "#3"] in [line.split() for line in matrix.splitlines()], matrix
     assert "left out" not in render(everything)
     with open_history(history_url) as db:  # a `compare` of a file the history had not seen
         Writer(db).run(sample_results("3" * 40, "2026-11-03T00:00:00Z"), recorded_by="compare", cases=False)

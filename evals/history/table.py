@@ -68,7 +68,10 @@ def _ci(metric: str, v: Value | None) -> str:
 
 
 def _matrix(trends: Trends) -> list[str]:
-    rows = [["unit", *(run.label for run in trends.runs)]]
+    labels = [run.label for run in trends.runs]
+    rows = [["unit", *labels]]
+    if len(set(labels)) < len(labels):  # one commit gated again, or quick runs outside git: tell them apart
+        rows.append(["run", *(f"#{run.id}" for run in trends.runs)])
     rows.append(["events", *(" ".join(SYMBOLS[m] for m in run.markers) for run in trends.runs)])
     for unit, values in trends.units.items():
         rows.append([unit, *(fmt(trends.metric, v.value if v else None) for v in values)])
