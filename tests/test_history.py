@@ -603,7 +603,7 @@ def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) ->
     with open_history(history_url) as db:  # a `compare` of a file the history had not seen
         Writer(db).run(sample_results("3" * 40, "2026-11-03T00:00:00Z"), recorded_by="compare", cases=False)
         shown = render(load_trends(db, units=["overall"]))
-    assert "1 run(s), oldest first" in shown
+    assert "2 run(s), oldest first" in shown  # the two whole runs; not the header-only one
     assert "left out: 1 run(s) known by their header alone" in shown and "evalgate history add" in shown
     assert "none became a baseline in this history" in baselines and "history sync" in baselines
     assert "no tool_calls values to show in the 1 run(s)" in no_tools
