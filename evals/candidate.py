@@ -45,7 +45,8 @@ def add_candidate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--sha",
         metavar="COMMIT",
-        help="the commit (or any stable label) the candidate stands for when promoted or reset; default: "
+        help="the commit (or any stable label) the candidate stands for when promoted or reset, and its name in "
+        "the history outside git; default: "
         "GITHUB_SHA, the results' run.git_sha, the checkout's HEAD, else (outside git) a digest of the results",
     )
     parser.add_argument(

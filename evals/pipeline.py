@@ -83,7 +83,13 @@ def run_gate(
     from evals.history import record_comparison, record_promotion, store_trends
 
     record_comparison(
-        comparison, candidate, baseline.results if baseline else None, config=config, actor=activity.actor
+        comparison,
+        candidate,
+        baseline.results if baseline else None,
+        config=config,
+        actor=activity.actor,
+        candidate_sha=getattr(args, "sha", None),  # outside git, what names the run in `history show`
+        baseline_snapshot=baseline.ref.snapshot if baseline else None,  # the history learns it is a baseline
     )
     store_trends(comparison, candidate, store, config=config)
     paths = write_report_files(comparison, config, out_dir)

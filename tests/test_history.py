@@ -3,6 +3,7 @@ PostgreSQL server (``history_db``), and the views must give both engines the sam
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import os
@@ -382,11 +383,13 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     """`compare` of two files the history has never seen records the decision and each run's
     header, not their cases (issue 13: at 100,000 cases those rows cost more than compare
     itself), and says how to add them; `history add` then adds the cases to the same run rows,
-    once, and the trend shows the runs. A run the history holds in full stays as it was."""
+    once, and the trend shows the runs. A run the history holds in full stays as it was. Both
+    runs started in the same second (a fast suite): the baseline is recorded first, so the trend
+    (oldest first, ties by row) does not put the candidate before it."""
     from evals.results import save_results
 
     base = sample_results("1" * 40, "2026-11-01T10:00:00Z", ko_pass=1.0)
-    cand = sample_results("2" * 40, "2026-11-02T10:00:00Z", ko_pass=0.0)
+    cand = sample_results("2" * 40, "2026-11-01T10:00:00Z", ko_pass=0.0)
     save_results(base, tmp_path / "base.json")
     save_results(cand, tmp_path / "cand.json")
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
@@ -397,19 +400,22 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
 
     compared = call("compare", "--baseline", "base.json", "--candidate", "cand.json")
     assert compared.returncode == 1, compared.stderr  # ko dropped from 1.0 to 0.0
-    assert "the cases of cand.json and base.json are not in the history" in compared.stderr
-    assert "`evalgate history add cand.json base.json` adds them" in compared.stderr
+    assert "the cases of base.json and cand.json are not in the history" in compared.stderr
+    assert "`evalgate history add base.json cand.json` adds them" in compared.stderr
     assert rows(history_url, "SELECT recorded_by, total_cases FROM runs ORDER BY id") == [("compare", 8)] * 2
     assert rows(history_url, "SELECT COUNT(*) FROM cases") == [(0,)]
     assert rows(history_url, "SELECT action FROM gates") == [("compare",)]
     shown = call("history", "show", "--url", history_url)
     assert shown.returncode == 0 and "its 2 run(s) are known by their header alone" in shown.stdout
+    if importlib.util.find_spec("matplotlib") is not None:  # plot says the same, as an error
+        plotted = call("history", "plot", "--url", history_url, "--out", "t.png")
+        assert plotted.returncode == 2 and "its 2 run(s) are known by their header alone" in plotted.stderr
 
     added = call("history", "add", "--url", history_url, "cand.json", "base.json")
     assert added.returncode == 0, added.stderr
-    assert "cand.json: added its 8 cases to run 1 (recorded before by its header)" in added.stdout
+    assert "cand.json: added its 8 cases to run 2 (recorded before by its header)" in added.stdout
     again = call("history", "add", "--url", history_url, "base.json")
-    assert "base.json: already there (run 2); nothing to add" in again.stdout
+    assert "base.json: already there (run 1); nothing to add" in again.stdout
     assert rows(history_url, "SELECT COUNT(*) FROM runs") == [(2,)]
     assert rows(history_url, "SELECT COUNT(*) FROM cases") == [(16,)]
     assert rows(history_url, "SELECT COUNT(*) FROM attempts") == [(32,)]
@@ -420,7 +426,12 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     # Both runs are known now: compare says nothing more, and a new gate row points at them.
     second = call("compare", "--baseline", "base.json", "--candidate", "cand.json")
     assert "not in the history" not in second.stderr
-    assert rows(history_url, "SELECT candidate_run_id, baseline_run_id FROM gates ORDER BY id") == [(1, 2), (1, 2)]
+    assert rows(history_url, "SELECT candidate_run_id, baseline_run_id FROM gates ORDER BY id") == [(2, 1), (2, 1)]
+
+    save_results(sample_results("3" * 40), tmp_path / "same.json")
+    itself = call("compare", "--baseline", "same.json", "--candidate", "same.json")
+    assert "the cases of same.json are not in the history" in itself.stderr, itself.stderr
+    assert "`evalgate history add same.json` adds them" in itself.stderr
 
     missing = call("history", "add", "--url", history_url, "nope.json")
     assert missing.returncode == 2 and "nope.json: file not found" in missing.stderr
@@ -520,9 +531,203 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
     assert not (tmp_path / "none.sqlite").exists()
 
 
-def test_a_run_outside_git_is_labelled_by_when_it_started():
+def test_a_run_outside_git_is_labelled_by_its_name_else_by_when_it_started():
     from evals.history.trends import RunPoint
 
     assert RunPoint(4, "a" * 40, "2026-12-01T10:00:05Z", True).label == "aaaaaaa"
     assert RunPoint(4, None, "2026-12-01T10:00:05Z", True).label == "2026-12-01 10:00"
     assert RunPoint(4, None, None, True).label == "run4"
+    assert RunPoint(4, None, None, True, name="v1.2").label == "v1.2"
+    assert RunPoint(4, None, None, True, name="content-" + "c" * 40).label == "content-cccc"  # as `baseline list`
+
+
+def _cli(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "evals", *argv],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**base, "PYTHONPATH": str(ROOT), **(env or {})},
+    )
+
+
+def test_history_add_of_a_bad_file_says_what_it_recorded_before_it(tmp_path: Path) -> None:
+    """`history add good bad` records good, then stops with exit 2 naming bad and saying good is
+    in (adding it again changes nothing). Gzipped files, traces and the same file twice behave."""
+    import gzip
+
+    from evals.results import save_results
+
+    save_results(sample_results(), tmp_path / "good.json")
+    (tmp_path / "good.json.gz").write_bytes(gzip.compress((tmp_path / "good.json").read_bytes()))
+    (tmp_path / "bad.json").write_text('{"schema_version": 1, "run": ', encoding="utf-8")
+    db = tmp_path / "h.sqlite"
+
+    refused = _cli(tmp_path, "history", "add", "--url", str(db), "good.json.gz", "bad.json")
+    assert refused.returncode == 2 and "bad.json" in refused.stderr and "Traceback" not in refused.stderr
+    assert "(recorded before it: good.json.gz; adding them again changes nothing)" in refused.stderr
+    first = _cli(tmp_path, "history", "add", "--url", str(db), "bad.json")
+    assert first.returncode == 2 and "recorded before it" not in first.stderr
+    db.unlink()
+
+    added = _cli(tmp_path, "history", "add", "--url", str(db), "good.json.gz", "good.json")
+    assert added.returncode == 0, added.stderr
+    assert "good.json.gz: added as run 1 of suite demo with 8 cases\n" in added.stdout
+    assert "good.json: already there (run 1); nothing to add" in added.stdout
+    assert rows(str(db), "SELECT COUNT(*) FROM events") == [(4 * 15,)]  # 15 attempts, 4 events each
+
+    partial = sample_results("2" * 40)
+    partial.run.status, partial.run.total_cases = "cancelled", 20
+    save_results(partial, tmp_path / "partial.json")
+    said = _cli(tmp_path, "history", "add", "--url", str(db), "partial.json")
+    assert said.returncode == 0 and "(a partial run: cancelled, 8/20 cases; `history show` leaves it out" in said.stdout
+
+
+def test_history_switched_off_says_which_switch_and_what_gets_past_it(tmp_path: Path) -> None:
+    """EVALGATE_HISTORY=off wins over EVALGATE_HISTORY_URL, so the message must not suggest it."""
+    off = _cli(
+        tmp_path, "history", "show", env={"EVALGATE_HISTORY": "off", "EVALGATE_HISTORY_URL": str(tmp_path / "h")}
+    )
+    assert off.returncode == 2 and "EVALGATE_HISTORY=off switches it off" in off.stderr
+    assert "set EVALGATE_HISTORY_URL" not in off.stderr and "--url" in off.stderr
+    (tmp_path / "evalgate.yml").write_text(
+        "suite: t\ncases: cases.jsonl\nhistory: {enabled: false}\n", encoding="utf-8"
+    )
+    (tmp_path / "cases.jsonl").write_text('{"id": "a", "input": "x"}\n', encoding="utf-8")
+    disabled = _cli(tmp_path, "history", "show")
+    assert disabled.returncode == 2 and "evalgate.yml:3: history.enabled is false" in disabled.stderr
+
+
+def test_plot_to_a_path_it_cannot_write_is_an_error_not_a_traceback(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    db = tmp_path / "h.sqlite"
+    with open_history(str(db)) as engine:
+        Writer(engine).run(sample_results(), recorded_by="run")
+    (tmp_path / "file").write_text("", encoding="utf-8")
+    done = _cli(tmp_path, "history", "plot", "--url", str(db), "--out", "file/t.png")
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert "file/t.png: cannot write" in done.stderr
+
+
+def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) -> None:
+    """A cancelled run's rates are over the cases it reached: it is left out of the trend unless
+    asked for (as subsets are). An empty --baselines view and a metric no run records say why."""
+    with open_history(history_url) as db:
+        writer = Writer(db)
+        untraced = sample_results("1" * 40, "2026-11-01T00:00:00Z")
+        for case in untraced.cases:
+            for attempt in case.attempts:
+                attempt.trace = None
+        writer.run(untraced, recorded_by="run")
+        partial = sample_results("2" * 40, "2026-11-02T00:00:00Z", ko_pass=1.0)
+        partial.run.status, partial.run.completed_cases, partial.run.total_cases = "cancelled", 8, 20
+        writer.run(partial, recorded_by="run")
+        whole = load_trends(db, units=["overall"])
+        everything = load_trends(db, units=["overall"], include_subsets=True)
+        baselines = render(load_trends(db, baselines_only=True))
+        no_tools = render(load_trends(db, metric="tool_calls", units=["overall"]))
+    assert [run.sha for run in whole.runs] == ["1" * 40]
+    assert [run.sha for run in everything.runs] == ["1" * 40, "2" * 40]
+    assert "left out: 1 partial run(s) (cancelled, failed or timed out); --include-subsets" in render(whole)
+    with open_history(history_url) as db:  # the same commit twice: the matrix tells the columns apart
+        Writer(db).run(sample_results("1" * 40, "2026-11-04T00:00:00Z", ko_pass=0.0), recorded_by="run")
+        matrix = render(load_trends(db))
+    assert ["run", "#1", "#3"] in [line.split() for line in matrix.splitlines()], matrix
+    assert "left out" not in render(everything)
+    with open_history(history_url) as db:  # a `compare` of a file the history had not seen
+        Writer(db).run(sample_results("3" * 40, "2026-11-03T00:00:00Z"), recorded_by="compare", cases=False)
+        shown = render(load_trends(db, units=["overall"]))
+    assert "2 run(s), oldest first" in shown  # the two whole runs; not the header-only one
+    assert "left out: 1 run(s) known by their header alone" in shown and "evalgate history add" in shown
+    assert "none became a baseline in this history" in baselines and "history sync" in baselines
+    assert "no tool_calls values to show in the 1 run(s)" in no_tools
+
+
+def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -> None:
+    """Outside git a run has no commit: `history show` calls it by the --sha its reset and gate
+    were given (SPEC §13), not by a start time that every quick run shares."""
+    from suites import echo_cases, write_suite
+
+    config = write_suite(
+        tmp_path / "s",
+        echo_cases(40, language=["en", "ko"]),
+        target={"python": "bot:answer"},
+        scorers=["exact"],
+        slices=["language"],
+    )
+    (tmp_path / "s" / "bot.py").write_text(
+        "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
+        encoding="utf-8",
+    )
+    where = {"EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite")}
+    reset = _cli(tmp_path / "s", "reset", "--config", str(config), "--reason", "start", "--sha", "v1", env=where)
+    assert reset.returncode == 0, reset.stderr
+    gate = _cli(tmp_path / "s", "gate", "--config", str(config), "--sha", "v2", env={**where, "BREAK": "1"})
+    assert gate.returncode == 1, gate.stderr
+    shown = _cli(tmp_path / "s", "history", "show", "--slice", "language=ko", env=where)
+    assert shown.returncode == 0, shown.stderr
+    labels = [line.split()[0] for line in shown.stdout.splitlines()[3:5]]
+    assert labels == ["v1", "v2"], shown.stdout
+    assert rows(str(tmp_path / "h.sqlite"), "SELECT candidate_sha FROM gates WHERE action = 'gate'") == [("v2",)]
+
+
+def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path: Path) -> None:
+    """`history add --config typo.yml` wrote into the working folder's history and said nothing;
+    from a folder without evalgate.yml, "no history" says where a suite's history is."""
+    from evals.results import save_results
+
+    save_results(sample_results(), tmp_path / "r.json")
+    typo = _cli(tmp_path, "history", "add", "--config", "evalgat.yml", "r.json")
+    assert typo.returncode == 2 and "evalgat.yml: config file not found" in typo.stderr
+    assert not (tmp_path / ".evalgate").exists()
+    shown = _cli(tmp_path, "history", "show", "--config", "evalgat.yml")
+    assert shown.returncode == 2 and "evalgat.yml: config file not found" in shown.stderr
+    nothing = _cli(tmp_path, "history", "show")
+    assert nothing.returncode == 2 and "a suite's history is next to its config (--config PATH)" in nothing.stderr
+
+
+def test_a_gate_tells_the_history_which_run_is_the_baseline(tmp_path: Path) -> None:
+    """A baseline the history never saw become one (committed with the suite, made with the history
+    off, or on another machine): the gate records its manifest entry as `history sync` would, once,
+    so `history show --baselines` has it and the regressed slice gets its trend chart."""
+    from suites import echo_cases, write_suite
+
+    config = write_suite(
+        tmp_path / "s",
+        echo_cases(40, language=["en", "ko"]),
+        target={"python": "bot:answer"},
+        scorers=["exact"],
+        slices=["language"],
+    )
+    (tmp_path / "s" / "bot.py").write_text(
+        "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
+        encoding="utf-8",
+    )
+    reset = _cli(
+        tmp_path / "s",
+        "reset",
+        "--config",
+        str(config),
+        "--reason",
+        "r",
+        "--sha",
+        "v1",
+        env={"EVALGATE_HISTORY": "off"},
+    )
+    assert reset.returncode == 0, reset.stderr
+    db = tmp_path / "h.sqlite"
+    for _ in range(2):
+        gate = _cli(
+            tmp_path / "s", "gate", "--config", str(config), env={"EVALGATE_HISTORY_URL": str(db), "BREAK": "1"}
+        )
+        assert gate.returncode == 1, gate.stderr
+    assert rows(str(db), "SELECT action, candidate_sha, reset_reason FROM gates WHERE action <> 'gate'") == [
+        ("reset", "v1", "r")
+    ]
+    trends = json.loads((tmp_path / "s" / ".evalgate" / "out" / "comparison.json").read_text(encoding="utf-8"))[
+        "trends"
+    ]
+    assert trends and trends[0]["unit"] == "language=ko" and trends[0]["labels"] == ["v1", "candidate"]
+    shown = _cli(tmp_path / "s", "history", "show", "--baselines", "--slice", "overall", "--url", str(db))
+    assert shown.returncode == 0 and "v1" in shown.stdout and "◆ reset" in shown.stdout, shown.stdout

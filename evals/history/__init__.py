@@ -110,19 +110,28 @@ def record_comparison(
     action: str = "gate",
     actor: str | None = None,
     cases: bool = True,
+    candidate_sha: str | None = None,
+    baseline_snapshot: SnapshotInfo | None = None,
 ) -> Recorded:
     """Record both runs and the decision (``gate``, ``compare``), and give each regressed slice
     its trend over the last baselines (``comparison.trends``, the report's chart). A failure is
     added to the comparison's warnings, so the report shows it; the verdict is untouched.
     ``cases=False``: a run the history does not hold yet is recorded as its header alone
-    (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later."""
+    (``Recorded.without_cases`` names it); ``evalgate history add`` records its cases later.
+    ``candidate_sha``: what the candidate stands for when its run has no commit (``--sha``).
+    ``baseline_snapshot``: the store's manifest entry of the baseline a gate used, recorded as
+    ``history sync`` records it (once), so the history knows that run became a baseline."""
 
     def work(writer: Writer, done: Recorded) -> None:
-        for role, run in (("candidate", candidate), ("baseline", baseline)):
+        # The baseline first: two runs that started in the same second (a fast suite) then
+        # keep their order in the trend, which breaks such ties by the row's id.
+        for role, run in (("baseline", baseline), ("candidate", candidate)):
             if run is None:
                 continue
             done.run_ids[role] = writer.run(run, recorded_by=action, cases=cases)
-            if not cases and len(run.cases) and not writer.has_cases(done.run_ids[role]):
+            named = [done.run_ids[r] for r in done.without_cases]  # one run on both sides is named once
+            run_id = done.run_ids[role]
+            if not cases and len(run.cases) and run_id not in named and not writer.has_cases(run_id):
                 done.without_cases.append(role)
         cand, base = done.run_ids["candidate"], done.run_ids.get("baseline")
         writer.gate(
@@ -131,8 +140,19 @@ def record_comparison(
             candidate_run=cand,
             baseline_run=base,
             comparison=comparison,
+            candidate_sha=candidate_sha,
             actor=actor,
         )
+        if base is not None and baseline_snapshot is not None and baseline is not None:
+            from evals.history.sync import record_entry
+
+            try:
+                record_entry(writer, baseline.run.suite, base, baseline_snapshot)
+            except Exception:  # a concurrent gate or sync wrote the same entry first (its own transaction)
+                if not writer.engine.query(
+                    "SELECT 1 FROM gates WHERE snapshot_digest = ?", (baseline_snapshot.digest,)
+                ):
+                    raise
         if comparison.regressed:
             from evals.history.trends import regressed_trends
 

@@ -12,7 +12,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     from evals.stores import add_store_options
 
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml; optional)")
+    common.add_argument(
+        "--config", help="suite config: its history (default: ./evalgate.yml when there is one; optional)"
+    )
     common.add_argument(
         "--url",
         help="history database: postgresql://... or a SQLite file (default: EVALGATE_HISTORY_URL, history.url, "
@@ -31,8 +33,14 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--metric", default="pass_rate", help="pass_rate (default), pass@k, error_rate, latency_p95_ms, ..."
     )
     view.add_argument("--last", type=int, default=20, metavar="N", help="the last N runs (default 20)")
-    view.add_argument("--baselines", action="store_true", help="only runs that became a baseline")
-    view.add_argument("--include-subsets", action="store_true", help="also smoke/subset and shard runs")
+    view.add_argument(
+        "--baselines",
+        action="store_true",
+        help="only runs that became a baseline (promote, seed, reset; a gate's baseline; sync)",
+    )
+    view.add_argument(
+        "--include-subsets", action="store_true", help="also smoke/subset, shard and partial (cancelled, failed) runs"
+    )
     sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     sub.add_parser("init", parents=[common], help="create or upgrade the schema (idempotent)")
     add = sub.add_parser(
@@ -49,7 +57,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteConfig | None
     from evals.config import load_config
 
-    if required or Path(args.config).exists():
+    # A --config that was named must exist: a typo would otherwise read (or write) the history of
+    # the working folder instead of the suite's, and say nothing.
+    if required or args.config is not None or Path("evalgate.yml").exists():
         return load_config(args.config)
     return None
 
@@ -62,18 +72,20 @@ def main(args: argparse.Namespace) -> int:
     config = _config(args, required=args.action == "sync")
     url = args.url or history_url(config)
     if url is None:
-        raise UsageError(
-            "no history here: it is switched off (EVALGATE_HISTORY / history.enabled) or, inside GitHub Actions, "
-            "no URL is set; pass --url or set EVALGATE_HISTORY_URL"
-        )
+        raise UsageError(_why_no_history(config))
     if args.action in ("show", "plot"):
         if args.last < 1:
             raise UsageError(f"--last must be at least 1, got {args.last}")
         path = sqlite_path(url)
         if path is not None and not path.exists():
+            elsewhere = (
+                "; no evalgate.yml here: a suite's history is next to its config (--config PATH)"
+                if config is None and not args.url
+                else ""
+            )
             raise UsageError(
                 f"no history at {path} yet: commands record there as they run (or `evalgate history sync` "
-                "loads the baseline store); another database: --url"
+                f"loads the baseline store); another database: --url{elsewhere}"
             )
     if args.action == "add":
         return _add(url, args.files)
@@ -114,6 +126,24 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
+def _why_no_history(config) -> str:
+    """Which switch turned the history off, and the way round it that works (the environment's
+    ``EVALGATE_HISTORY=off`` wins over ``EVALGATE_HISTORY_URL``, so only ``--url`` gets past it)."""
+    import os
+
+    from evals.history.settings import OFF_WORDS
+
+    switch = os.environ.get("EVALGATE_HISTORY", "").strip()
+    if switch.lower() in OFF_WORDS:
+        return f"no history here: EVALGATE_HISTORY={switch} switches it off; unset it, or name a database with --url"
+    if config is not None and not config.history.enabled:
+        return (
+            f"no history here: {config.where('history', 'enabled')}: history.enabled is false; name a database "
+            "with --url"
+        )
+    return "no history here: inside GitHub Actions the history needs a URL: pass --url or set EVALGATE_HISTORY_URL"
+
+
 def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
     from evals.errors import EXIT_INFRA
     from evals.history.record import Writer
@@ -132,19 +162,28 @@ def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
 
 
 def _add(url: str, files: list[Path]) -> int:
-    """Each file read and checked first (a bad one is exit 2 before anything is written), then
-    recorded in its own transaction; a run ``compare`` recorded by its header gets its cases."""
-    from evals.errors import InfraError
+    """Each file read, checked and recorded in its own transaction, in the order given; a run
+    ``compare`` recorded by its header gets its cases. A bad file stops the command (exit 2),
+    saying which files before it were recorded: adding those again changes nothing, so the fix is
+    to run the same command once the file is right. (Checking every file before writing any would
+    read each twice: at 100,000 cases a file, a second more per file.)"""
+    from evals.errors import EvalgateError, InfraError
     from evals.history import open_history
     from evals.history.engine import redact_url
     from evals.history.record import Writer, run_digest
     from evals.lazyload import load_lazy
 
     where = redact_url(url)
+    done: list[str] = []
     with open_history(url) as engine:
         writer = Writer(engine)
         for path in files:
-            results = load_lazy(path)
+            try:
+                results = load_lazy(path)
+            except EvalgateError as exc:
+                if done:
+                    exc.args = (f"{exc} (recorded before it: {', '.join(done)}; adding them again changes nothing)",)
+                raise
             digest = run_digest(results)
             known = writer.run_id(digest)
             had_cases = known is not None and writer.has_cases(known)
@@ -153,11 +192,20 @@ def _add(url: str, files: list[Path]) -> int:
             except Exception as exc:  # the engine's own errors (sqlite3, psycopg): the history is the point here
                 raise InfraError(f"history {where}: could not record {path}: {type(exc).__name__}: {exc}") from None
             n = len(results.cases)
+            info = results.run
             if known is None:
-                state = f"added as run {run_id} with {n} case{'s' if n != 1 else ''}"
+                state = f"added as run {run_id} of suite {info.suite} with {n} case{'s' if n != 1 else ''}"
+                if info.status != "success" or info.completed_cases < info.total_cases:
+                    state += (
+                        f" (a partial run: {info.status}, {info.completed_cases}/{info.total_cases} cases; "
+                        "`history show` leaves it out unless --include-subsets)"
+                    )
+                elif info.subset or info.shard:
+                    state += " (a subset or shard run; `history show` leaves it out unless --include-subsets)"
             elif had_cases or not n:
                 state = f"already there (run {run_id}); nothing to add"
             else:
                 state = f"added its {n} case{'s' if n != 1 else ''} to run {run_id} (recorded before by its header)"
             print(f"history {where}: {path}: {state}")
+            done.append(str(path))
     return EXIT_PASS

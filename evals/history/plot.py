@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.errors import UsageError
-from evals.history.trends import Trends
+from evals.errors import InputFileError, UsageError
+from evals.history.trends import Trends, nothing_to_show
 
 MAX_LINES = 12
 MARKER_STYLE = {  # marker → (symbol, colour, label)
@@ -30,7 +30,7 @@ def plot(trends: Trends, out: Path) -> Path:
     from matplotlib import pyplot as plt
 
     if not trends.runs or not trends.units:
-        raise UsageError(f"suite {trends.suite}: no {trends.metric} values to plot")
+        raise UsageError(nothing_to_show(trends, "to plot"))
     units = list(trends.units.items())[:MAX_LINES]
     xs = list(range(len(trends.runs)))
     fig, ax = plt.subplots(figsize=(max(7.0, 0.7 * len(xs) + 3), 4.8), dpi=110)
@@ -79,7 +79,10 @@ def plot(trends: Trends, out: Path) -> Path:
                 label=label if marker not in seen else None,
             )
             seen.add(marker)
-    ax.set_xticks(xs, [run.label for run in trends.runs], rotation=45 if len(xs) > 8 else 0, fontsize=8)
+    labels = [run.label for run in trends.runs]
+    # Commits (7 characters) fit side by side; longer labels (a time, a --sha name) overlap unless turned.
+    crowded = len(xs) > 8 or (len(xs) > 1 and max(map(len, labels)) > 8)
+    ax.set_xticks(xs, labels, rotation=45 if crowded else 0, ha="right" if crowded else "center", fontsize=8)
     ax.set_xlabel("commit (oldest → newest)")
     ax.set_ylabel(trends.metric)
     shown = len(units)
@@ -88,7 +91,11 @@ def plot(trends: Trends, out: Path) -> Path:
     ax.grid(True, alpha=0.3)
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
     fig.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, format=out.suffix.lower().lstrip("."))
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, format=out.suffix.lower().lstrip("."))
+    except OSError as exc:
+        raise InputFileError(out, f"cannot write: {exc.strerror or exc}", "check the --out path") from None
+    finally:
+        plt.close(fig)
     return out

@@ -13,6 +13,7 @@ from evals.history.record import Writer, run_digest
 
 if TYPE_CHECKING:
     from evals.baseline import BaselineStore
+    from evals.manifest import SnapshotInfo
 
 
 @dataclass
@@ -45,19 +46,23 @@ def sync_store(writer: Writer, store: BaselineStore, *, last: int | None = None)
         before = writer.run_id(digest)
         run_id = writer.run(loaded.results, recorded_by="sync", digest=digest)
         report.added_runs += before is None
-        action = action_of(info.verdict)
-        gate_id = writer.gate(
-            action,
-            suite=loaded.results.run.suite,
-            candidate_run=run_id,
-            candidate_sha=info.sha,
-            verdict=info.verdict,
-            reason=None if action == "reset" else info.reason,
-            actor=info.actor,
-            reset_reason=info.reason if action == "reset" else None,
-            blessed=info.blessed,
-            snapshot=info,
-            created_at=info.created_at,
-        )
-        report.added_actions += gate_id is not None
+        report.added_actions += record_entry(writer, loaded.results.run.suite, run_id, info) is not None
     return report
+
+
+def record_entry(writer: Writer, suite: str, run_id: int, info: SnapshotInfo) -> int | None:
+    """A manifest entry as its ``promote``, ``seed`` or ``reset`` row, once (None: there already)."""
+    action = action_of(info.verdict)
+    return writer.gate(
+        action,
+        suite=suite,
+        candidate_run=run_id,
+        candidate_sha=info.sha,
+        verdict=info.verdict,
+        reason=None if action == "reset" else info.reason,
+        actor=info.actor,
+        reset_reason=info.reason if action == "reset" else None,
+        blessed=info.blessed,
+        snapshot=info,
+        created_at=info.created_at,
+    )

@@ -3,7 +3,7 @@ cases, what happened). Several: a row per unit, a column per run, the events on 
 
 from __future__ import annotations
 
-from evals.history.trends import Trends, Value
+from evals.history.trends import Trends, Value, nothing_to_show
 
 SYMBOLS = {"promotion": "▲", "reset": "◆", "failed gate": "✗"}
 LEGEND = "▲ promoted to baseline   ◆ reset (blessed)   ✗ gate failed"
@@ -26,18 +26,21 @@ def _events(markers: list[str]) -> str:
 
 
 def render(trends: Trends) -> str:
-    if not trends.runs:
-        if trends.without_cases:
-            return (
-                f"suite {trends.suite}: no runs to show: its {trends.without_cases} run(s) are known by their header "
-                "alone (`compare` of files the history had not seen); `evalgate history add RESULTS...` adds "
-                "their cases\n"
-            )
-        return f"suite {trends.suite}: no runs to show\n"
+    if not trends.runs or not trends.units:
+        return nothing_to_show(trends) + "\n"
     head = f"suite {trends.suite} · {trends.metric} · {len(trends.runs)} run(s), oldest first"
     body = _one_unit(trends, next(iter(trends.units))) if len(trends.units) == 1 else _matrix(trends)
     notes = [f"  {run.label}: {note}" for run in trends.runs for note in run.notes]
     tail = ["", LEGEND, *(["reset reasons:", *notes] if notes else [])]
+    if trends.partial:
+        tail.append(
+            f"left out: {trends.partial} partial run(s) (cancelled, failed or timed out); --include-subsets shows them"
+        )
+    if trends.without_cases:  # the runs a `compare` of unseen files left: said here, as `compare` said
+        tail.append(
+            f"left out: {trends.without_cases} run(s) known by their header alone (`compare` of files the history "
+            "had not seen); `evalgate history add RESULTS...` adds their cases"
+        )
     return "\n".join([head, "", *body, *tail]) + "\n"
 
 
@@ -65,7 +68,10 @@ def _ci(metric: str, v: Value | None) -> str:
 
 
 def _matrix(trends: Trends) -> list[str]:
-    rows = [["unit", *(run.label for run in trends.runs)]]
+    labels = [run.label for run in trends.runs]
+    rows = [["unit", *labels]]
+    if len(set(labels)) < len(labels):  # one commit gated again, or quick runs outside git: tell them apart
+        rows.append(["run", *(f"#{run.id}" for run in trends.runs)])
     rows.append(["events", *(" ".join(SYMBOLS[m] for m in run.markers) for run in trends.runs)])
     for unit, values in trends.units.items():
         rows.append([unit, *(fmt(trends.metric, v.value if v else None) for v in values)])

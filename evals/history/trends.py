@@ -41,13 +41,27 @@ class RunPoint:
     is_baseline: bool
     markers: list[str] = field(default_factory=list)  # "promotion", "reset", "failed gate"
     notes: list[str] = field(default_factory=list)  # reset reasons, actors
+    name: str | None = None  # a run without a commit: the --sha (or content digest) a gate or the store gave it
 
     @property
     def label(self) -> str:
-        """The commit; a run outside git (no commit) by when it started."""
-        if self.sha:
-            return self.sha[:7]
-        return self.started_at[:16].replace("T", " ") if self.started_at else f"run{self.id}"
+        """The commit; a run outside git (no commit) by the name a gate (``--sha``) or the baseline
+        store gave it, else by when it started."""
+        return short_sha(self.sha or self.name) or (
+            self.started_at[:16].replace("T", " ") if self.started_at else f"run{self.id}"
+        )
+
+
+def short_sha(sha: str | None) -> str | None:
+    """A commit to 7 characters; a content digest as ``content-`` and 4 (as ``baseline list``); any
+    other label (``--sha v1.2``) as given, up to 16."""
+    if not sha:
+        return None
+    if sha.startswith("content-"):
+        return sha[:12]
+    if len(sha) >= 12 and all(ch in "0123456789abcdefABCDEF" for ch in sha):
+        return sha[:7]
+    return sha[:16]
 
 
 @dataclass
@@ -65,6 +79,35 @@ class Trends:
     runs: list[RunPoint]  # oldest first
     units: dict[str, list[Value | None]]  # unit → one value per run (None: not in that run)
     without_cases: int = 0  # runs left out: known by their header alone (see ``Writer.run``)
+    baselines_only: bool = False
+    partial: int = 0  # partial runs (cancelled, failed, timed out) left out: not whole suites
+
+
+def nothing_to_show(trends: Trends, what: str = "to show") -> str:
+    """Why a trend has nothing in it, and what to do: ``history show`` prints it, ``plot`` fails with it."""
+    if trends.without_cases:
+        return (
+            f"suite {trends.suite}: no runs {what}: its {trends.without_cases} run(s) are known by their header "
+            "alone (`compare` of files the history had not seen); `evalgate history add RESULTS...` adds "
+            "their cases"
+        )
+    if not trends.runs and trends.baselines_only:
+        return (
+            f"suite {trends.suite}: no runs {what}: none became a baseline in this history (a promotion, seed, "
+            "reset or gate records one; `evalgate history sync` loads the baseline store's); leave out --baselines "
+            "for every run"
+        )
+    if not trends.runs and trends.partial:
+        return (
+            f"suite {trends.suite}: no runs {what}: its {trends.partial} partial run(s) (cancelled, failed or timed "
+            "out) are left out, as the trend compares whole suites; --include-subsets shows them"
+        )
+    if not trends.runs:
+        return f"suite {trends.suite}: no runs {what}"
+    return (
+        f"suite {trends.suite}: no {trends.metric} values {what} in the {len(trends.runs)} run(s): "
+        "their attempts do not record it"
+    )
 
 
 def metric_source(metric: str) -> tuple[str, str]:
@@ -104,27 +147,43 @@ def load_trends(
     ("language": all its values); default every unit."""
     view, column = metric_source(metric)
     suite = pick_suite(engine, suite)
-    # A run known only by its header (``compare`` of a file the history had not seen) has no value.
-    where = "suite = ? AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)"
+    where = "suite = ?"
     if not include_subsets:
-        where += " AND subset IS NULL AND shard IS NULL"
+        # Whole suites only: no smoke/subset or shard run, and no partial one (cancelled, timed
+        # out, failed: its rates are over the cases it reached, not the suite).
+        where += " AND subset IS NULL AND shard IS NULL AND status = 'success' AND completed_cases >= total_cases"
     if baselines_only:
         where += " AND is_baseline = 1"
+    # A run known only by its header (``compare`` of a file the history had not seen) has no value.
     rows = engine.query(
         f"SELECT id, git_sha, started_at, is_baseline FROM v_runs WHERE {where} "
+        "AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id) "
         "ORDER BY started_at DESC, id DESC LIMIT ?",
         (suite, last),
     )
     runs = [RunPoint(r[0], r[1], r[2], bool(r[3])) for r in reversed(rows)]
-    if not runs:
-        headers = engine.query(
-            "SELECT COUNT(*) FROM runs r WHERE suite = ? AND completed_cases > 0 "
-            "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id)",
+    partial = 0
+    if not include_subsets and not baselines_only:  # said under the table: a cancelled run is not lost
+        partial = engine.query(
+            "SELECT COUNT(*) FROM runs r WHERE suite = ? AND subset IS NULL AND shard IS NULL "
+            "AND NOT (status = 'success' AND completed_cases >= total_cases) "
+            "AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id)",
             (suite,),
         )[0][0]
-        return Trends(suite, metric, [], {}, without_cases=headers)
+    headers = engine.query(
+        f"SELECT COUNT(*) FROM v_runs WHERE {where} AND completed_cases > 0 "
+        "AND NOT EXISTS (SELECT 1 FROM cases c WHERE c.run_id = v_runs.id)",
+        (suite,),
+    )[0][0]
+    if not runs:
+        return Trends(suite, metric, [], {}, without_cases=headers, baselines_only=baselines_only, partial=partial)
     index = {run.id: i for i, run in enumerate(runs)}
     ids = ", ".join(str(run.id) for run in runs)  # integers from the database: safe to inline
+    for run_id, name in engine.query(
+        f"SELECT candidate_run_id, candidate_sha FROM gates WHERE candidate_run_id IN ({ids}) "
+        "AND candidate_sha IS NOT NULL ORDER BY id"
+    ):
+        runs[index[run_id]].name = name  # outside git: the --sha or content digest it was gated or stored as
     for run_id, marker, reset_reason, actor in engine.query(
         f"SELECT run_id, marker, reset_reason, actor FROM v_markers WHERE run_id IN ({ids}) ORDER BY gate_id"
     ):
@@ -150,7 +209,7 @@ def load_trends(
             low, high = wilson(value * int(cases), int(cases))
         values.setdefault(unit, [None] * len(runs))[index[run_id]] = Value(value, low, high, cases)
     ordered = dict(sorted(values.items(), key=lambda item: (item[0] != "overall", item[0])))
-    return Trends(suite, metric, runs, ordered)
+    return Trends(suite, metric, runs, ordered, without_cases=headers, baselines_only=baselines_only, partial=partial)
 
 
 def _check_units(engine: Engine, units: list[str], ids: str, shown: int) -> None:
@@ -200,7 +259,9 @@ def regressed_trends(engine: Engine, comparison: Comparison, candidate_run: int,
     for unit in regressed[:3]:
         view, column = METRICS[unit.metric]
         rows = engine.query(
-            f"SELECT r.git_sha, r.id, m.{column} FROM v_runs r JOIN {view} m ON m.run_id = r.id "
+            "SELECT COALESCE(r.git_sha, (SELECT MAX(g.candidate_sha) FROM gates g WHERE g.candidate_run_id = r.id "
+            f"AND g.action IN ('promote', 'seed', 'reset'))), r.id, m.{column} "
+            f"FROM v_runs r JOIN {view} m ON m.run_id = r.id "
             "WHERE r.suite = ? AND r.is_baseline = 1 AND r.id <> ? AND m.unit = ? "
             "ORDER BY r.started_at DESC, r.id DESC LIMIT ?",
             (comparison.candidate_run.suite, candidate_run, unit.unit, last),
@@ -209,7 +270,7 @@ def regressed_trends(engine: Engine, comparison: Comparison, candidate_run: int,
         # A candidate known by its header alone (`compare` of a file the history had not seen):
         # the value the comparison measured.
         value = now[0][0] if now else unit.candidate
-        points = [((sha or f"run{run_id}")[:7], v) for sha, run_id, v in reversed(rows) if v is not None]
+        points = [(short_sha(sha) or f"run{run_id}", v) for sha, run_id, v in reversed(rows) if v is not None]
         if not points or value is None:
             continue
         points.append(("candidate", value))
