@@ -32,7 +32,7 @@ Documented behaviour reproduced (docs.github.com/rest, API version 2022-11-28):
 - every response carries ``x-ratelimit-*`` headers.
 
 Faults (``fault(...)``), matched by host (``api``/``uploads``/``storage``), method and a regular
-expression on the path (without the GHES prefix), each for ``times`` requests:
+expression searched in ``path?query`` (the path without the GHES prefix), each for ``times`` requests:
 
 ``500``/``502``/``503`` (JSON body; ``502html``: an HTML body from a proxy), ``429`` (with
 ``Retry-After``), ``secondary`` (403 secondary rate limit with ``Retry-After``), ``secondary_bare``
@@ -218,6 +218,25 @@ class FakeGitHub:
         assert release is not None
         return next(a["_data"] for a in self._release_assets(release["id"]) if a["name"] == name)
 
+    def export_state(self) -> dict[str, Any]:
+        """The stored releases, assets and comments (to start another fake from them)."""
+        import copy
+
+        with self.lock:
+            next_id = next(self._ids)
+            self._ids = iter(range(next_id, 10**9))
+            return copy.deepcopy(
+                {"releases": self.releases, "assets": self.assets, "comments": self.comments, "next": next_id}
+            )
+
+    def import_state(self, state: dict[str, Any]) -> None:
+        import copy
+
+        with self.lock:
+            state = copy.deepcopy(state)
+            self.releases, self.assets, self.comments = state["releases"], state["assets"], state["comments"]
+            self._ids = iter(range(state["next"], 10**9))
+
     def add_comment(self, number: int, login: str, body: str, *, bot: bool = False) -> dict[str, Any]:
         with self.lock:
             return self._new_comment(number, {"login": login, "type": "Bot" if bot else "User"}, body)
@@ -249,7 +268,11 @@ class FakeGitHub:
     def _user(self, token: Token | None) -> dict[str, Any]:
         if token is None:
             return {"login": "ghost", "id": 1, "type": "User"}
-        return {"login": token.login, "id": abs(hash(token.login)) % 10**6, "type": "Bot" if token.installation else "User"}
+        return {
+            "login": token.login,
+            "id": abs(hash(token.login)) % 10**6,
+            "type": "Bot" if token.installation else "User",
+        }
 
     def _new_comment(self, number: int, user: dict[str, Any], body: str) -> dict[str, Any]:
         cid = next(self._ids)
@@ -281,7 +304,9 @@ def _error(status: int, message: str, doc: str = "", errors: list[dict[str, str]
 
 
 def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> _Reply:
-    return _Reply(status, json.dumps(data).encode(), {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
+    return _Reply(
+        status, json.dumps(data).encode(), {"Content-Type": "application/json; charset=utf-8", **(headers or {})}
+    )
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -328,7 +353,7 @@ class _Handler(BaseHTTPRequestHandler):
                 gh.tokens_seen[host].add(auth.split(" ", 1)[-1])
                 if host == "storage":
                     gh.storage_auth_seen.append(seen)
-            fault = self._take_fault(host, method, path)
+            fault = self._take_fault(host, method, f"{path}?{split.query}")
         try:
             reply = self._pre_fault(fault)
             if reply is None:
@@ -592,7 +617,14 @@ class _Handler(BaseHTTPRequestHandler):
                         422,
                         "Validation Failed",
                         "/issues/comments#create-an-issue-comment",
-                        [{"resource": "IssueComment", "code": "custom", "field": "body", "message": "body is too long (maximum is 65536 characters)"}],
+                        [
+                            {
+                                "resource": "IssueComment",
+                                "code": "custom",
+                                "field": "body",
+                                "message": "body is too long (maximum is 65536 characters)",
+                            }
+                        ],
                     )
                 return _json(201, gh._new_comment(number, gh._user(token), text))
         m = re.fullmatch(r"/issues/comments/(\d+)", rest)
@@ -646,7 +678,12 @@ class _Handler(BaseHTTPRequestHandler):
             return _error(400, "Problems parsing JSON")
         tag = data.get("tag_name")
         if not isinstance(tag, str) or not tag:
-            return _error(422, "Validation Failed", "/releases/releases#create-a-release", [{"resource": "Release", "code": "missing_field", "field": "tag_name"}])
+            return _error(
+                422,
+                "Validation Failed",
+                "/releases/releases#create-a-release",
+                [{"resource": "Release", "code": "missing_field", "field": "tag_name"}],
+            )
         draft = bool(data.get("draft", False))
         if not draft and any(r["tag_name"] == tag and not r["draft"] for r in gh.releases.values()):
             return _error(
@@ -680,7 +717,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not draft and any(
             r["tag_name"] == tag and not r["draft"] and r["id"] != release["id"] for r in self.gh.releases.values()
         ):
-            return _error(422, "Validation Failed", "", [{"resource": "Release", "code": "already_exists", "field": "tag_name"}])
+            return _error(
+                422, "Validation Failed", "", [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
+            )
         for key in ("name", "body", "prerelease", "target_commitish"):
             if key in data:
                 release[key] = data[key]
@@ -704,7 +743,9 @@ class _Handler(BaseHTTPRequestHandler):
             return _error(422, "Bad Content-Type header value", "/releases/assets#upload-a-release-asset")
         name = (query.get("name") or [""])[0]
         if not name:
-            return _error(422, "Validation Failed", "", [{"resource": "ReleaseAsset", "code": "missing_field", "field": "name"}])
+            return _error(
+                422, "Validation Failed", "", [{"resource": "ReleaseAsset", "code": "missing_field", "field": "name"}]
+            )
         # GitHub renames special characters to '.' and strips leading/trailing periods.
         name = re.sub(r"[^A-Za-z0-9._+@-]", ".", name).strip(".")
         if any(a["name"] == name for a in gh._release_assets(release_id)):
@@ -751,7 +792,9 @@ class _Handler(BaseHTTPRequestHandler):
         expires = (query.get("expires") or ["0"])[0]
         sig = (query.get("X-Amz-Signature") or [""])[0]
         if asset is None or not expires.isdigit() or not hmac.compare_digest(sig, gh.sign(asset["id"], int(expires))):
-            return _Reply(403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", {"Content-Type": "application/xml"})
+            return _Reply(
+                403, b"<Error><Code>SignatureDoesNotMatch</Code></Error>", {"Content-Type": "application/xml"}
+            )
         if int(expires) < time.time():
             return _Reply(403, b"<Error><Code>AccessDenied</Code><Message>Request has expired</Message></Error>")
         return _Reply(200, asset["_data"], {"Content-Type": "application/octet-stream", "ETag": '"etag"'})

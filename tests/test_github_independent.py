@@ -68,35 +68,37 @@ class Run:
         return self.stdout + self.stderr
 
 
+@dataclass
+class Origin:
+    """The repository: main's first commit (a good bot), a regressing PR commit on top of it, and
+    a fix on top of that; ``seeded`` is the fake's state after the first push seeded the store."""
+
+    repo: Path
+    main_sha: str
+    bad_sha: str
+    fixed_sha: str
+    seeded: dict[str, Any]
+
+
+def _commit(repo: Path, bot: str, message: str) -> str:
+    (repo / "bot.py").write_text(bot, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
 class World:
-    def __init__(self, gh: FakeGitHub, tmp: Path):
+    def __init__(self, gh: FakeGitHub, origin: Origin, tmp: Path):
         self.gh = gh
         self.tmp = tmp
-        self.repo = tmp / "repo"
-        self.repo.mkdir()
-        git(self.repo, "init", "-q")
-        with (self.repo / "cases.jsonl").open("w", encoding="utf-8") as fh:
-            for case in cases():
-                fh.write(json.dumps(case) + "\n")
-        config = {
-            "suite": "t",
-            "cases": "cases.jsonl",
-            "target": {"python": "bot:answer", "path": ["."]},
-            "slices": ["language"],
-            "concurrency": 4,
-            "smoke": {"cases": 40, "per_slice_min": 5},
-            "baseline": {"store": "github-release", "tag": TAG, "on_missing": "seed"},
-            "history": {"enabled": False},
-        }
-        (self.repo / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-        self.main_sha = self.commit(GOOD_BOT, "first")
+        self.origin = origin
+        self.repo = origin.repo
+        self.main_sha, self.bad_sha, self.fixed_sha = origin.main_sha, origin.bad_sha, origin.fixed_sha
         self.runs = 0
 
-    def commit(self, bot: str, message: str) -> str:
-        (self.repo / "bot.py").write_text(bot, encoding="utf-8")
-        git(self.repo, "add", "-A")
-        git(self.repo, "commit", "-q", "-m", message)
-        return git(self.repo, "rev-parse", "HEAD")
+    def seeded(self) -> None:
+        """The store as the first push to main left it (one blessed seed snapshot)."""
+        self.gh.import_state(self.origin.seeded)
 
     def checkout(self, sha: str) -> None:
         git(self.repo, "checkout", "-q", sha)
@@ -124,9 +126,24 @@ class World:
         kw.setdefault("token", READ if fork else WRITE)
         return self.action("pull_request", payload, sha=head, ref=f"refs/pull/{PR}/merge", **kw)
 
+    def run_suite(self, sha: str) -> Path:
+        """Job 1 of the two-job layout (``mode: run``, no token): the results file job 2 gates."""
+        run = self.action(
+            "push",
+            {"repository": self.repository()},
+            sha=sha,
+            ref="refs/heads/feature",
+            token="",
+            inputs={"mode": "run"},
+        )
+        assert run.code == 0, run.log
+        return run.home / "out" / "results.json"
+
     def dispatch(self, sha: str, reason: str, **kw: Any) -> Run:
         payload = {"ref": "refs/heads/main", "inputs": {"reason": reason}, "repository": self.repository()}
-        return self.action("workflow_dispatch", payload, sha=sha, ref="refs/heads/main", inputs={"reason": reason}, **kw)
+        return self.action(
+            "workflow_dispatch", payload, sha=sha, ref="refs/heads/main", inputs={"reason": reason}, **kw
+        )
 
     # -- the action's Gate step ------------------------------------------------------------
 
@@ -144,6 +161,7 @@ class World:
         self.checkout(sha)
         self.runs += 1
         home = self.tmp / f"run{self.runs}"
+        assert not home.exists()
         (home / "temp").mkdir(parents=True)
         (home / "event.json").write_text(json.dumps(payload), encoding="utf-8")
         given = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
@@ -223,7 +241,8 @@ class World:
     def assert_no_token_leak(self) -> None:
         assert not self.gh.storage_auth_seen, "a request to the storage host carried Authorization"
         assert not self.gh.tokens_seen["storage"]
-        for path in self.tmp.rglob("*"):
+        files = [*self.tmp.rglob("*"), *self.repo.rglob("*")]
+        for path in files:
             if path.is_file() and ".git" not in path.parts:
                 data = path.read_bytes()
                 for token in TOKENS:
@@ -238,15 +257,49 @@ def assert_clean_log(run: Run) -> None:
     assert "Traceback" not in run.log, run.log
 
 
-@pytest.fixture
-def world(tmp_path: Path) -> Iterator[World]:
-    tokens = {
+def _tokens() -> dict[str, Token]:
+    return {
         WRITE: Token(BOT, installation=True),
         READ: Token(BOT, installation=True, write=False),
         PAT: Token("octo-dev"),
     }
-    with FakeGitHub(tokens=tokens) as gh:
-        yield World(gh, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
+    repo = tmp_path_factory.mktemp("repo")
+    git(repo, "init", "-q")
+    with (repo / "cases.jsonl").open("w", encoding="utf-8") as fh:
+        for case in cases():
+            fh.write(json.dumps(case) + "\n")
+    config = {
+        "suite": "t",
+        "cases": "cases.jsonl",
+        "target": {"python": "bot:answer", "path": ["."]},
+        "slices": ["language"],
+        "concurrency": 4,
+        "smoke": {"cases": 40, "per_slice_min": 5},
+        "baseline": {"store": "github-release", "tag": TAG, "on_missing": "seed"},
+        "history": {"enabled": False},
+    }
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    (repo / ".gitignore").write_text("__pycache__/\n.evalgate/\n", encoding="utf-8")
+    main_sha = _commit(repo, GOOD_BOT, "first")
+    bad_sha = _commit(repo, BAD_BOT, "regress")
+    fixed_sha = _commit(repo, GOOD_BOT + BETTER_NOTE, "fix")
+    partial = Origin(repo, main_sha, bad_sha, fixed_sha, {})
+    with FakeGitHub(tokens=_tokens()) as gh:
+        world = World(gh, partial, tmp_path_factory.mktemp("seed"))
+        run = world.push(main_sha)
+        assert run.code == 0, run.log
+        partial.seeded = gh.export_state()
+    return partial
+
+
+@pytest.fixture
+def world(origin: Origin, tmp_path: Path) -> Iterator[World]:
+    with FakeGitHub(tokens=_tokens()) as gh:
+        yield World(gh, origin, tmp_path)
 
 
 def ours(world: World) -> list[dict[str, Any]]:
@@ -272,8 +325,11 @@ def test_seed_pr_sticky_comment_promotion_and_reset(world: World) -> None:
     # A busy PR: 150 comments of others (so ours lands on page 2 of 100), one quoting our marker.
     for i in range(150):
         gh.add_comment(PR, f"user{i % 3}", f"comment {i}")
-    bad = world.commit(BAD_BOT, "regress")
-    first = world.pull_request(bad, world.main_sha)
+    # Gated as job 2 of the two-job layout: the same results file, so the same comment text
+    # (a suite run's latencies differ every time, and the comment shows them).
+    bad = world.bad_sha
+    results = {"results": str(world.run_suite(bad))}
+    first = world.pull_request(bad, world.main_sha, inputs=results)
     assert first.code == 1, first.log
     assert first.outputs["verdict"] == "fail"
     assert_clean_log(first)
@@ -288,7 +344,7 @@ def test_seed_pr_sticky_comment_promotion_and_reset(world: World) -> None:
 
     # The same PR again: found on page 2 across pages, unchanged -> not touched.
     posts, patches = gh.count("api", "POST", "/comments"), gh.count("api", "PATCH", "/comments")
-    again = world.pull_request(bad, world.main_sha)
+    again = world.pull_request(bad, world.main_sha, inputs=results)
     assert again.code == 1, again.log
     assert gh.count("api", "POST", "/comments") == posts
     assert gh.count("api", "PATCH", "/comments") == patches, "an unchanged comment was rewritten"
@@ -296,8 +352,7 @@ def test_seed_pr_sticky_comment_promotion_and_reset(world: World) -> None:
     assert any("page=2" in r.query for r in pages) and any("page=3" not in r.query for r in pages)
 
     # The PR is fixed: the same comment is updated in place; the reviewer's quote is left alone.
-    world.checkout(bad)
-    fixed = world.commit(GOOD_BOT + BETTER_NOTE, "fix")
+    fixed = world.fixed_sha
     third = world.pull_request(fixed, world.main_sha)
     assert third.code == 0, third.log
     assert [c["id"] for c in ours(world)] == [mine[0]["id"]]
@@ -321,3 +376,179 @@ def test_seed_pr_sticky_comment_promotion_and_reset(world: World) -> None:
     assert last["blessed"] and last["reason"] == "new rubric" and last["actor"] == "octo-dev"
     world.assert_no_token_leak()
     assert gh.tokens_seen["uploads"] == {WRITE} and gh.tokens_seen["api"] == {WRITE}
+
+
+# ------------------------------------------------------------------------------------------------ faults
+
+ASSET = r"/releases/assets/\d+\?"
+STORAGE = r"^/github-production-release-asset/"
+LIST_RELEASES = r"/releases\?"
+LIST_ASSETS = r"/releases/\d+/assets\?"
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [("api", ASSET, "502"), ("storage", STORAGE, "expired"), ("api", LIST_RELEASES, "503")],
+        [("api", ASSET, "429"), ("storage", STORAGE, "truncate"), ("api", LIST_ASSETS, "502html")],
+        [("api", ASSET, "secondary"), ("api", ASSET, "primary"), ("api", LIST_ASSETS, "truncate")],
+        [("api", ASSET, "reset_before"), ("storage", STORAGE, "reset_after"), ("api", ASSET, "hang")],
+    ],
+    ids=["5xx-expired", "429-truncated", "rate-limits", "resets-hang"],
+)
+def test_faults_while_reading_the_baseline_are_retried(world: World, faults: list[tuple[str, str, str]]) -> None:
+    world.seeded()
+    for host, pattern, kind in faults:
+        world.gh.fault(host, "GET", pattern, kind, hang_s=1.5)
+    run = world.pull_request(world.bad_sha, world.main_sha)
+    assert run.code == 1, run.log  # the regression is found against the real baseline
+    assert run.outputs["baseline-sha"] == world.main_sha
+    assert all(f.times == 0 for f in world.gh.faults), "a fault was not reached"
+    assert run.log.count("; retry ") >= len(faults)
+    assert len(ours(world)) == 1
+    assert_clean_log(run)
+    world.assert_no_token_leak()
+
+
+@pytest.mark.parametrize(
+    ("host", "pattern"),
+    [("api", ASSET), ("storage", STORAGE), ("api", LIST_RELEASES)],
+    ids=["api-download", "storage", "list-releases"],
+)
+def test_a_baseline_store_that_stays_down_is_exit_3(world: World, host: str, pattern: str) -> None:
+    world.seeded()
+    world.gh.fault(host, "GET", pattern, "502", times=99)
+    run = world.pull_request(world.bad_sha, world.main_sha)
+    assert run.code == 3, run.log
+    assert run.outputs.get("verdict") == "error"
+    assert "gave up after 5 retries" in run.log
+    assert_clean_log(run)
+    world.assert_store_valid()
+    world.assert_no_token_leak()
+
+
+UPLOAD = r"/releases/\d+/assets\?name="
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [("uploads", "POST", UPLOAD + "baseline", "502"), ("uploads", "POST", UPLOAD + "manifest", "503")],
+        [
+            ("uploads", "POST", UPLOAD + "baseline", "reset_after"),
+            ("uploads", "POST", UPLOAD + "manifest", "reset_after"),
+        ],
+        [("uploads", "POST", UPLOAD + "baseline", "starter"), ("uploads", "POST", UPLOAD + "manifest", "truncate")],
+        [("uploads", "POST", UPLOAD, "429"), ("uploads", "POST", UPLOAD, "secondary"), ("api", "DELETE", "", "502")],
+        [("uploads", "POST", UPLOAD + "manifest", "hang"), ("uploads", "POST", UPLOAD + "baseline", "reset_before")],
+    ],
+    ids=["5xx", "answer-lost", "half-upload", "rate-limits", "hang"],
+)
+def test_faults_during_promotion_are_retried_and_leave_one_valid_baseline(
+    world: World, faults: list[tuple[str, str, str, str]]
+) -> None:
+    world.seeded()
+    for host, method, pattern, kind in faults:
+        world.gh.fault(host, method, pattern, kind, hang_s=1.5)
+    run = world.push(world.fixed_sha)
+    assert run.code == 0, run.log
+    assert run.outputs.get("promoted") == "true", run.log
+    assert all(f.times == 0 for f in world.gh.faults if f.method == "POST"), "a fault was not reached"
+    manifest = world.assert_store_valid()
+    assert [s["sha"] for s in manifest["snapshots"]] == [world.main_sha, world.fixed_sha]
+    names = world.gh.asset_names(TAG)
+    assert len(names) == len(set(names))
+    assert not [a for a in world.gh.assets.values() if a["state"] != "uploaded"], "a half-finished asset was left"
+    assert_clean_log(run)
+    world.assert_no_token_leak()
+
+
+@pytest.mark.parametrize("kind", ["502", "secondary_bare", "reset_before"])
+def test_a_promotion_that_keeps_failing_is_exit_3_with_the_old_baseline_intact(world: World, kind: str) -> None:
+    world.seeded()
+    before = world.manifest()
+    world.gh.fault("uploads", "POST", UPLOAD, kind, times=99)
+    run = world.push(world.fixed_sha)
+    assert run.code == 3, run.log
+    assert world.manifest() == before
+    world.assert_store_valid()
+    assert_clean_log(run)
+    world.assert_no_token_leak()
+
+
+def test_first_seed_survives_a_lost_create_release_answer(world: World) -> None:
+    world.gh.fault("api", "POST", r"/releases\?", "reset_after")
+    world.gh.fault("api", "GET", r"/releases/tags/", "502")
+    run = world.push(world.main_sha)
+    assert run.code == 0, run.log
+    assert [r["tag_name"] for r in world.gh.releases.values()] == [TAG]
+    assert world.gh.count("api", "POST", r"/releases$") == 1
+    world.assert_store_valid()
+    world.assert_no_token_leak()
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [("POST", r"/issues/\d+/comments", "reset_after"), ("GET", r"/issues/\d+/comments", "secondary")],
+        [("POST", r"/issues/\d+/comments", "truncate"), ("GET", "/user", "502")],
+        [("POST", r"/issues/\d+/comments", "hang")],
+    ],
+    ids=["answer-lost", "truncated", "hang"],
+)
+def test_faults_while_commenting_post_exactly_one_comment(world: World, faults: list[tuple[str, str, str]]) -> None:
+    world.seeded()
+    for method, pattern, kind in faults:
+        world.gh.fault("api", method, pattern, kind, hang_s=1.5)
+    run = world.pull_request(world.bad_sha, world.main_sha)
+    assert run.code == 1, run.log
+    assert len(ours(world)) == 1, [c["body"][:40] for c in ours(world)]
+    assert run.outputs["comment-url"] == ours(world)[0]["html_url"]
+    assert_clean_log(run)
+
+
+def test_a_comment_that_cannot_be_posted_keeps_the_verdict(world: World) -> None:
+    world.seeded()
+    world.gh.fault("api", "POST", r"/issues/\d+/comments", "502", times=99)
+    run = world.pull_request(world.bad_sha, world.main_sha)
+    assert run.code == 1, run.log
+    assert run.outputs["verdict"] == "fail"
+    assert "::warning" in run.log and "comment" in run.log
+    assert not ours(world)
+    assert_clean_log(run)
+
+
+def test_fork_pr_read_only_token_names_the_permission_and_keeps_the_verdict(world: World) -> None:
+    world.seeded()
+    run = world.pull_request(world.bad_sha, world.main_sha, fork=True)
+    assert run.code == 1, run.log
+    assert "pull-requests: write" in run.log
+    assert not ours(world)
+    assert (run.home / "out" / "comment.md").exists()
+    assert_clean_log(run)
+    world.assert_no_token_leak()
+
+
+def test_a_personal_token_finds_its_own_comment_by_its_login(world: World) -> None:
+    world.seeded()
+    world.gh.add_comment(PR, BOT, "unrelated bot comment", bot=True)
+    first = world.pull_request(world.bad_sha, world.main_sha, token=PAT)
+    second = world.pull_request(world.bad_sha, world.main_sha, token=PAT)
+    assert first.code == second.code == 1, second.log
+    mine = [c for c in world.gh.comments[PR] if c["user"]["login"] == "octo-dev"]
+    assert len(mine) == 1
+    assert world.gh.count("api", "GET", "^/user$") >= 1
+
+
+def test_ghes_layout(origin: Origin, tmp_path: Path) -> None:
+    with FakeGitHub(tokens=_tokens(), ghes=True) as gh:
+        world = World(gh, origin, tmp_path)
+        seed = world.push(world.main_sha)
+        assert seed.code == 0, seed.log
+        pr = world.pull_request(world.bad_sha, world.main_sha)
+        assert pr.code == 1, pr.log
+        assert len(ours(world)) == 1
+        assert not [r for r in gh.requests if r.path.startswith("/__not_api__")]
+        assert gh.count("uploads", "POST") >= 2
+        world.assert_store_valid()
+        world.assert_no_token_leak()
