@@ -327,16 +327,20 @@ class GitHubClient(Transport):
     def _download_once(self, url: str, op: Op, expected_size: int | None) -> bytes:
         response = self._send("GET", url, op, accept="application/octet-stream")
         hops = 0
+        storage = False
         while response.status_code in (301, 302, 303, 307, 308):
             hops += 1
             location = response.headers.get("location")
             if not location or hops > 5:
                 raise GitHubError(f"{op.what}: a redirect without a usable Location", status=response.status_code)
             target = str(response.url.join(location))
-            # Storage hosts (S3, Azure blob) take a signed URL; a token there would leak it and
-            # S3 rejects the request anyway ("only one auth mechanism").
-            response = self._send("GET", target, op, accept="application/octet-stream", storage=True)
-        if hops and 400 <= response.status_code < 500:
+            # A redirect within the API (a renamed or transferred repository answers 301 to
+            # /repositories/{id}/...) keeps the token: that is still the API. Anything else is the
+            # storage host (S3, Azure blob) with a signed URL; a token there would leak it and S3
+            # rejects the request anyway ("only one auth mechanism").
+            storage = not self._is_api_url(target)
+            response = self._send("GET", target, op, accept="application/octet-stream", storage=storage)
+        if storage and 400 <= response.status_code < 500:
             # A signed URL that expired or an asset replaced meanwhile: ask the API again.
             message = error_message(response)
             raise Retry(GitHubError(f"{op.what}: the storage host answered {response.status_code} ({message})"))

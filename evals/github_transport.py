@@ -175,6 +175,12 @@ class Transport:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def _is_api_url(self, url: str) -> bool:
+        """On the API host and under the API's path (``/api/v3`` on GHES, whose storage URLs
+        share the host but not the path)."""
+        base = urlsplit(self.api_url).path.rstrip("/")
+        return origin(url) == self._api_origin and (not base or urlsplit(url).path.startswith(base + "/"))
+
     def _repo_url(self, path: str) -> str:
         return f"{self.api_url}/repos/{self.repo}{path}"
 

@@ -12,7 +12,12 @@ Three servers on 127.0.0.1, three origins (distinct ports), as on github.com:
   recorded in ``storage_auth_seen`` so a test can assert that none happened.
 
 With ``ghes=True`` the layout is GitHub Enterprise Server's: the API under ``/api/v3`` and uploads
-under ``/api/uploads`` on the same host (storage stays a separate host).
+under ``/api/uploads`` on the same host; storage is a separate host (subdomain isolation) or, with
+``storage_on_api_host=True``, ``/storage/...`` on the API host itself (the token must not go there
+either: it is not under ``/api/v3``).
+
+``renamed_from="owner/old"``: requests under the repository's former name are redirected to
+``/repositories/{id}/...`` (301 for GET, 307 otherwise), as GitHub does after a rename or transfer.
 
 Documented behaviour reproduced (docs.github.com/rest, API version 2022-11-28):
 
@@ -53,6 +58,7 @@ each host.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -122,6 +128,8 @@ class FakeGitHub:
         tokens: dict[str, Token] | None = None,
         ghes: bool = False,
         private: bool = True,
+        renamed_from: str | None = None,
+        storage_on_api_host: bool = False,
     ):
         self.owner, self.name = owner, name
         self.repo = f"{owner}/{name}"
@@ -129,6 +137,11 @@ class FakeGitHub:
         self.tokens = tokens or {}
         self.ghes = ghes
         self.private = private
+        # The repository's former name: GitHub redirects its API URLs to /repositories/{id}/...
+        # (301 for GET, 307 for other methods; docs.github.com/rest, "HTTP redirects").
+        self.renamed_from = renamed_from
+        # GHES without subdomain isolation serves release assets from https://HOST/storage/...
+        self.storage_on_api_host = storage_on_api_host and ghes
         self.lock = threading.RLock()
         self.releases: dict[int, dict[str, Any]] = {}
         self.assets: dict[int, dict[str, Any]] = {}  # id -> asset json + "_data", "_release"
@@ -192,6 +205,8 @@ class FakeGitHub:
 
     @property
     def storage_url(self) -> str:
+        if self.storage_on_api_host:
+            return self._origin(self._api) + "/storage"
         return self._origin(self._storage)
 
     # -- test helpers ----------------------------------------------------------------------
@@ -314,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
     host_kind = "api"
     gh: FakeGitHub
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     def do_GET(self) -> None:
@@ -337,7 +352,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = unquote(split.path)
         host = self.host_kind
         if gh.ghes and host == "api":
-            if path.startswith("/api/uploads/"):
+            if gh.storage_on_api_host and path.startswith("/storage/"):
+                host, path = "storage", path[len("/storage") :]
+            elif path.startswith("/api/uploads/"):
                 host, path = "uploads", path[len("/api/uploads") :]
             elif path.startswith("/api/v3/"):
                 path = path[len("/api/v3") :]
@@ -451,15 +468,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(reply.body)
 
     def _reset(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        except OSError:
-            pass
         self.close_connection = True
-        try:
+        with contextlib.suppress(OSError):
             self.connection.close()
-        except OSError:
-            pass
 
     # -- routes ----------------------------------------------------------------------------
 
@@ -500,6 +513,14 @@ class _Handler(BaseHTTPRequestHandler):
             if token.installation:
                 return _error(403, "Resource not accessible by integration", "/users/users#get-the-authenticated-user")
             return _json(200, gh._user(token))
+        old = f"/repos/{gh.renamed_from}"
+        if gh.renamed_from and (path == old or path.startswith(old + "/")):
+            base = gh._origin(gh._api) + ("/api/v3" if gh.ghes else "")
+            query_string = urlsplit(self.path).query
+            target = f"{base}/repositories/{gh.repo_id}{path[len(old) :]}" + (
+                f"?{query_string}" if query_string else ""
+            )
+            return _Reply(301 if method == "GET" else 307, b"", {"Location": target})
         # /repositories/{id}/... is the same repository (Link headers use that form).
         path = re.sub(rf"^/repositories/{gh.repo_id}(?=/|$)", f"/repos/{gh.repo}", path)
         prefix = f"/repos/{gh.repo}"

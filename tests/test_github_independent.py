@@ -540,8 +540,9 @@ def test_a_personal_token_finds_its_own_comment_by_its_login(world: World) -> No
     assert world.gh.count("api", "GET", "^/user$") >= 1
 
 
-def test_ghes_layout(origin: Origin, tmp_path: Path) -> None:
-    with FakeGitHub(tokens=_tokens(), ghes=True) as gh:
+@pytest.mark.parametrize("storage_on_api_host", [False, True], ids=["storage-subdomain", "storage-same-host"])
+def test_ghes_layout(origin: Origin, tmp_path: Path, storage_on_api_host: bool) -> None:
+    with FakeGitHub(tokens=_tokens(), ghes=True, storage_on_api_host=storage_on_api_host) as gh:
         world = World(gh, origin, tmp_path)
         seed = world.push(world.main_sha)
         assert seed.code == 0, seed.log
@@ -550,5 +551,22 @@ def test_ghes_layout(origin: Origin, tmp_path: Path) -> None:
         assert len(ours(world)) == 1
         assert not [r for r in gh.requests if r.path.startswith("/__not_api__")]
         assert gh.count("uploads", "POST") >= 2
+        assert gh.count("storage", "GET") >= 2
         world.assert_store_valid()
         world.assert_no_token_leak()
+
+
+def test_a_renamed_repository_is_followed_with_the_token_on_the_api_host(origin: Origin, tmp_path: Path) -> None:
+    """GitHub answers requests under a repository's former name with 301 (GET) / 307 to
+    /repositories/{id}/...; an asset download's redirect on the API host is such a redirect, not
+    the storage host's signed URL, and needs the token (a private repository answers 404 without)."""
+    from evals.github import GitHubClient
+
+    with FakeGitHub(tokens=_tokens(), renamed_from="octo-org/old-name") as gh:
+        gh.import_state(origin.seeded)
+        client = GitHubClient(WRITE, api_url=gh.api_url, repo="octo-org/old-name", max_retries=1, sleep=lambda s: None)
+        release = client.get_release_by_tag(TAG)
+        assert release is not None
+        asset = next(a for a in client.list_assets(release) if a.name.startswith("manifest-"))
+        assert json.loads(client.download_asset(asset))["snapshots"]
+        assert not gh.storage_auth_seen and not gh.tokens_seen["storage"]
