@@ -499,6 +499,14 @@ class _Handler(BaseHTTPRequestHandler):
         gh = self.gh
         if host == "storage":
             return self._storage(path, query)
+        if not self.headers.get("User-Agent"):
+            # "All API requests must include a valid User-Agent header" (docs.github.com/rest).
+            return _error(
+                403, "Request forbidden by administrative rules. Please make sure your request has a User-Agent header"
+            )
+        version = self.headers.get("X-GitHub-Api-Version")
+        if version is not None and version not in ("2022-11-28", "2026-03-10"):
+            return _error(400, f"API version {version} is not supported.")
         valid, token = self._token(auth)
         if not valid:
             return _error(401, "Bad credentials")

@@ -411,17 +411,26 @@ def test_faults_while_reading_the_baseline_are_retried(world: World, faults: lis
 
 
 @pytest.mark.parametrize(
-    ("host", "pattern"),
-    [("api", ASSET), ("storage", STORAGE), ("api", LIST_RELEASES)],
-    ids=["api-download", "storage", "list-releases"],
+    ("host", "pattern", "kind", "says"),
+    [
+        ("api", ASSET, "502", "gave up after 5 retries"),
+        ("storage", STORAGE, "expired", "gave up after 5 retries"),
+        ("api", LIST_RELEASES, "reset_before", "gave up after 5 retries"),
+        ("api", LIST_ASSETS, "primary_hour", "asks to wait"),
+    ],
+    ids=["api-download", "storage", "list-releases", "hourly-quota-spent"],
 )
-def test_a_baseline_store_that_stays_down_is_exit_3(world: World, host: str, pattern: str) -> None:
+def test_a_baseline_store_that_stays_down_is_exit_3(
+    world: World, host: str, pattern: str, kind: str, says: str
+) -> None:
     world.seeded()
-    world.gh.fault(host, "GET", pattern, "502", times=99)
+    world.gh.fault(
+        host, "GET", pattern, kind.removesuffix("_hour"), times=99, wait=3600 if kind.endswith("_hour") else 1
+    )
     run = world.pull_request(world.bad_sha, world.main_sha)
     assert run.code == 3, run.log
     assert run.outputs.get("verdict") == "error"
-    assert "gave up after 5 retries" in run.log
+    assert says in run.log
     assert_clean_log(run)
     world.assert_store_valid()
     world.assert_no_token_leak()
