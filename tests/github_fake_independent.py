@@ -16,6 +16,10 @@ under ``/api/uploads`` on the same host; storage is a separate host (subdomain i
 ``storage_on_api_host=True``, ``/storage/...`` on the API host itself (the token must not go there
 either: it is not under ``/api/v3``).
 
+``immutable_releases=True``: releases are immutable once published (422 "Cannot upload assets to
+an immutable release", no asset deleted, the tag burned for good: 422 ``custom`` "tag_name was used
+by an immutable release" even after the release is deleted); drafts stay mutable.
+
 ``renamed_from="owner/old"``: requests under the repository's former name are redirected to
 ``/repositories/{id}/...`` (301 for GET, 307 otherwise), as GitHub does after a rename or transfer.
 
@@ -130,6 +134,7 @@ class FakeGitHub:
         private: bool = True,
         renamed_from: str | None = None,
         storage_on_api_host: bool = False,
+        immutable_releases: bool = False,
     ):
         self.owner, self.name = owner, name
         self.repo = f"{owner}/{name}"
@@ -142,6 +147,11 @@ class FakeGitHub:
         self.renamed_from = renamed_from
         # GHES without subdomain isolation serves release assets from https://HOST/storage/...
         self.storage_on_api_host = storage_on_api_host and ghes
+        # Immutable releases (docs.github.com, "Immutable releases"): a release published while the
+        # setting is on is immutable: no asset can be added or deleted, and its tag can never be
+        # used again, even after the release is deleted. Drafts stay mutable.
+        self.immutable_releases = immutable_releases
+        self.burned_tags: set[str] = set()
         self.lock = threading.RLock()
         self.releases: dict[int, dict[str, Any]] = {}
         self.assets: dict[int, dict[str, Any]] = {}  # id -> asset json + "_data", "_release"
@@ -252,6 +262,23 @@ class FakeGitHub:
             self.releases, self.assets, self.comments = state["releases"], state["assets"], state["comments"]
             self._ids = iter(range(state["next"], 10**9))
 
+    def age(self, seconds: float) -> None:
+        """Move every stored release's and asset's timestamps ``seconds`` into the past (a store
+        written long ago)."""
+        from datetime import timedelta
+
+        def back(text: str | None) -> str | None:
+            if not text:
+                return text
+            when = datetime.fromisoformat(text.replace("Z", "+00:00")) - timedelta(seconds=seconds)
+            return when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        with self.lock:
+            for item in [*self.releases.values(), *self.assets.values()]:
+                for key in ("created_at", "updated_at", "published_at"):
+                    if key in item:
+                        item[key] = back(item[key])
+
     def add_comment(self, number: int, login: str, body: str, *, bot: bool = False) -> dict[str, Any]:
         with self.lock:
             return self._new_comment(number, {"login": login, "type": "Bot" if bot else "User"}, body)
@@ -316,6 +343,22 @@ def _error(status: int, message: str, doc: str = "", errors: list[dict[str, str]
     if errors:
         body["errors"] = errors
     return _json(status, body)
+
+
+def _tag_burned() -> _Reply:
+    return _error(
+        422,
+        "Validation Failed",
+        "/releases/releases#create-a-release",
+        [
+            {
+                "resource": "Release",
+                "code": "custom",
+                "field": "tag_name",
+                "message": "tag_name was used by an immutable release",
+            }
+        ],
+    )
 
 
 def _json(status: int, data: Any, headers: dict[str, str] | None = None) -> _Reply:
@@ -625,6 +668,8 @@ class _Handler(BaseHTTPRequestHandler):
                     return _Reply(302, b"", {"Location": location})
                 return _json(200, gh._asset_json(asset))
             if method == "DELETE":
+                if gh.releases[asset["_release"]]["immutable"]:
+                    return _error(422, "Cannot delete assets from an immutable release")
                 del gh.assets[asset["id"]]
                 return _Reply(204)
             if method == "PATCH":
@@ -721,6 +766,8 @@ class _Handler(BaseHTTPRequestHandler):
                 "/releases/releases#create-a-release",
                 [{"resource": "Release", "code": "already_exists", "field": "tag_name"}],
             )
+        if not draft and tag in gh.burned_tags:
+            return _tag_burned()
         rid = next(gh._ids)
         now = _now()
         gh.releases[rid] = {
@@ -732,29 +779,50 @@ class _Handler(BaseHTTPRequestHandler):
             "body": data.get("body") or "",
             "draft": draft,
             "prerelease": bool(data.get("prerelease", False)),
-            "immutable": False,
+            "immutable": not draft and gh.immutable_releases,
             "created_at": now,
             "published_at": None if draft else now,
             "author": gh._user(token),
         }
+        if gh.releases[rid]["immutable"]:
+            gh.burned_tags.add(tag)
         return _json(201, gh._release_json(gh.releases[rid]))
 
     def _update_release(self, release: dict[str, Any], body: bytes) -> _Reply:
         data = json.loads(body or b"{}")
         tag = data.get("tag_name", release["tag_name"])
         draft = bool(data.get("draft", release["draft"]))
+        if release["immutable"] and (tag != release["tag_name"] or draft):
+            return _error(
+                422,
+                "Validation Failed",
+                "",
+                [
+                    {
+                        "resource": "Release",
+                        "code": "custom",
+                        "field": "tag_name",
+                        "message": "an immutable release cannot change its tag",
+                    }
+                ],
+            )
         if not draft and any(
             r["tag_name"] == tag and not r["draft"] and r["id"] != release["id"] for r in self.gh.releases.values()
         ):
             return _error(
                 422, "Validation Failed", "", [{"resource": "Release", "code": "already_exists", "field": "tag_name"}]
             )
+        if not draft and release["draft"] and tag in self.gh.burned_tags:
+            return _tag_burned()
         for key in ("name", "body", "prerelease", "target_commitish"):
             if key in data:
                 release[key] = data[key]
         release["tag_name"], release["draft"] = tag, draft
         if not draft and release["published_at"] is None:
             release["published_at"] = _now()
+            if self.gh.immutable_releases:
+                release["immutable"] = True
+                self.gh.burned_tags.add(tag)
         return _json(200, self.gh._release_json(release))
 
     def _upload(
@@ -777,6 +845,10 @@ class _Handler(BaseHTTPRequestHandler):
             )
         # GitHub renames special characters to '.' and strips leading/trailing periods.
         name = re.sub(r"[^A-Za-z0-9._+@-]", ".", name).strip(".")
+        if release["immutable"]:
+            return _error(
+                422, "Cannot upload assets to an immutable release", "/releases/assets#upload-a-release-asset"
+            )
         if any(a["name"] == name for a in gh._release_assets(release_id)):
             return _error(
                 422,

@@ -141,9 +141,8 @@ class World:
 
     def dispatch(self, sha: str, reason: str, **kw: Any) -> Run:
         payload = {"ref": "refs/heads/main", "inputs": {"reason": reason}, "repository": self.repository()}
-        return self.action(
-            "workflow_dispatch", payload, sha=sha, ref="refs/heads/main", inputs={"reason": reason}, **kw
-        )
+        inputs = {"reason": reason, **kw.pop("inputs", {})}
+        return self.action("workflow_dispatch", payload, sha=sha, ref="refs/heads/main", inputs=inputs, **kw)
 
     # -- the action's Gate step ------------------------------------------------------------
 
@@ -283,6 +282,8 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
         "history": {"enabled": False},
     }
     (repo / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    keep2 = {**config, "baseline": {**config["baseline"], "keep": 2}}
+    (repo / "evalgate-keep2.yml").write_text(yaml.safe_dump(keep2, sort_keys=False), encoding="utf-8")
     (repo / ".gitignore").write_text("__pycache__/\n.evalgate/\n", encoding="utf-8")
     main_sha = _commit(repo, GOOD_BOT, "first")
     bad_sha = _commit(repo, BAD_BOT, "regress")
@@ -579,3 +580,62 @@ def test_a_renamed_repository_is_followed_with_the_token_on_the_api_host(origin:
         asset = next(a for a in client.list_assets(release) if a.name.startswith("manifest-"))
         assert json.loads(client.download_asset(asset))["snapshots"]
         assert not gh.storage_auth_seen and not gh.tokens_seen["storage"]
+
+
+def _generation_store(gh: FakeGitHub) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The immutable layout as GitHub holds it: the highest manifest over the published
+    ``<tag>-g<n>`` releases (and the main release), and every asset by name."""
+    blobs: dict[str, bytes] = {}
+    for release in gh.releases.values():
+        if not release["draft"] and (release["tag_name"] == TAG or re.fullmatch(rf"{TAG}-g\d+", release["tag_name"])):
+            for asset in gh._release_assets(release["id"]):
+                blobs.setdefault(asset["name"], asset["_data"])
+    manifests = sorted(n for n in blobs if re.fullmatch(r"manifest-\d+\.json", n))
+    assert manifests, blobs.keys()
+    manifest = json.loads(blobs[manifests[-1]])
+    for snap in manifest["snapshots"]:
+        assert "sha256:" + hashlib.sha256(blobs[snap["name"]]).hexdigest() == snap["digest"]
+    return manifest, blobs
+
+
+def test_immutable_releases_one_release_per_promotion(origin: Origin, tmp_path: Path) -> None:
+    keep2 = {"config": "evalgate-keep2.yml"}
+    with FakeGitHub(tokens=_tokens(), immutable_releases=True) as gh:
+        world = World(gh, origin, tmp_path)
+        seed = world.push(world.main_sha, inputs=keep2)
+        assert seed.code == 0, seed.log
+        assert seed.outputs.get("promoted") == "true", seed.log
+        manifest, _ = _generation_store(gh)
+        assert [s["sha"] for s in manifest["snapshots"]] == [world.main_sha]
+
+        pr = world.pull_request(world.bad_sha, world.main_sha, inputs=keep2)
+        assert pr.code == 1, pr.log
+        assert pr.outputs["baseline-sha"] == world.main_sha
+
+        promoted = world.push(world.fixed_sha, inputs=keep2)
+        assert promoted.code == 0 and promoted.outputs.get("promoted") == "true", promoted.log
+        for i in range(3):
+            reset = world.dispatch(world.fixed_sha, f"rubric {i}", inputs=keep2)
+            assert reset.code == 0, reset.log
+            assert_clean_log(reset)
+        manifest, _ = _generation_store(gh)
+        assert manifest["snapshots"][-1]["reason"] == "rubric 2"
+        published = sorted(r["tag_name"] for r in gh.releases.values() if not r["draft"])
+        assert not [r for r in gh.releases.values() if r["draft"]], "a draft was left behind"
+        assert all(r["immutable"] for r in gh.releases.values() if not r["draft"])
+
+        # Two hours later, one more reset: old generations are pruned as whole releases, and their
+        # tags stay burned (the next generation never reuses one).
+        gh.age(2 * 3600)
+        reset = world.dispatch(world.fixed_sha, "rubric 3", inputs=keep2)
+        assert reset.code == 0, reset.log
+        manifest, _ = _generation_store(gh)
+        assert manifest["snapshots"][-1]["reason"] == "rubric 3"
+        published = {r["tag_name"] for r in gh.releases.values() if not r["draft"]}
+        assert f"{TAG}-g00000001" not in published and f"{TAG}-g00000001" in gh.burned_tags, published
+        assert f"{TAG}-g00000006" in published, published
+
+        again = world.pull_request(world.bad_sha, world.main_sha, inputs=keep2)
+        assert again.code == 1, again.log
+        assert len(ours(world)) == 1
+        world.assert_no_token_leak()
