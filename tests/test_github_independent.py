@@ -639,3 +639,30 @@ def test_immutable_releases_one_release_per_promotion(origin: Origin, tmp_path: 
         assert again.code == 1, again.log
         assert len(ours(world)) == 1
         world.assert_no_token_leak()
+
+
+def test_immutable_releases_a_deleted_generation_burns_its_tag_and_the_next_promotion_goes_above_it(
+    origin: Origin, tmp_path: Path
+) -> None:
+    """Someone deletes the newest ``-g<n>`` release by hand: with immutable releases its tag can
+    never be used again (422 ``custom`` "tag_name was used by an immutable release"). The next
+    promotion must publish generation n+1, not fail on every push from then on."""
+    keep2 = {"config": "evalgate-keep2.yml"}
+    with FakeGitHub(tokens=_tokens(), immutable_releases=True) as gh:
+        world = World(gh, origin, tmp_path)
+        assert world.push(world.main_sha, inputs=keep2).code == 0
+        reset = world.dispatch(world.main_sha, "first rubric", inputs=keep2)
+        assert reset.code == 0, reset.log
+        newest = next(r for r in gh.releases.values() if r["tag_name"] == f"{TAG}-g00000002")
+        for asset in gh._release_assets(newest["id"]):
+            del gh.assets[asset["id"]]
+        del gh.releases[newest["id"]]
+
+        promoted = world.push(world.fixed_sha, inputs=keep2)
+        assert promoted.code == 0, promoted.log
+        assert promoted.outputs.get("promoted") == "true", promoted.log
+        manifest, _ = _generation_store(gh)
+        assert manifest["generation"] == 3
+        assert manifest["snapshots"][-1]["sha"] == world.fixed_sha
+        assert not [r for r in gh.releases.values() if r["draft"]], "a draft was left behind"
+        assert_clean_log(promoted)
