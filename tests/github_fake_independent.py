@@ -156,6 +156,7 @@ class FakeGitHub:
         self.releases: dict[int, dict[str, Any]] = {}
         self.assets: dict[int, dict[str, Any]] = {}  # id -> asset json + "_data", "_release"
         self.comments: dict[int, list[dict[str, Any]]] = {}
+        self.pulls: dict[int, dict[str, Any]] = {}  # number -> {"head": {"sha", "repo"}, "base": {...}}
         self._ids = iter(range(1000, 10**9))
         self.faults: list[Fault] = []
         self.requests: list[Seen] = []
@@ -677,6 +678,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if "name" in data:
                     asset["name"] = data["name"]
                 return _json(200, gh._asset_json(asset))
+        m = re.fullmatch(r"/pulls/(\d+)", rest)
+        if m and method == "GET":
+            pull = gh.pulls.get(int(m.group(1)))
+            if pull is None:
+                return _error(404, "Not Found", "/pulls/pulls#get-a-pull-request")
+            return _json(200, {"number": int(m.group(1)), "state": "open", **pull})
         m = re.fullmatch(r"/issues/(\d+)/comments", rest)
         if m:
             number = int(m.group(1))

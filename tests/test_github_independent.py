@@ -666,3 +666,40 @@ def test_immutable_releases_a_deleted_generation_burns_its_tag_and_the_next_prom
         assert manifest["snapshots"][-1]["sha"] == world.fixed_sha
         assert not [r for r in gh.releases.values() if r["draft"]], "a draft was left behind"
         assert_clean_log(promoted)
+
+
+def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
+    """Phase 1: the fork PR's gate (read-only token) cannot comment and stores the report.
+    Phase 2: a ``workflow_run`` job with a write token posts it (``mode: comment``), once."""
+    world.seeded()
+    head = {"sha": world.bad_sha, "repo": {"full_name": "forker/app"}}
+    world.gh.pulls[PR] = {"head": head, "base": {"sha": world.main_sha, "repo": {"full_name": world.gh.repo}}}
+    fork = world.pull_request(world.bad_sha, world.main_sha, fork=True)
+    assert fork.code == 1, fork.log
+    assert not ours(world)
+    report = fork.home / "out"
+
+    def phase2() -> Run:
+        payload = {
+            "workflow_run": {"id": 99, "event": "pull_request", "head_sha": world.bad_sha, "conclusion": "failure"},
+            "repository": world.repository(),
+        }
+        inputs = {"mode": "comment", "report-dir": str(report)}
+        return world.action("workflow_run", payload, sha=world.main_sha, ref="refs/heads/main", inputs=inputs)
+
+    first = phase2()
+    assert first.code == 0, first.log
+    assert len(ours(world)) == 1 and first.outputs["comment-url"] == ours(world)[0]["html_url"]
+    second = phase2()
+    assert second.code == 0, second.log
+    assert len(ours(world)) == 1
+    assert world.gh.count("api", "PATCH", "/comments") == 0
+    # The fork pushed again: the old report is not posted over the PR's new state.
+    world.gh.pulls[PR]["head"]["sha"] = world.fixed_sha
+    ours(world)[0]["body"] = "stale"
+    third = phase2()
+    assert third.code == 0 and "not posted" in third.log, third.log
+    assert ours(world)[0]["body"] == "stale"
+    for run in (fork, first, second, third):
+        assert_clean_log(run)
+    world.assert_no_token_leak()
