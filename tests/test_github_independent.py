@@ -17,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,6 +97,7 @@ class World:
         self.repo = origin.repo
         self.main_sha, self.bad_sha, self.fixed_sha = origin.main_sha, origin.bad_sha, origin.fixed_sha
         self.runs = 0
+        self.lock = threading.Lock()
 
     def seeded(self) -> None:
         """The store as the first push to main left it (one blessed seed snapshot)."""
@@ -157,11 +159,14 @@ class World:
         token: str = WRITE,
         inputs: dict[str, str] | None = None,
         env: dict[str, str] | None = None,
+        checkout: bool = True,
     ) -> Run:
-        self.checkout(sha)
-        self.runs += 1
-        home = self.tmp / f"run{self.runs}"
-        assert not home.exists()
+        if checkout:
+            self.checkout(sha)
+        with self.lock:
+            self.runs += 1
+            home = self.tmp / f"run{self.runs}"
+            assert not home.exists()
         (home / "temp").mkdir(parents=True)
         (home / "event.json").write_text(json.dumps(payload), encoding="utf-8")
         given = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
@@ -719,3 +724,62 @@ def test_another_apps_installation_token_keeps_one_sticky_comment(origin: Origin
             run = world.pull_request(world.bad_sha, world.main_sha, token=APP)
             assert run.code == 1, run.log
         assert len([c for c in gh.comments[PR] if c["user"]["login"] == "evalgate-app[bot]"]) == 1
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        [("POST", r"/releases\?", "reset_after"), ("PATCH", r"/releases/\d+\?", "reset_after")],
+        [("POST", r"/releases\?", "502"), ("PATCH", r"/releases/\d+\?", "truncate"), ("GET", r"/releases\?", "429")],
+    ],
+    ids=["answers-lost", "5xx-truncated"],
+)
+def test_immutable_releases_faults_while_drafting_and_publishing(
+    origin: Origin, tmp_path: Path, faults: list[tuple[str, str, str]]
+) -> None:
+    keep2 = {"config": "evalgate-keep2.yml"}
+    with FakeGitHub(tokens=_tokens(), immutable_releases=True) as gh:
+        world = World(gh, origin, tmp_path)
+        assert world.push(world.main_sha, inputs=keep2).code == 0
+        for method, pattern, kind in faults:
+            gh.fault("api", method, pattern, kind)
+        promoted = world.push(world.fixed_sha, inputs=keep2)
+        assert promoted.code == 0, promoted.log
+        assert promoted.outputs.get("promoted") == "true", promoted.log
+        assert all(f.times == 0 for f in gh.faults), "a fault was not reached"
+        manifest, _ = _generation_store(gh)
+        assert [s["sha"] for s in manifest["snapshots"]] == [world.main_sha, world.fixed_sha]
+        assert not [r for r in gh.releases.values() if r["draft"]], "a draft was left behind"
+        assert_clean_log(promoted)
+
+
+@pytest.mark.parametrize("immutable", [False, True], ids=["one-release", "release-per-promotion"])
+def test_two_concurrent_resets_both_land(origin: Origin, tmp_path: Path, immutable: bool) -> None:
+    """Two writers at once: the manifest name (or the generation tag) is the compare-and-swap; the
+    loser rebuilds on top of the winner, so neither entry is lost."""
+    keep = {"config": "evalgate.yml"}
+    with FakeGitHub(tokens=_tokens(), immutable_releases=immutable) as gh:
+        world = World(gh, origin, tmp_path)
+        assert world.push(world.main_sha, inputs=keep).code == 0
+        runs: dict[str, Run] = {}
+
+        def reset(reason: str) -> None:
+            # Each writer its own runner folder; the checkout is already at main.
+            runs[reason] = world.action(
+                "workflow_dispatch",
+                {"ref": "refs/heads/main", "repository": world.repository()},
+                sha=world.main_sha,
+                ref="refs/heads/main",
+                inputs={**keep, "reason": reason, "out-dir": str(tmp_path / reason)},
+                checkout=False,
+            )
+
+        threads = [threading.Thread(target=reset, args=(r,)) for r in ("left", "right")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for run in runs.values():
+            assert run.code == 0, run.log
+        manifest = _generation_store(gh)[0] if immutable else world.assert_store_valid()
+        assert {s.get("reason") for s in manifest["snapshots"]} >= {"left", "right"}, manifest
