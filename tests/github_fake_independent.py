@@ -280,6 +280,27 @@ class FakeGitHub:
                     if key in item:
                         item[key] = back(item[key])
 
+    def add_release(self, tag: str, *, draft: bool = False) -> dict[str, Any]:
+        """A release someone else made (the project's own versions)."""
+        with self.lock:
+            rid = next(self._ids)
+            now = _now()
+            self.releases[rid] = {
+                "id": rid,
+                "node_id": f"RE_{rid}",
+                "tag_name": tag,
+                "target_commitish": "main",
+                "name": tag,
+                "body": "",
+                "draft": draft,
+                "prerelease": False,
+                "immutable": False,
+                "created_at": now,
+                "published_at": None if draft else now,
+                "author": {"login": "maintainer", "id": 7, "type": "User"},
+            }
+            return self.releases[rid]
+
     def add_comment(self, number: int, login: str, body: str, *, bot: bool = False) -> dict[str, Any]:
         with self.lock:
             return self._new_comment(number, {"login": login, "type": "Bot" if bot else "User"}, body)

@@ -783,3 +783,14 @@ def test_two_concurrent_resets_both_land(origin: Origin, tmp_path: Path, immutab
             assert run.code == 0, run.log
         manifest = _generation_store(gh)[0] if immutable else world.assert_store_valid()
         assert {s.get("reason") for s in manifest["snapshots"]} >= {"left", "right"}, manifest
+
+
+def test_the_store_is_found_behind_pages_of_the_projects_own_releases(world: World) -> None:
+    world.seeded()
+    for i in range(250):
+        world.gh.add_release(f"v1.{i}.0", draft=i % 50 == 0)
+    run = world.pull_request(world.bad_sha, world.main_sha)
+    assert run.code == 1, run.log
+    assert run.outputs["baseline-sha"] == world.main_sha
+    pages = [r.query for r in world.gh.requests if r.method == "GET" and r.path.endswith("/releases")]
+    assert len(pages) >= 3, pages
