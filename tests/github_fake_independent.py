@@ -48,7 +48,8 @@ expression searched in ``path?query`` (the path without the GHES prefix), each f
 (403 secondary rate limit message, no header), ``primary`` (403 with ``x-ratelimit-remaining: 0``
 and ``x-ratelimit-reset``), ``reset_before`` (the connection is dropped before the request is
 applied), ``reset_after`` (applied, then dropped: the client never sees the answer), ``truncate``
-(the answer's body is cut, ``Content-Length`` says the full size), ``hang`` (no answer for
+(the answer's body is cut, ``Content-Length`` says the full size; ``truncate_chunked``: a chunked
+body that ends mid-chunk), ``hang`` (no answer for
 ``hang_s``), ``starter`` (uploads: the asset is left half-finished, ``state: starter``, and the
 connection dropped), ``expired`` (storage: 403 like an expired signed URL).
 
@@ -444,7 +445,8 @@ class _Handler(BaseHTTPRequestHandler):
             if fault and fault.kind == "reset_after":
                 raise _Drop
             seen.status = reply.status
-            self._send(reply, truncate=bool(fault and fault.kind == "truncate"))
+            kind = fault.kind if fault else ""
+            self._send(reply, truncate=kind == "truncate", chunked=kind == "truncate_chunked")
         except _Drop:
             self._reset()
 
@@ -507,7 +509,7 @@ class _Handler(BaseHTTPRequestHandler):
             )
         return None
 
-    def _send(self, reply: _Reply, *, truncate: bool = False) -> None:
+    def _send(self, reply: _Reply, *, truncate: bool = False, chunked: bool = False) -> None:
         self.send_response(reply.status)
         headers = {
             "X-GitHub-Api-Version-Selected": "2022-11-28",
@@ -521,6 +523,15 @@ class _Handler(BaseHTTPRequestHandler):
             headers.setdefault("x-ratelimit-resource", "core")
         for key, value in headers.items():
             self.send_header(key, value)
+        if chunked:
+            self.send_header("Transfer-Encoding", "chunked")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            half = reply.body[: len(reply.body) // 2]
+            self.wfile.write(f"{len(reply.body):x}\r\n".encode() + half)
+            self.wfile.flush()
+            self.close_connection = True
+            return
         self.send_header("Content-Length", str(len(reply.body)))
         if truncate:
             self.send_header("Connection", "close")

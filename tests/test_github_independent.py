@@ -259,6 +259,8 @@ def assert_clean_log(run: Run) -> None:
         assert token not in run.log
         assert token not in run.summary
         assert all(token not in value for value in run.outputs.values())
+    # Signed storage URLs carry their credential in the query: never logged either.
+    assert "X-Amz-" not in run.log and "X-Amz-" not in run.summary
     assert "Traceback" not in run.log, run.log
 
 
@@ -400,8 +402,9 @@ LIST_ASSETS = r"/releases/\d+/assets\?"
         [("api", ASSET, "429"), ("storage", STORAGE, "truncate"), ("api", LIST_ASSETS, "502html")],
         [("api", ASSET, "secondary"), ("api", ASSET, "primary"), ("api", LIST_ASSETS, "truncate")],
         [("api", ASSET, "reset_before"), ("storage", STORAGE, "reset_after"), ("api", ASSET, "hang")],
+        [("storage", STORAGE, "truncate_chunked"), ("api", LIST_RELEASES, "truncate_chunked")],
     ],
-    ids=["5xx-expired", "429-truncated", "rate-limits", "resets-hang"],
+    ids=["5xx-expired", "429-truncated", "rate-limits", "resets-hang", "chunked-cut"],
 )
 def test_faults_while_reading_the_baseline_are_retried(world: World, faults: list[tuple[str, str, str]]) -> None:
     world.seeded()
@@ -794,3 +797,40 @@ def test_the_store_is_found_behind_pages_of_the_projects_own_releases(world: Wor
     assert run.outputs["baseline-sha"] == world.main_sha
     pages = [r.query for r in world.gh.requests if r.method == "GET" and r.path.endswith("/releases")]
     assert len(pages) >= 3, pages
+
+
+def test_the_baseline_cli_outside_actions_reads_the_release_store(world: World) -> None:
+    """A developer's shell: GITHUB_API_URL, GITHUB_REPOSITORY and GITHUB_TOKEN set by hand."""
+    world.seeded()
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(world.tmp),
+        "GITHUB_API_URL": world.gh.api_url,
+        "GITHUB_REPOSITORY": world.gh.repo,
+        "GITHUB_TOKEN": PAT,
+        "EVALGATE_HISTORY": "off",
+        "EVALGATE_GITHUB_BACKOFF": "0.01",
+    }
+    world.gh.fault("storage", "GET", STORAGE, "truncate")
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "evals", "baseline", *args, "--config", str(world.repo / "evalgate.yml")],
+            cwd=world.tmp,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    listed = cli("list")
+    assert listed.returncode == 0, listed.stderr
+    assert world.main_sha[:12] in listed.stdout
+    out = world.tmp / "fetched.json"
+    fetched = cli("fetch", world.main_sha[:8], "-o", str(out))
+    assert fetched.returncode == 0, fetched.stderr
+    assert json.loads(out.read_text(encoding="utf-8"))
+    for done in (listed, fetched):
+        assert PAT not in done.stdout + done.stderr
+    assert not world.gh.storage_auth_seen
+    assert world.gh.tokens_seen["api"] == {PAT}
