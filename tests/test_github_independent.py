@@ -834,3 +834,25 @@ def test_the_baseline_cli_outside_actions_reads_the_release_store(world: World) 
         assert PAT not in done.stdout + done.stderr
     assert not world.gh.storage_auth_seen
     assert world.gh.tokens_seen["api"] == {PAT}
+
+
+@pytest.mark.parametrize(
+    ("token", "env", "says"),
+    [
+        ("ghs_revokedTOKEN000000000000000000", {}, "401"),
+        (WRITE, {"GITHUB_REPOSITORY": "octo-org/not-this-one"}, "not visible with this token"),
+    ],
+    ids=["revoked-token", "repository-not-visible"],
+)
+def test_a_token_that_cannot_read_the_store_is_exit_3_never_an_empty_store(
+    world: World, token: str, env: dict[str, str], says: str
+) -> None:
+    world.seeded()
+    before = world.gh.export_state()
+    run = world.push(world.fixed_sha, token=token, env=env)
+    assert run.code == 3, run.log
+    assert says in run.log
+    assert "no-baseline" not in run.log
+    assert token not in run.log
+    assert world.gh.count("uploads", "POST") == 0 and world.gh.count("api", "POST") == 0
+    assert world.gh.export_state()["assets"] == before["assets"]
