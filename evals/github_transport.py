@@ -446,7 +446,9 @@ def _rate_limit_wait(response: httpx.Response, message: str) -> float | None:
                 return 60.0
     if headers.get("x-ratelimit-remaining") == "0" and (headers.get("x-ratelimit-reset") or "").isdigit():
         return max(0.0, int(headers["x-ratelimit-reset"]) - time.time())
-    if status == 429 or "rate limit" in message.lower():
+    # "abuse detection mechanism": what secondary rate limits were called before 2021, and still
+    # are on older GitHub Enterprise Server versions.
+    if status == 429 or "rate limit" in message.lower() or "abuse detection" in message.lower():
         return 60.0
     return None
 

@@ -45,7 +45,8 @@ expression searched in ``path?query`` (the path without the GHES prefix), each f
 
 ``500``/``502``/``503`` (JSON body; ``502html``: an HTML body from a proxy), ``429`` (with
 ``Retry-After``), ``secondary`` (403 secondary rate limit with ``Retry-After``), ``secondary_bare``
-(403 secondary rate limit message, no header), ``primary`` (403 with ``x-ratelimit-remaining: 0``
+(403 secondary rate limit message, no header), ``abuse`` (the pre-2021 / older-GHES wording of a
+secondary limit, no header), ``primary`` (403 with ``x-ratelimit-remaining: 0``
 and ``x-ratelimit-reset``), ``reset_before`` (the connection is dropped before the request is
 applied), ``reset_after`` (applied, then dropped: the client never sees the answer), ``truncate``
 (the answer's body is cut, ``Content-Length`` says the full size; ``truncate_chunked``: a chunked
@@ -469,6 +470,14 @@ class _Handler(BaseHTTPRequestHandler):
             reply = _error(429, "Too Many Requests")
             reply.headers["Retry-After"] = str(fault.wait)
             return reply
+        if kind == "abuse":
+            # Secondary rate limits as GitHub named them until 2021 (and older GHES still does).
+            return _error(
+                403,
+                "You have triggered an abuse detection mechanism and have been temporarily blocked from content "
+                "creation. Please retry your request again later.",
+                "/overview/resources-in-the-rest-api#abuse-rate-limits",
+            )
         if kind in ("secondary", "secondary_bare"):
             reply = _error(
                 403,

@@ -856,3 +856,20 @@ def test_a_token_that_cannot_read_the_store_is_exit_3_never_an_empty_store(
     assert token not in run.log
     assert world.gh.count("uploads", "POST") == 0 and world.gh.count("api", "POST") == 0
     assert world.gh.export_state()["assets"] == before["assets"]
+
+
+def test_an_abuse_detection_403_is_a_rate_limit_not_a_missing_permission(origin: Origin) -> None:
+    """GitHub called secondary rate limits "abuse rate limits" until 2021 (older GHES still does):
+    403 "You have triggered an abuse detection mechanism…", often without Retry-After. It is waited
+    out (a minute at least), not reported as a missing permission."""
+    from evals.github import GitHubClient
+
+    waits: list[float] = []
+    with FakeGitHub(tokens=_tokens(), ghes=True) as gh:
+        gh.import_state(origin.seeded)
+        gh.fault("api", "POST", r"/issues/\d+/comments", "abuse")
+        client = GitHubClient(WRITE, api_url=gh.api_url, repo=gh.repo, sleep=waits.append)
+        comment = client.create_issue_comment(PR, "hello")
+        assert comment.user is not None and comment.user.login == BOT
+        assert len(waits) == 1 and waits[0] >= 60
+        assert [c["body"] for c in gh.comments[PR]] == ["hello"]
