@@ -48,7 +48,8 @@ expression searched in ``path?query`` (the path without the GHES prefix), each f
 (403 secondary rate limit message, no header), ``abuse`` (the pre-2021 / older-GHES wording of a
 secondary limit, no header), ``primary`` (403 with ``x-ratelimit-remaining: 0``
 and ``x-ratelimit-reset``), ``reset_before`` (the connection is dropped before the request is
-applied), ``reset_after`` (applied, then dropped: the client never sees the answer), ``truncate``
+applied), ``reset_after`` (applied, then dropped: the client never sees the answer), ``502_after`` (applied,
+then answered 502), ``truncate``
 (the answer's body is cut, ``Content-Length`` says the full size; ``truncate_chunked``: a chunked
 body that ends mid-chunk), ``hang`` (no answer for
 ``hang_s``), ``starter`` (uploads: the asset is left half-finished, ``state: starter``, and the
@@ -445,6 +446,9 @@ class _Handler(BaseHTTPRequestHandler):
                     reply = self._route(host, method, path, parse_qs(split.query), body, auth, fault)
             if fault and fault.kind == "reset_after":
                 raise _Drop
+            if fault and fault.kind == "502_after":
+                # Applied, then a gateway error (uploads.github.com is known for this).
+                reply = _error(502, "Bad Gateway")
             seen.status = reply.status
             kind = fault.kind if fault else ""
             self._send(reply, truncate=kind == "truncate", chunked=kind == "truncate_chunked")

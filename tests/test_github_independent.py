@@ -460,8 +460,9 @@ UPLOAD = r"/releases/\d+/assets\?name="
         [("uploads", "POST", UPLOAD + "baseline", "starter"), ("uploads", "POST", UPLOAD + "manifest", "truncate")],
         [("uploads", "POST", UPLOAD, "429"), ("uploads", "POST", UPLOAD, "secondary"), ("api", "DELETE", "", "502")],
         [("uploads", "POST", UPLOAD + "manifest", "hang"), ("uploads", "POST", UPLOAD + "baseline", "reset_before")],
+        [("uploads", "POST", UPLOAD + "baseline", "502_after"), ("uploads", "POST", UPLOAD + "manifest", "502_after")],
     ],
-    ids=["5xx", "answer-lost", "half-upload", "rate-limits", "hang"],
+    ids=["5xx", "answer-lost", "half-upload", "rate-limits", "hang", "applied-then-502"],
 )
 def test_faults_during_promotion_are_retried_and_leave_one_valid_baseline(
     world: World, faults: list[tuple[str, str, str, str]]
@@ -512,8 +513,9 @@ def test_first_seed_survives_a_lost_create_release_answer(world: World) -> None:
         [("POST", r"/issues/\d+/comments", "reset_after"), ("GET", r"/issues/\d+/comments", "secondary")],
         [("POST", r"/issues/\d+/comments", "truncate"), ("GET", "/user", "502")],
         [("POST", r"/issues/\d+/comments", "hang")],
+        [("POST", r"/issues/\d+/comments", "502_after")],
     ],
-    ids=["answer-lost", "truncated", "hang"],
+    ids=["answer-lost", "truncated", "hang", "applied-then-502"],
 )
 def test_faults_while_commenting_post_exactly_one_comment(world: World, faults: list[tuple[str, str, str]]) -> None:
     world.seeded()
