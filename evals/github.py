@@ -22,7 +22,8 @@ Public API (C2 and C3 code against this):
     client.create_issue_comment(number, body) -> Comment
     client.update_issue_comment(comment_id, body) -> Comment
     client.whoami() -> str                                     # the token's login; "github-actions[bot]" for
-                                                               # installation tokens (GITHUB_TOKEN)
+                                                               # installation tokens (GITHUB_TOKEN), unless
+                                                               # EVALGATE_GITHUB_LOGIN names another app's bot
 
 The HTTP layer (retries, redirects, where the token goes, the errors) is ``evals.github_transport``.
 Errors are all ``GitHubError`` (an ``InfraError``, exit 3) with ``status``; subclasses say what
@@ -149,7 +150,10 @@ class GitHubClient(Transport):
 
     def __init__(self, token: str | None, *, login: str | None = None, **kwargs: Any):
         super().__init__(token, **kwargs)
-        self._login = login
+        # EVALGATE_GITHUB_LOGIN: the login of another GitHub App's installation token (``my-app[bot]``),
+        # which cannot read /user; without it, its own comments would not be recognised.
+        env = kwargs.get("env")
+        self._login = login or (os.environ if env is None else env).get("EVALGATE_GITHUB_LOGIN") or None
         self._repository: Repository | None = None
 
     @classmethod

@@ -719,7 +719,7 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
 @pytest.mark.xfail(
     strict=True,
     reason="known gap (docs/github.md): an installation token of another GitHub App cannot read GET /user (403), so "
-    "evalgate assumes github-actions[bot] and never recognises its own comments: a new one every run",
+    "without EVALGATE_GITHUB_LOGIN evalgate assumes github-actions[bot] and never recognises its own comments",
 )
 def test_another_apps_installation_token_keeps_one_sticky_comment(origin: Origin, tmp_path: Path) -> None:
     with FakeGitHub(tokens={**_tokens(), APP: Token("evalgate-app[bot]", installation=True)}) as gh:
@@ -875,3 +875,17 @@ def test_an_abuse_detection_403_is_a_rate_limit_not_a_missing_permission(origin:
         assert comment.user is not None and comment.user.login == BOT
         assert len(waits) == 1 and waits[0] >= 60
         assert [c["body"] for c in gh.comments[PR]] == ["hello"]
+
+
+def test_another_apps_installation_token_with_its_login_named_keeps_one_sticky_comment(
+    origin: Origin, tmp_path: Path
+) -> None:
+    with FakeGitHub(tokens={**_tokens(), APP: Token("evalgate-app[bot]", installation=True)}) as gh:
+        world = World(gh, origin, tmp_path)
+        world.seeded()
+        for _ in range(2):
+            run = world.pull_request(
+                world.bad_sha, world.main_sha, token=APP, env={"EVALGATE_GITHUB_LOGIN": "evalgate-app[bot]"}
+            )
+            assert run.code == 1, run.log
+        assert len([c for c in gh.comments[PR] if c["user"]["login"] == "evalgate-app[bot]"]) == 1
