@@ -590,6 +590,13 @@ def test_a_renamed_repository_is_followed_with_the_token_on_the_api_host(origin:
         assert release is not None
         asset = next(a for a in client.list_assets(release) if a.name.startswith("manifest-"))
         assert json.loads(client.download_asset(asset))["snapshots"]
+        # Writes are redirected with 307 and re-sent with their method and body.
+        uploaded = client.upload_asset(release, "extra.json", b"{}", "application/json")
+        assert client.delete_asset(uploaded)
+        comment = client.create_issue_comment(PR, "hello")
+        assert client.update_issue_comment(comment.id, "hello again").body == "hello again"
+        assert [c.body for c in client.list_issue_comments(PR)] == ["hello again"]
+        assert gh.count("api", "POST", "^/repos/octo-org/old-name/") == 1
         assert not gh.storage_auth_seen and not gh.tokens_seen["storage"]
 
 
