@@ -22,7 +22,8 @@ Public API (C2 and C3 code against this):
     client.create_issue_comment(number, body) -> Comment
     client.update_issue_comment(comment_id, body) -> Comment
     client.whoami() -> str                                     # the token's login; "github-actions[bot]" for
-                                                               # installation tokens (GITHUB_TOKEN)
+                                                               # installation tokens (GITHUB_TOKEN), unless
+                                                               # EVALGATE_GITHUB_LOGIN names another app's bot
 
 The HTTP layer (retries, redirects, where the token goes, the errors) is ``evals.github_transport``.
 Errors are all ``GitHubError`` (an ``InfraError``, exit 3) with ``status``; subclasses say what
@@ -149,7 +150,10 @@ class GitHubClient(Transport):
 
     def __init__(self, token: str | None, *, login: str | None = None, **kwargs: Any):
         super().__init__(token, **kwargs)
-        self._login = login
+        # EVALGATE_GITHUB_LOGIN: the login of another GitHub App's installation token (``my-app[bot]``),
+        # which cannot read /user; without it, its own comments would not be recognised.
+        env = kwargs.get("env")
+        self._login = login or (os.environ if env is None else env).get("EVALGATE_GITHUB_LOGIN") or None
         self._repository: Repository | None = None
 
     @classmethod
@@ -327,16 +331,20 @@ class GitHubClient(Transport):
     def _download_once(self, url: str, op: Op, expected_size: int | None) -> bytes:
         response = self._send("GET", url, op, accept="application/octet-stream")
         hops = 0
+        storage = False
         while response.status_code in (301, 302, 303, 307, 308):
             hops += 1
             location = response.headers.get("location")
             if not location or hops > 5:
                 raise GitHubError(f"{op.what}: a redirect without a usable Location", status=response.status_code)
             target = str(response.url.join(location))
-            # Storage hosts (S3, Azure blob) take a signed URL; a token there would leak it and
-            # S3 rejects the request anyway ("only one auth mechanism").
-            response = self._send("GET", target, op, accept="application/octet-stream", storage=True)
-        if hops and 400 <= response.status_code < 500:
+            # A redirect within the API (a renamed or transferred repository answers 301 to
+            # /repositories/{id}/...) keeps the token: that is still the API. Anything else is the
+            # storage host (S3, Azure blob) with a signed URL; a token there would leak it and S3
+            # rejects the request anyway ("only one auth mechanism").
+            storage = not self._is_api_url(target)
+            response = self._send("GET", target, op, accept="application/octet-stream", storage=storage)
+        if storage and 400 <= response.status_code < 500:
             # A signed URL that expired or an asset replaced meanwhile: ask the API again.
             message = error_message(response)
             raise Retry(GitHubError(f"{op.what}: the storage host answered {response.status_code} ({message})"))

@@ -175,6 +175,12 @@ class Transport:
 
     # -- plumbing ------------------------------------------------------------------------------
 
+    def _is_api_url(self, url: str) -> bool:
+        """On the API host and under the API's path (``/api/v3`` on GHES, whose storage URLs
+        share the host but not the path)."""
+        base = urlsplit(self.api_url).path.rstrip("/")
+        return origin(url) == self._api_origin and (not base or urlsplit(url).path.startswith(base + "/"))
+
     def _repo_url(self, path: str) -> str:
         return f"{self.api_url}/repos/{self.repo}{path}"
 
@@ -440,7 +446,9 @@ def _rate_limit_wait(response: httpx.Response, message: str) -> float | None:
                 return 60.0
     if headers.get("x-ratelimit-remaining") == "0" and (headers.get("x-ratelimit-reset") or "").isdigit():
         return max(0.0, int(headers["x-ratelimit-reset"]) - time.time())
-    if status == 429 or "rate limit" in message.lower():
+    # "abuse detection mechanism": what secondary rate limits were called before 2021, and still
+    # are on older GitHub Enterprise Server versions.
+    if status == 429 or "rate limit" in message.lower() or "abuse detection" in message.lower():
         return 60.0
     return None
 

@@ -41,6 +41,10 @@ class ReleaseBlobs(Blobs):
         self._draft_assets: dict[str, Asset] = {}
         self._release_of: dict[str, Release] = {}  # blob name -> the release holding it
         self._doomed: dict[int, set[str]] = {}  # release id -> its asset names deletion was asked for
+        # Manifest names whose generation tag GitHub refused as "used by an immutable release" (a
+        # release of that generation was deleted: its tag can never be used again). Listed as
+        # unfinished blobs so the next manifest goes above them.
+        self._burned: set[str] = set()
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -64,6 +68,8 @@ class ReleaseBlobs(Blobs):
         if self._draft is not None:
             for name, asset in self._draft_assets.items():
                 blobs.setdefault(name, _asset_blob(asset))
+        for name in self._burned:
+            blobs.setdefault(name, Blob(name, 0, None, complete=False))
         return blobs
 
     def read(self, blob: Blob) -> bytes:
@@ -126,8 +132,11 @@ class ReleaseBlobs(Blobs):
         try:
             published = self.client.publish_release(draft, tag)
         except ValidationFailed as exc:
-            if "already_exists" not in exc.codes:
+            burned = "used by an immutable release" in str(exc).lower()
+            if "already_exists" not in exc.codes and not burned:
                 raise
+            if burned:
+                self._burned.add(name)
             self.client.delete_asset(asset)  # the draft is still a draft: its assets can change
             raise NameTaken(name) from None
         self._draft, self._draft_assets = None, {}
@@ -156,6 +165,8 @@ class ReleaseBlobs(Blobs):
     def delete(self, blob: Blob) -> None:
         """An asset of the main release (or of this writer's draft) is deleted. The release of one
         promotion is immutable: it is deleted as a whole once every asset it holds was asked to go."""
+        if blob.handle is None:
+            return  # a burned generation: nothing is stored under it
         if self._draft_assets.pop(blob.name, None) is not None:
             self.client.delete_asset(blob.handle)  # type: ignore[arg-type]
             return

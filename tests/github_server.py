@@ -466,8 +466,10 @@ class GitHubServer:
             tag = (payload or {}).get("tag_name")
             if not tag:
                 return _validation("Release", "missing_field", "tag_name")
-            if not payload.get("draft") and self._tag_taken(tag):
+            if not payload.get("draft") and self._release_by_tag(tag) is not None:
                 return _validation("Release", "already_exists", "tag_name")
+            if not payload.get("draft") and tag in self._burned_tags:
+                return _burned_tag()
             return _ok(self._release_json(self._create_release(payload)), 201)
         if m := re.fullmatch(r"/releases/(\d+)", rest):
             release = self._releases.get(int(m.group(1)))
@@ -621,9 +623,6 @@ class GitHubServer:
             self._publish(release, payload)
         return release
 
-    def _tag_taken(self, tag: str) -> bool:
-        return self._release_by_tag(tag) is not None or tag in self._burned_tags
-
     def _publish(self, release: dict[str, Any], payload: dict[str, Any]) -> None:
         release["draft"] = False
         # GitHub's make_latest defaults to "true" for a full (not pre-) release.
@@ -642,8 +641,10 @@ class GitHubServer:
             return _error(422, "Cannot change the tag of an immutable release")
         if publishing or (not release["draft"] and tag != release["tag_name"]):
             clash = any(r is not release and r["tag_name"] == tag and not r["draft"] for r in self._releases.values())
-            if clash or tag in self._burned_tags:
+            if clash:
                 return _validation("Release", "already_exists", "tag_name")
+            if tag in self._burned_tags:
+                return _burned_tag()
         release["tag_name"] = tag
         for key in ("name", "body", "prerelease"):
             if key in payload:
@@ -861,6 +862,27 @@ def _ok(data: Any, status: int = 200) -> _Response:
 
 def _error(status: int, message: str) -> _Response:
     return _ok({"message": message, "documentation_url": DOCS, "status": str(status)}, status)
+
+
+def _burned_tag() -> _Response:
+    """A tag an immutable release used (even one deleted since) can never be used again; GitHub
+    answers with a ``custom`` error, not ``already_exists``."""
+    return _ok(
+        {
+            "message": "Validation Failed",
+            "errors": [
+                {
+                    "resource": "Release",
+                    "code": "custom",
+                    "field": "tag_name",
+                    "message": "tag_name was used by an immutable release",
+                }
+            ],
+            "documentation_url": DOCS,
+            "status": "422",
+        },
+        422,
+    )
 
 
 def _validation(resource: str, code: str, field_name: str) -> _Response:

@@ -850,6 +850,25 @@ def test_immutable_releases_switch_to_one_release_per_promotion(github_api: GitH
     assert generation_releases(gh)[-1] == f"{TAG}-g00000004"
 
 
+def test_a_deleted_generation_release_burns_its_tag_and_the_next_promotion_goes_above_it(
+    github_api: GitHubServer, history
+):
+    """Someone deletes the newest <tag>-g<n> release by hand: with immutable releases its tag can
+    never be used again (GitHub: 422 ``custom`` "tag_name was used by an immutable release", not
+    ``already_exists``). The next promotion publishes generation n+1 instead of failing forever."""
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    for sha in shas[:2]:
+        assert gh_store(gh, repo).promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
+    newest = gh.client().get_release_by_tag(f"{TAG}-g00000002")
+    assert newest is not None and gh.client().delete_release(newest)
+    store = gh_store(gh, repo)
+    assert store.promote(results_for(shas[2], [True]), sha=shas[2], verdict="pass").promoted
+    assert generation_releases(gh) == [f"{TAG}-g00000001", f"{TAG}-g00000003"]
+    assert [e.sha for e in gh_store(gh, repo).list().snapshots] == [shas[0], shas[2]]
+    assert not [r for r in gh.releases() if r["draft"]]
+
+
 def test_an_existing_one_release_store_keeps_being_read_after_the_switch(github_api: GitHubServer, history):
     gh, (repo, shas) = github_api, history
     gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass")
