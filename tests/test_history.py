@@ -644,22 +644,28 @@ def test_trend_compares_whole_runs_and_says_why_it_is_empty(history_url: str) ->
     assert "no tool_calls values to show in the 1 run(s)" in no_tools
 
 
-def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -> None:
-    """Outside git a run has no commit: `history show` calls it by the --sha its reset and gate
-    were given (SPEC §13), not by a start time that every quick run shares."""
+def breakable_suite(folder: Path) -> Path:
+    """A 40-case suite over two languages whose bot answers every Korean case wrong under BREAK=1."""
     from suites import echo_cases, write_suite
 
     config = write_suite(
-        tmp_path / "s",
+        folder,
         echo_cases(40, language=["en", "ko"]),
         target={"python": "bot:answer"},
         scorers=["exact"],
         slices=["language"],
     )
-    (tmp_path / "s" / "bot.py").write_text(
+    (folder / "bot.py").write_text(
         "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
         encoding="utf-8",
     )
+    return config
+
+
+def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -> None:
+    """Outside git a run has no commit: `history show` calls it by the --sha its reset and gate
+    were given (SPEC §13), not by a start time that every quick run shares."""
+    config = breakable_suite(tmp_path / "s")
     where = {"EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite")}
     reset = _cli(tmp_path / "s", "reset", "--config", str(config), "--reason", "start", "--sha", "v1", env=where)
     assert reset.returncode == 0, reset.stderr
@@ -691,19 +697,7 @@ def test_a_gate_tells_the_history_which_run_is_the_baseline(tmp_path: Path) -> N
     """A baseline the history never saw become one (committed with the suite, made with the history
     off, or on another machine): the gate records its manifest entry as `history sync` would, once,
     so `history show --baselines` has it and the regressed slice gets its trend chart."""
-    from suites import echo_cases, write_suite
-
-    config = write_suite(
-        tmp_path / "s",
-        echo_cases(40, language=["en", "ko"]),
-        target={"python": "bot:answer"},
-        scorers=["exact"],
-        slices=["language"],
-    )
-    (tmp_path / "s" / "bot.py").write_text(
-        "import os\ndef answer(q):\n    return 'no' if os.environ.get('BREAK') and int(q[1:]) % 2 else q\n",
-        encoding="utf-8",
-    )
+    config = breakable_suite(tmp_path / "s")
     reset = _cli(
         tmp_path / "s",
         "reset",
