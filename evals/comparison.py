@@ -23,7 +23,7 @@ COMPARISON_VERSION = 1
 
 Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
-Method = Literal["mcnemar", "clt", "bootstrap"]
+Method = Literal["mcnemar", "clt", "bootstrap", "bootstrap-t"]
 Direction = Literal["higher", "lower"]
 
 

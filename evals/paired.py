@@ -3,7 +3,8 @@ p-values and the standard error the MDE is computed from. Which units may block,
 level, is not decided here (``evals.decide``).
 
 Method per unit: binary metrics on small units → exact McNemar; means on large units (≈300+
-cases) → paired CLT; everything else (percentiles, small non-binary units) → paired bootstrap.
+cases) → paired CLT; small non-binary means → paired bootstrap-t (studentized); percentiles →
+paired bootstrap.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from evals.config import GateSpec, MetricSpec
 from evals.metrics import MetricDef
 from evals.stats import (
     bootstrap_mean,
+    bootstrap_mean_se,
     bootstrap_p_worse,
     bootstrap_percentile_delta,
+    bootstrap_t_p,
     mcnemar_worse,
     norm_ppf,
     paired_clt,
@@ -117,9 +120,16 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
     d = sign * (cand - base)
     scale = 1.0 if d_.bounded else data_scale(base, cand)
     smoothed_center, se = smoothed_mean_delta(d, scale)
+    binary = d_.binary_possible and is_binary(base) and is_binary(cand)
+    # A small unit of a mean that is not binary: tested by the bootstrap-t (its resamples' SEs).
+    studentized = d_.percentile is None and n < CLT_MIN_CASES and not binary
+    spreads = None
     if d_.percentile is None:
         b_value, c_value = float(base.mean()), float(cand.mean())
-        dist = bootstrap_mean(d, gate.bootstrap_resamples, rng)
+        if studentized:
+            dist, spreads = bootstrap_mean_se(d, gate.bootstrap_resamples, rng)
+        else:
+            dist = bootstrap_mean(d, gate.bootstrap_resamples, rng)
     else:
         b_value, c_value = float(np.percentile(base, d_.percentile)), float(np.percentile(cand, d_.percentile))
         dist = sign * bootstrap_percentile_delta(base, cand, d_.percentile, gate.bootstrap_resamples, rng)
@@ -134,7 +144,6 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
     s_low, s_high = center - half, center + half
     if d_.bounded:
         s_low, s_high = max(s_low, -1.0), min(s_high, 1.0)
-    binary = d_.binary_possible and is_binary(base) and is_binary(cand)
     if d_.percentile is not None:
         method = "bootstrap"
         p_worse, p_better = bootstrap_p_worse(dist, margin)
@@ -146,8 +155,9 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
         worse, better = int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))
         p_worse, p_better = mcnemar_worse(worse, better, n, margin), mcnemar_worse(better, worse, n, margin)
     else:
-        method = "bootstrap"
-        p_worse, p_better = bootstrap_p_worse(dist, margin)
+        assert spreads is not None
+        method = "bootstrap-t"
+        p_worse, p_better = bootstrap_t_p(dist, spreads, float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), margin)
     interval = "bootstrap"
     if binary and n < SMALL_BINARY_CASES:
         low, high, interval = s_low, s_high, "smoothed"

@@ -119,18 +119,40 @@ def bootstrap_mean(d: np.ndarray, resamples: int, rng: np.random.Generator) -> n
     O(resamples × categories) instead of O(resamples × n). Otherwise indices are drawn in chunks
     of at most ``CHUNK_ELEMENTS`` to bound memory. Seeded through ``rng``: reproducible.
     """
+    return _bootstrap_moments(d, resamples, rng, with_se=False)[0]
+
+
+def bootstrap_mean_se(d: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`bootstrap_mean`'s distribution (the same draws for the same ``rng``) and each
+    resample's standard error of its mean, ``sd / √n``: what :func:`bootstrap_t_p` studentizes by."""
+    means, ses = _bootstrap_moments(d, resamples, rng, with_se=True)
+    assert ses is not None
+    return means, ses
+
+
+def _bootstrap_moments(
+    d: np.ndarray, resamples: int, rng: np.random.Generator, *, with_se: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
     n = d.size
     values, counts = np.unique(d, return_counts=True)
     if values.size <= MAX_CATEGORIES:
         draws = rng.multinomial(n, counts / n, size=resamples)
-        return draws @ values / n
-    out = np.empty(resamples)
+        means = draws @ values / n
+        if not with_se:
+            return means, None
+        centred = values - d.mean()  # variance is shift-free; centring avoids cancellation
+        spread = np.maximum(draws @ (centred * centred) / n - (means - d.mean()) ** 2, 0.0)
+        return means, np.sqrt(spread / (n - 1))  # sd (ddof 1) / √n = √(biased var / (n − 1))
+    means = np.empty(resamples)
+    ses = np.empty(resamples) if with_se else None
     start = 0
     for size in _chunks(resamples, n):
-        idx = rng.integers(0, n, size=(size, n))
-        out[start : start + size] = d[idx].mean(axis=1)
+        drawn = d[rng.integers(0, n, size=(size, n))]
+        means[start : start + size] = drawn.mean(axis=1)
+        if ses is not None:
+            ses[start : start + size] = drawn.std(axis=1, ddof=1) / math.sqrt(n)
         start += size
-    return out
+    return means, ses
 
 
 def bootstrap_percentile_delta(
@@ -166,6 +188,31 @@ def bootstrap_p_worse(dist: np.ndarray, margin: float) -> tuple[float, float]:
     worse = (1 + int(np.count_nonzero(dist >= -margin))) / (b + 1)
     better = (1 + int(np.count_nonzero(dist <= margin))) / (b + 1)
     return min(worse, 1.0), min(better, 1.0)
+
+
+def bootstrap_t_p(means: np.ndarray, ses: np.ndarray, center: float, se: float, margin: float) -> tuple[float, float]:
+    """One-sided bootstrap-t p-values for H0: Δ ≥ −margin (worse) and H0: Δ ≤ margin (better)
+    (Efron & Tibshirani 1993, §12.5; Davison & Hinkley 1997, §4.4.1): the observed
+    ``t = (center ± margin) / se`` against the resamples' ``t* = (mean* − center) / se*``, as
+    ``(1 + #{t* ≤ t}) / (B + 1)``. Studentizing is what keeps a small unit of a continuous metric
+    at its level: the percentile bootstrap's tails are too short there (narrower by √((n−1)/n),
+    normal instead of Student), so its p-values rejected 1.7× α at 20 cases and α 0.01, and up
+    to 12× at 10 cases, against an exact paired t-test. A resample whose cases are all equal has
+    ``se* = 0``: its t* is ±∞ (0 when it equals ``center``), which only makes the test stricter."""
+    b = means.size
+    t_star = _ratio(means - center, ses)
+    t_worse, t_better = _ratio(center + margin, se), _ratio(center - margin, se)
+    worse = (1 + int(np.count_nonzero(t_star <= t_worse))) / (b + 1)
+    better = (1 + int(np.count_nonzero(t_star >= t_better))) / (b + 1)
+    return min(worse, 1.0), min(better, 1.0)
+
+
+def _ratio(a: ArrayLike, b: ArrayLike) -> Any:
+    """``a / b`` where ``b == 0`` gives ±∞ by the sign of ``a``, and 0 when ``a`` is 0 too."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(b > 0, a / np.where(b > 0, b, 1.0), np.sign(a) * np.inf)
+    return np.nan_to_num(out, nan=0.0, posinf=np.inf, neginf=-np.inf)
 
 
 def mde(se: ArrayLike, alpha: ArrayLike, power: float, margin: ArrayLike = 0.0) -> Any:

@@ -326,7 +326,7 @@ def test_pass_at_k_and_named_scores_over_attempts():
     c = compare(base, cand, config)
     by = {u.metric: u for u in c.units}
     assert by["pass@2"].baseline == pytest.approx(1 - 1 / 10) and by["pass@2"].candidate == pytest.approx(1 - 6 / 10)
-    assert by["pass_rate"].baseline == pytest.approx(0.6) and by["pass_rate"].method == "bootstrap"
+    assert by["pass_rate"].baseline == pytest.approx(0.6) and by["pass_rate"].method == "bootstrap-t"
     assert by["format_valid"].delta == 0 and not by["format_valid"].blocking
     assert c.verdict == "fail"
 
