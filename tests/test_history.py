@@ -399,7 +399,7 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
         return subprocess.run([*evalgate, *argv], capture_output=True, text=True, cwd=tmp_path, env=env)
 
     compared = call("compare", "--baseline", "base.json", "--candidate", "cand.json")
-    assert compared.returncode == 1, compared.stderr  # ko dropped from 1.0 to 0.0
+    assert compared.returncode == 0, compared.stderr  # ko 1.0 → 0.0 on 4 of 8 cases: too few to fail a gate
     assert "the cases of base.json and cand.json are not in the history" in compared.stderr
     assert "`evalgate history add base.json cand.json` adds them" in compared.stderr
     assert rows(history_url, "SELECT recorded_by, total_cases FROM runs ORDER BY id") == [("compare", 8)] * 2
