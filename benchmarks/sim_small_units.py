@@ -3,7 +3,9 @@ normal per-case deltas N(−δ, 0.15)): the percentile bootstrap's (what such un
 bootstrap-t's (``evals.stats.bootstrap_t_p``, what they use) and the paired t-test's (exact here),
 each as a multiple of its level α. 2,000 resamples, as the gate's default. Then the gate itself
 (``evals.decide``): 20 slices of 20 cases on a continuous ``score`` (tolerance 0.02), every unit's
-true drop at δ, and an A/A run: the share of runs the gate fails.
+true drop at δ, and an A/A run: the share of runs the gate fails; and the same layout gating
+``latency_p95_ms`` (lognormal latencies, tolerance 10%), whose percentile bootstrap has no
+studentized form: a known limit (docs/decision-rule.md).
 
     .venv/bin/python benchmarks/sim_small_units.py            # 8,000 runs per cell, 300 gates (~80 s CPU)
     .venv/bin/python benchmarks/sim_small_units.py --runs 20000 --gates 1000
@@ -49,6 +51,9 @@ def main() -> None:
     for shift, name in ((-DELTA, "every unit's true drop at δ"), (0.0, "A/A")):
         share = gate_fails(shift, args.gates)
         print(f"gate, 20 slices × 20 cases, score, {name}: fails in {share:.3f} of {args.gates} runs")
+    for slower, name in ((1.10, "every unit's p95 10% slower (the boundary)"), (1.0, "A/A")):
+        share = p95_gate_fails(slower, args.gates)
+        print(f"gate, 20 slices × 20 cases, latency_p95_ms, {name}: fails in {share:.3f} of {args.gates} runs")
 
 
 def gate_fails(shift: float, runs: int) -> float:
@@ -67,6 +72,26 @@ def gate_fails(shift: float, runs: int) -> float:
         base = rng.random(codes.size)
         cand = base + shift + rng.normal(0, 0.15, codes.size)
         results = decide([MetricInput(metric_def("score", spec), spec, base, cand)], units, GateSpec(), seed=r)
+        fails += gate_verdict(results)[0] == "fail"
+    return fails / runs
+
+
+def p95_gate_fails(slower: float, runs: int) -> float:
+    from evals.config import GateSpec, MetricSpec
+    from evals.decide import decide, gate_verdict
+    from evals.metrics import metric_def
+    from evals.paired import MetricInput, UnitIndex
+
+    rng = np.random.default_rng(7)
+    codes = np.repeat(np.arange(20), 20)
+    units = [UnitIndex("overall", None, None, None)]
+    units += [UnitIndex(f"s={j}", "s", str(j), np.flatnonzero(codes == j)) for j in range(20)]
+    spec = MetricSpec(tolerance="10%")
+    fails = 0
+    for r in range(runs):
+        base = rng.lognormal(6, 0.5, codes.size)
+        cand = rng.lognormal(6, 0.5, codes.size) * slower
+        results = decide([MetricInput(metric_def("latency_p95_ms", spec), spec, base, cand)], units, GateSpec(), seed=r)
         fails += gate_verdict(results)[0] == "fail"
     return fails / runs
 
