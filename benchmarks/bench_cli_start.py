@@ -1,6 +1,6 @@
 """CLI start time (SPEC §10: under 0.5 s; ``run --help`` under 0.3 s, issue 12): the median wall
 time of N fresh ``evalgate`` processes for ``--version``, ``run --help`` and ``compare --help``,
-against its target; and which heavy modules a fresh ``import evals.run`` loads (none of numpy,
+against its target; and which heavy modules a fresh ``import evals.cli.run`` (the run command) loads (none of numpy,
 scipy, jinja2, httpx may be among them).
 
     .venv/bin/python benchmarks/bench_cli_start.py [--runs 9]
@@ -48,9 +48,9 @@ def main() -> int:
             f"evalgate {' '.join(command):15s} median {median:.3f} s, min {min(times):.3f} s, "
             f"max {max(times):.3f} s over {args.runs} runs; ratio to the {target:g} s target {median / target:.2f}"
         )
-    probe = f"import sys, evals.run; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
+    probe = f"import sys, evals.cli.run; print(' '.join(m for m in {HEAVY!r} if m in sys.modules))"
     loaded = subprocess.run([sys.executable, "-c", probe], check=True, capture_output=True, text=True).stdout.split()
-    print("import evals.run loads: " + (", ".join(loaded) if loaded else "none of " + ", ".join(HEAVY)))
+    print("import evals.cli.run loads: " + (", ".join(loaded) if loaded else "none of " + ", ".join(HEAVY)))
     return 0 if met and not loaded else 1
 
 

@@ -12,7 +12,7 @@ For each size the two results files are written first. Then:
   the runs' headers; then, after ``evalgate history add`` brought both runs' cases (timed once), one
   that holds both runs in full, as after ``evalgate run``.
 - **stages** (up to 100,000 cases), in one more fresh subprocess: imports, loading both files
-  (``evals.compare.load_runs``, as the CLI does), ``compare()`` (pass_rate, overall + every slice,
+  (``evals.compare.analysis.load_runs``, as the CLI does), ``compare()`` (pass_rate, overall + every slice,
   bootstrap CIs with the default 2,000 resamples) and rendering the PR-comment markdown +
   ``comparison.json``; then, on the same paired per-case deltas, the CI of every unit from our
   bootstrap (10,000 resamples) vs ``scipy.stats.bootstrap`` (percentile method, 10,000 resamples, a
@@ -91,11 +91,11 @@ def scipy_comparison(comparison, baseline, candidate) -> tuple[float, float, flo
     """Our bootstrap vs scipy's on every unit's paired deltas, both 10,000 resamples."""
     from scipy import stats as sps
 
-    from evals.config import GateSpec, MetricSpec
-    from evals.decide import decide
-    from evals.metrics import metric_def, scan
-    from evals.paired import MetricInput, UnitIndex
-    from evals.pairing import pair, unit_indices
+    from evals.compare.decide import decide
+    from evals.compare.metrics import metric_def, scan
+    from evals.compare.paired import MetricInput, UnitIndex
+    from evals.compare.pairing import pair, unit_indices
+    from evals.suite.config import GateSpec, MetricSpec
 
     spec = MetricSpec(tolerance=0.02)
     definition = metric_def("pass_rate", spec)
@@ -129,9 +129,9 @@ def scipy_comparison(comparison, baseline, candidate) -> tuple[float, float, flo
 
 def one(base_path: Path, cand_path: Path, n: int, slices: int) -> None:
     started = time.perf_counter()
-    from evals.compare import compare, load_runs
-    from evals.report import render_markdown
-    from evals.results import atomic_write
+    from evals.compare.analysis import compare, load_runs
+    from evals.report.markdown import render_markdown
+    from evals.results.model import atomic_write
 
     imported = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:

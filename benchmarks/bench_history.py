@@ -33,8 +33,8 @@ from evals.history import open_history  # noqa: E402
 from evals.history.record import Writer  # noqa: E402
 from evals.history.table import render  # noqa: E402
 from evals.history.trends import load_trends  # noqa: E402
-from evals.results import Attempt, CaseResult, Results, RunInfo  # noqa: E402
-from evals.trace import TraceEvent  # noqa: E402
+from evals.results.model import Attempt, CaseResult, Results, RunInfo  # noqa: E402
+from evals.results.trace import TraceEvent  # noqa: E402
 
 
 def traced_run(cases: int, attempts: int, events: int, *, sha: str = "f" * 40, slices: int = 50) -> Results:

@@ -9,7 +9,7 @@ is a fresh process (``python benchmarks/bench_runner.py --bare URL N C`` for the
 come from the kernel's accounting of that child (``wait4``). The two alternate, ``--repeat`` times
 each, at every ``--cases`` size; the ratio printed is evalgate's median wall over the bare client's
 median wall, from the same run of this script. Targets: wall ratio ≤ 1.15 at 10,000 cases, CPU ≤
-0.35 ms per case, peak RSS ≤ 120 MB. Then the runner in this process (``evals.run.execute``,
+0.35 ms per case, peak RSS ≤ 120 MB. Then the runner in this process (``evals.run.execution.execute``,
 start-up excluded) against the ideal ``cases × latency / concurrency``: ≤ 1.2 at 2,000 cases.
 
 History recording is switched off in the evalgate runs (``EVALGATE_HISTORY=off``): it is work after
@@ -178,8 +178,8 @@ def compare(url: str, cases: int, args: argparse.Namespace) -> bool:
 
 def in_process(url: str, cases: int, args: argparse.Namespace) -> bool:
     """The runner alone, in this process: what the run adds to the ideal, start-up excluded."""
-    from evals.config import load_config
-    from evals.run import execute
+    from evals.run.execution import execute
+    from evals.suite.config import load_config
 
     walls = []
     with tempfile.TemporaryDirectory(prefix="evalgate-bench-") as tmp:

@@ -1,7 +1,7 @@
 """Simulations of the gate's decision rule against the SPEC §5 validity targets.
 
 Each replicate draws a baseline and a candidate run from a per-case model and runs them through
-``evals.decide`` — the paired tests, the α allocation and the weighted-Holm verdicts that gate
+``evals.compare.decide`` — the paired tests, the α allocation and the weighted-Holm verdicts that gate
 real runs — then ``gate_verdict``. The same tested units are also judged by the first version's
 rule (a slice blocks only when its observed MDE at Holm's strictest level is ≤ 0.10; Holm over the
 blocking units), so every cell shows the new figure beside the first version's, on the same data.
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evals.config import GateSpec, MetricSpec
-from evals.decide import alpha_weights, assign_verdicts, gate_verdict, paired_tests
-from evals.metrics import metric_def
-from evals.paired import MetricInput, Tested, UnitIndex
-from evals.stats import holm, mde
+from evals.compare.decide import alpha_weights, assign_verdicts, gate_verdict, paired_tests
+from evals.compare.metrics import metric_def
+from evals.compare.paired import MetricInput, Tested, UnitIndex
+from evals.compare.stats import holm, mde
+from evals.suite.config import GateSpec, MetricSpec
 
 MEAN = 0.7
 TOLERANCE = 0.02

@@ -1,8 +1,8 @@
 """Size of the p-value of a mean on a small non-binary unit at the null boundary (true drop = δ,
 normal per-case deltas N(−δ, 0.15)): the percentile bootstrap's (what such units used before), the
-bootstrap-t's (``evals.stats.bootstrap_t_p``, what they use) and the paired t-test's (exact here),
+bootstrap-t's (``evals.compare.stats.bootstrap_t_p``, what they use) and the paired t-test's (exact here),
 each as a multiple of its level α. 2,000 resamples, as the gate's default. Then the gate itself
-(``evals.decide``): 20 slices of 20 cases on a continuous ``score`` (tolerance 0.02), every unit's
+(``evals.compare.decide``): 20 slices of 20 cases on a continuous ``score`` (tolerance 0.02), every unit's
 true drop at δ, and an A/A run: the share of runs the gate fails; and the same layout gating
 ``latency_p95_ms`` (lognormal latencies, tolerance 10%), whose percentile bootstrap has no
 studentized form: a known limit (docs/decision-rule.md).
@@ -19,7 +19,7 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from evals import stats
+from evals.compare import stats
 
 LEVELS = np.array([0.05, 0.01, 0.0025])
 DELTA = 0.02
@@ -57,10 +57,10 @@ def main() -> None:
 
 
 def gate_fails(shift: float, runs: int) -> float:
-    from evals.config import GateSpec, MetricSpec
-    from evals.decide import decide, gate_verdict
-    from evals.metrics import metric_def
-    from evals.paired import MetricInput, UnitIndex
+    from evals.compare.decide import decide, gate_verdict
+    from evals.compare.metrics import metric_def
+    from evals.compare.paired import MetricInput, UnitIndex
+    from evals.suite.config import GateSpec, MetricSpec
 
     rng = np.random.default_rng(42)
     codes = np.repeat(np.arange(20), 20)
@@ -77,10 +77,10 @@ def gate_fails(shift: float, runs: int) -> float:
 
 
 def p95_gate_fails(slower: float, runs: int) -> float:
-    from evals.config import GateSpec, MetricSpec
-    from evals.decide import decide, gate_verdict
-    from evals.metrics import metric_def
-    from evals.paired import MetricInput, UnitIndex
+    from evals.compare.decide import decide, gate_verdict
+    from evals.compare.metrics import metric_def
+    from evals.compare.paired import MetricInput, UnitIndex
+    from evals.suite.config import GateSpec, MetricSpec
 
     rng = np.random.default_rng(7)
     codes = np.repeat(np.arange(20), 20)

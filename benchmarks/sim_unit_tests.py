@@ -7,7 +7,7 @@ case count). This script draws paired binary outcomes from the SPEC's per-case m
 compares one-sided tests of H0: drop ≤ δ (δ = 0.02) at those levels:
 
   exact     the conditional exact McNemar test with the margin, as the gate runs it
-            (``evals.stats.mcnemar_worse``)
+            (``evals.compare.stats.mcnemar_worse``)
   mid-p     the same with half the probability of the observed count (not exact)
   tango     Tango's (1998, Stat. Med. 17:891) score test for a difference of paired proportions
             with a margin: asymptotic, the most powerful valid test we found
@@ -30,7 +30,7 @@ import time
 import numpy as np
 from scipy import special
 
-from evals.stats import mcnemar_worse
+from evals.compare.stats import mcnemar_worse
 
 DELTA = 0.02
 MEAN = 0.7

@@ -1,3 +1,3 @@
-from evals.cli import main
+from evals.cli.app import main
 
 raise SystemExit(main())

@@ -16,7 +16,7 @@ Use it from a test module (pytest puts ``tests/`` on sys.path)::
         gh.read_token         # same bot, read-only (a fork PR's token): every write answers 403
         gh.user_token         # a personal token of "octo-user" (/user works)
         gh.env(token=...)     # {"GITHUB_API_URL", "GITHUB_REPOSITORY", "GITHUB_TOKEN", fast EVALGATE_GITHUB_*}
-        gh.client(token=...)  # an evals.github.GitHubClient with short timeouts; its waits are recorded
+        gh.client(token=...)  # an evals.github.client.GitHubClient with short timeouts; its waits are recorded
                               # in gh.sleeps instead of slept
         gh.faults.add("GET", r"/releases/assets/\\d+$", "500", times=1)   # see FAULT_KINDS
         gh.faults.add("GET", r"^/storage/", "truncate", server="storage")
@@ -71,7 +71,7 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 import pytest
 
-from evals.github import ACTIONS_BOT_LOGIN, GitHubClient
+from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient
 
 MAX_COMMENT_CHARS = 65_536
 REPO_ID = 1296269

@@ -43,10 +43,10 @@ import yaml
 from github_server import GitHubServer, _error, _ok
 from suites import echo_cases, git, read_output_file, write_suite
 
-from evals.baseline import GitHubReleaseStore
-from evals.manifest import manifest_name
-from evals.promotion import SEED_REASON
-from evals.results import load_results
+from evals.results.manifest import manifest_name
+from evals.results.model import load_results
+from evals.store.baseline import GitHubReleaseStore
+from evals.store.promotion import SEED_REASON
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -428,7 +428,7 @@ class World:
 
     def seed(self) -> None:
         """The baseline of main's first commit, put in the release store directly, blessed as a
-        seeding gate stores it (evals.promotion)."""
+        seeding gate stores it (evals.store.promotion)."""
         store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
         results = load_results(self.origin.baseline_results)
         store.promote(results, sha=self.origin.main_sha, verdict="seed", reason=SEED_REASON, blessed=True)
@@ -1201,7 +1201,7 @@ def test_baseline_command_lists_and_fetches_the_committed_store(tmp_path: Path) 
 
 
 def detect_for(tmp_path: Path, event: str, payload: dict[str, Any], mode: str = "auto", **kw: Any) -> Any:
-    from evals.activity import detect
+    from evals.github.activity import detect
 
     path = tmp_path / "event.json"
     path.write_text(json.dumps(payload), encoding="utf-8")
@@ -1220,7 +1220,7 @@ REPO = {"full_name": "octo/evals", "default_branch": "trunk"}
 
 
 def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> None:
-    from evals.errors import UsageError
+    from evals.common.errors import UsageError
 
     on_trunk = detect_for(tmp_path, "push", {"ref": "refs/heads/trunk", "repository": REPO})
     assert (on_trunk.kind, on_trunk.promote) == ("full", True)

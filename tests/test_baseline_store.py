@@ -17,8 +17,11 @@ import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401  (registers the fixture)
 from suites import git
 
-from evals import ancestry
-from evals.baseline import (
+from evals.common.errors import InfraError, UsageError
+from evals.results.manifest import Manifest, manifest_name, snapshot_name
+from evals.results.model import Attempt, CaseResult, Results, RunInfo, save_results
+from evals.store import ancestry
+from evals.store.baseline import (
     BaselineStore,
     GitHubReleaseStore,
     LocalStore,
@@ -26,12 +29,9 @@ from evals.baseline import (
     open_store,
     promotion_allowed,
 )
-from evals.config import SuiteConfig
-from evals.errors import InfraError, UsageError
-from evals.manifest import Manifest, manifest_name, snapshot_name
-from evals.release_blobs import ReleaseBlobs
-from evals.results import Attempt, CaseResult, Results, RunInfo, save_results
-from evals.store_write import encode_snapshot, sha256_digest
+from evals.store.releases import ReleaseBlobs
+from evals.store.write import encode_snapshot, sha256_digest
+from evals.suite.config import SuiteConfig
 
 # ------------------------------------------------------------------------------------- helpers
 
@@ -357,13 +357,13 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[4])
     from test_baseline_store import results_for
-    from evals.baseline import LocalStore
+    from evals.store.baseline import LocalStore
 
     folder, prefix, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
     store = LocalStore(folder, keep=100, repo=None, settle_s=0.01)
     while not go.exists():
         time.sleep(0.001)
-    # Fewer promotions than evals.store_write.WRITE_ATTEMPTS: each lost race means the other writer
+    # Fewer promotions than evals.store.write.WRITE_ATTEMPTS: each lost race means the other writer
     # published, so no writer can run out of attempts. The shas have no git history to order
     # them, which only a reset (blessed) may store past.
     for i in range(6):
@@ -747,8 +747,8 @@ def _corrupt(path: Path) -> None:
 
 
 def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothing(tmp_path: Path, history):
-    from evals.candidate import config_for_results
-    from evals.stores import load_baselines
+    from evals.pipeline.candidate import config_for_results
+    from evals.store.selection import load_baselines
 
     repo, shas = history
     store = local(tmp_path, repo)
@@ -928,7 +928,7 @@ def test_a_local_store_inside_actions_is_called_out(tmp_path: Path, monkeypatch,
     vanishes with it, so every gate there would be no-baseline. Said once, when the store opens."""
     import argparse
 
-    from evals.stores import open_store_for
+    from evals.store.selection import open_store_for
 
     config = SuiteConfig(suite="s", cases="c.jsonl", baseline={"store": "local", "path": "baselines"})
     config._root = tmp_path

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from suites import echo_cases, process_alive, write_suite
 
-from evals.results import load_results
+from evals.results.model import load_results
 
 N_CASES = 20
 
@@ -105,7 +105,7 @@ def test_resume_redoes_errored_and_changed_cases(tmp_path: Path, python_exe: str
         textwrap.dedent(
             f"""
             import os
-            from evals.targets import TargetFailure
+            from evals.run.targets.code import TargetFailure
 
             def answer(text, case):
                 with open({str(log)!r}, "a") as fh:

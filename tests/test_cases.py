@@ -9,10 +9,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evals.cases import Case, load_cases
-from evals.config import load_config
-from evals.errors import InputFileError
-from evals.results import case_hash
+from evals.common.errors import InputFileError
+from evals.results.model import case_hash
+from evals.suite.cases import Case, load_cases
+from evals.suite.config import load_config
 
 
 def suite(tmp_path: Path, cases: str | list[str], files: dict[str, str]) -> list[Case]:

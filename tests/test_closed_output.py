@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from evals.baseline import LocalStore
 from evals.history import open_history
 from evals.history.record import Writer
-from evals.results import Attempt, CaseResult, Results, RunInfo
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
+from evals.store.baseline import LocalStore
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART_BASELINE = next((ROOT / "examples" / "quickstart" / "baselines").glob("baseline-*.json.gz"))

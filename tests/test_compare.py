@@ -12,13 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evals.compare import apply_tolerance_override, compare
-from evals.comparison import Comparison
-from evals.config import GateSpec, MetricSpec, SuiteConfig
-from evals.errors import InputFileError, UsageError
-from evals.lazyload import load_lazy
-from evals.manifest import BaselineRef
-from evals.results import (
+from evals.common.errors import InputFileError, UsageError
+from evals.compare.analysis import apply_tolerance_override, compare
+from evals.compare.lazyload import load_lazy
+from evals.compare.model import Comparison
+from evals.results.manifest import BaselineRef
+from evals.results.model import (
     Attempt,
     AttemptError,
     CaseResult,
@@ -28,6 +27,7 @@ from evals.results import (
     load_results,
     save_results,
 )
+from evals.suite.config import GateSpec, MetricSpec, SuiteConfig
 
 
 def run_of(cases: list[CaseResult], *, sha: str = "base", status: str = "success", **run) -> Results:
@@ -250,8 +250,8 @@ def test_infra_errors_over_max_error_rate_make_the_run_incomplete():
 
 
 def test_max_age_days_reaches_the_report():
-    from evals import report
-    from evals.manifest import SnapshotInfo
+    from evals.report import markdown as report
+    from evals.results.manifest import SnapshotInfo
 
     ok = outcomes(200, 0.8, 16)
     base, cand = run_of([case(i, bool(ok[i])) for i in range(200)]), run_of([case(i, bool(ok[i])) for i in range(200)])
@@ -404,7 +404,7 @@ def test_comparison_round_trips_through_json():
 
 
 def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tmp_path):
-    from evals.config import load_config
+    from evals.suite.config import load_config
 
     (tmp_path / "evalgate.yml").write_text(
         "suite: demo\ncases: cases.jsonl\nscorers: [final_answer]\nmetrics:\n  pass_rate: {tolerance: 0.05}\n"
@@ -524,7 +524,7 @@ def test_cli_bad_input_exits_2_naming_the_file(tmp_path, python_exe, content, pr
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_lean_loader_accepts_exactly_what_load_results_accepts(tmp_path, data):
-    """compare's CLI loads with evals.lazyload; fuzzed files must get the same verdict (and the
+    """compare's CLI loads with evals.compare.lazyload; fuzzed files must get the same verdict (and the
     same message) as from load_results, and a parse never crashes."""
     good = run_of([case(i, i % 2 == 0, lang="ko" if i % 3 else "en") for i in range(4)])
     text = good.model_dump_json()
@@ -552,7 +552,7 @@ def test_lean_loader_accepts_exactly_what_load_results_accepts(tmp_path, data):
 
 
 def test_cli_config_sets_metrics_slices_and_inconclusive_policy(tmp_path, capsys):
-    from evals.cli import main as evalgate
+    from evals.cli.app import main as evalgate
 
     ok = outcomes(60, 0.7, 12)
     flip = outcomes(60, 0.7, 13)
@@ -653,10 +653,10 @@ def test_tolerance_wider_than_target_mde_is_named_as_the_limit():
 def test_compare_help_and_usage_errors_load_no_numpy_scipy_or_jinja(python_exe):
     """`evalgate compare --help` answers without the numeric stack (SPEC §10: CLI start < 0.5 s)."""
     probe = (
-        "import sys\nfrom evals.cli import main\n"
+        "import sys\nfrom evals.cli.app import main\n"
         "for argv in (['compare', '--help'], ['compare']):\n"
         "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
-        "print(sorted(m for m in ('numpy', 'scipy', 'jinja2', 'evals.compare') if m in sys.modules))\n"
+        "print(sorted(m for m in ('numpy', 'scipy', 'jinja2', 'evals.compare.analysis') if m in sys.modules))\n"
     )
     done = subprocess.run([python_exe, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr

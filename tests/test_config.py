@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from evals import schema
-from evals.config import SuiteConfig, load_config
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
+from evals.suite import schema
+from evals.suite.config import SuiteConfig, load_config
 
 
 def config_error(tmp_path: Path, text: str) -> InputFileError:

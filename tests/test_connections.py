@@ -1,4 +1,4 @@
-"""The OpenAI target's keep-alive connections (evals/connections.py) against real local sockets:
+"""The OpenAI target's keep-alive connections (evals/run/connections.py) against real local sockets:
 connections are reused, one the server dropped while idle is replaced without a failed call (also
 when it drops it right after each answer), a request that got no byte of an answer on a reused
 connection is sent once more and one that got part of an answer is not, connecting has its own
@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 from suites import echo_cases, load_suite
 
-from evals.connections import ConnectionLost, ConnectTimeout, KeepAlivePool, ProtocolError, environment_proxy
-from evals.errors import UsageError
-from evals.run import execute
+from evals.common.errors import UsageError
+from evals.run.connections import ConnectionLost, ConnectTimeout, KeepAlivePool, ProtocolError, environment_proxy
+from evals.run.execution import execute
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "LocalServer"], Awaitable[None]]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from suites import echo_cases, load_suite, process_alive, write_suite
 
-from evals.results import load_results
-from evals.run import execute
+from evals.results.model import load_results
+from evals.run.execution import execute
 
 PY = sys.executable
 

@@ -1,4 +1,4 @@
-"""The decision rule (evals.decide): α allocated before the run by design (case counts), weighted
+"""The decision rule (evals.compare.decide): α allocated before the run by design (case counts), weighted
 Holm, verdicts that do not depend on anything but the inputs."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evals.comparison import UnitResult
-from evals.config import GateSpec, MetricSpec
-from evals.decide import alpha_weights, decide, gate_verdict
-from evals.metrics import metric_def
-from evals.paired import MetricInput, UnitIndex
+from evals.compare.decide import alpha_weights, decide, gate_verdict
+from evals.compare.metrics import metric_def
+from evals.compare.model import UnitResult
+from evals.compare.paired import MetricInput, UnitIndex
+from evals.suite.config import GateSpec, MetricSpec
 
 
 def unit(name: str, n: int, metric: str = "pass_rate", gated: bool = True) -> UnitResult:
@@ -150,10 +150,10 @@ def test_quickstart_smoke_ko_regression_fails_on_the_ko_slice(tmp_path, repo_roo
 
 
 def test_report_counts_one_unit_without_stray_characters():
-    from evals.compare import compare
-    from evals.config import SuiteConfig
-    from evals.report import render_markdown
-    from evals.results import Attempt, CaseResult, Results, RunInfo
+    from evals.compare.analysis import compare
+    from evals.report.markdown import render_markdown
+    from evals.results.model import Attempt, CaseResult, Results, RunInfo
+    from evals.suite.config import SuiteConfig
 
     def run(sha: str) -> Results:
         cases = [CaseResult(id=f"q{i}", attempts=[Attempt(passed=i % 5 != 0)]) for i in range(50)]

@@ -11,11 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from mdcheck import lines_by_kind, problems, split_cells
 
-from evals import escape
-from evals.ci_outputs import annotations, junit_xml
-from evals.compare import compare
-from evals.report import render_markdown
-from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo
+from evals.common import escape
+from evals.compare.analysis import compare
+from evals.report.ci_outputs import annotations, junit_xml
+from evals.report.markdown import render_markdown
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 
 TOKEN = "EVIL"
 

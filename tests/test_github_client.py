@@ -1,4 +1,4 @@
-"""evals.github against a local GitHub REST stand-in (tests/github_api.py): real HTTP, real
+"""evals.github.client against a local GitHub REST stand-in (tests/github_api.py): real HTTP, real
 sockets, scripted faults."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401
 
-from evals.errors import UsageError
-from evals.github import ACTIONS_BOT_LOGIN, GitHubClient
-from evals.github_transport import (
+from evals.common.errors import UsageError
+from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient
+from evals.github.publish import set_outputs, upsert_sticky_comment_or_warn, write_step_summary
+from evals.github.transport import (
     AssetExists,
     GitHubError,
     NotFound,
@@ -22,7 +23,6 @@ from evals.github_transport import (
     Truncated,
     Unauthorized,
 )
-from evals.publish import set_outputs, upsert_sticky_comment_or_warn, write_step_summary
 
 TAG = "eval-baseline"
 ASSET_PATH = r"/releases/assets/\d+$"

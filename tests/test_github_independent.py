@@ -582,7 +582,7 @@ def test_a_renamed_repository_is_followed_with_the_token_on_the_api_host(origin:
     """GitHub answers requests under a repository's former name with 301 (GET) / 307 to
     /repositories/{id}/...; an asset download's redirect on the API host is such a redirect, not
     the storage host's signed URL, and needs the token (a private repository answers 404 without)."""
-    from evals.github import GitHubClient
+    from evals.github.client import GitHubClient
 
     with FakeGitHub(tokens=_tokens(), renamed_from="octo-org/old-name") as gh:
         gh.import_state(origin.seeded)
@@ -857,7 +857,7 @@ def test_an_abuse_detection_403_is_a_rate_limit_not_a_missing_permission(origin:
     """GitHub called secondary rate limits "abuse rate limits" until 2021 (older GHES still does):
     403 "You have triggered an abuse detection mechanism…", often without Retry-After. It is waited
     out (a minute at least), not reported as a missing permission."""
-    from evals.github import GitHubClient
+    from evals.github.client import GitHubClient
 
     waits: list[float] = []
     with FakeGitHub(tokens=_tokens(), ghes=True) as gh:

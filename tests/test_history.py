@@ -24,8 +24,8 @@ from evals.history.settings import history_url as resolve_url
 from evals.history.sync import sync_store
 from evals.history.table import render
 from evals.history.trends import load_trends
-from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo
-from evals.trace import build_trace
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
+from evals.results.trace import build_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 VIEWS = ("v_pass", "v_errors", "v_latency", "v_cost", "v_tools", "v_tool_names", "v_unit_metrics", "v_markers")
@@ -211,7 +211,7 @@ def test_nothing_secret_goes_in(history_url: str) -> None:
     results.cases[0].input = "login with password=hunter2"
     results.cases[0].attempts[0].output = "Authorization: Bearer abcdefghijklmnop0123"
     results.run.target = None
-    from evals.results import TargetInfo
+    from evals.results.model import TargetInfo
 
     results.run.target = TargetInfo(kind="openai", model="x:y", params={"api_key": "sk-live", "temperature": 0})
     record_run(results)
@@ -342,7 +342,7 @@ def load_trends_one(url: str):
 
 
 def test_sync_from_a_local_store_is_idempotent(history_url: str, tmp_path: Path) -> None:
-    from evals.baseline import LocalStore
+    from evals.store.baseline import LocalStore
 
     store = LocalStore(tmp_path / "store")
     for n, verdict, reason in ((1, "reset", "start over"), (2, "reset", "new scorer")):
@@ -357,8 +357,8 @@ def test_sync_from_a_local_store_is_idempotent(history_url: str, tmp_path: Path)
 
 
 def test_run_digest_ignores_how_a_run_was_loaded(tmp_path: Path) -> None:
-    from evals.lazyload import load_lazy
-    from evals.results import load_results, save_results
+    from evals.compare.lazyload import load_lazy
+    from evals.results.model import load_results, save_results
 
     results = sample_results()
     save_results(results, tmp_path / "r.json.gz")
@@ -367,7 +367,7 @@ def test_run_digest_ignores_how_a_run_was_loaded(tmp_path: Path) -> None:
 
 
 def test_compare_records_the_decision_and_a_trend(history_url: str) -> None:
-    from evals.compare import compare
+    from evals.compare.analysis import compare
 
     base, cand = sample_results("1" * 40, ko_pass=0.9), sample_results("2" * 40, ko_pass=0.0)
     comparison = compare(base, cand, None)
@@ -386,7 +386,7 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     once, and the trend shows the runs. A run the history holds in full stays as it was. Both
     runs started in the same second (a fast suite): the baseline is recorded first, so the trend
     (oldest first, ties by row) does not put the candidate before it."""
-    from evals.results import save_results
+    from evals.results.model import save_results
 
     base = sample_results("1" * 40, "2026-11-01T10:00:00Z", ko_pass=1.0)
     cand = sample_results("2" * 40, "2026-11-01T10:00:00Z", ko_pass=0.0)
@@ -441,7 +441,7 @@ def test_a_compared_candidate_known_by_its_header_still_ends_the_trend_chart(his
     """The PR comment's chart of a regressed slice: the last baselines from the history, then the
     candidate. A candidate `compare` records by its header alone has no value in the views; its
     point is the value the comparison measured."""
-    from evals.compare import compare
+    from evals.compare.analysis import compare
 
     def results(n: int, ko_passed: bool) -> Results:
         cases = [
@@ -475,7 +475,7 @@ def test_a_compared_candidate_known_by_its_header_still_ends_the_trend_chart(his
 def test_a_gate_still_records_its_runs_in_full(history_url: str) -> None:
     """Only `compare` keeps unseen runs to their header: the gate made its candidate and records
     it, cases and all (as `run`, `import`, `reset` and `history sync` do)."""
-    from evals.compare import compare
+    from evals.compare.analysis import compare
 
     base, cand = sample_results("1" * 40), sample_results("2" * 40)
     done = record_comparison(compare(base, cand, None), cand, base, action="gate")
@@ -515,7 +515,7 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
         Writer(engine).run(sample_results(), recorded_by="run")
     code = (
         "import sys; sys.modules['matplotlib'] = None\n"  # as if the extra were not installed
-        "from evals.cli import main\n"
+        "from evals.cli.app import main\n"
         f"raise SystemExit(main(['history', 'plot', '--url', {str(db)!r}, '--out', {str(tmp_path / 't.png')!r}]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
@@ -557,7 +557,7 @@ def test_history_add_of_a_bad_file_says_what_it_recorded_before_it(tmp_path: Pat
     in (adding it again changes nothing). Gzipped files, traces and the same file twice behave."""
     import gzip
 
-    from evals.results import save_results
+    from evals.results.model import save_results
 
     save_results(sample_results(), tmp_path / "good.json")
     (tmp_path / "good.json.gz").write_bytes(gzip.compress((tmp_path / "good.json").read_bytes()))
@@ -681,7 +681,7 @@ def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -
 def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path: Path) -> None:
     """`history add --config typo.yml` wrote into the working folder's history and said nothing;
     from a folder without evalgate.yml, "no history" says where a suite's history is."""
-    from evals.results import save_results
+    from evals.results.model import save_results
 
     save_results(sample_results(), tmp_path / "r.json")
     typo = _cli(tmp_path, "history", "add", "--config", "evalgat.yml", "r.json")

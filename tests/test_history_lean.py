@@ -1,4 +1,4 @@
-"""A lean run (``evals.lazyload``) is recorded from its columns and per-case JSON, without
+"""A lean run (``evals.compare.lazyload``) is recorded from its columns and per-case JSON, without
 building models: the rows and the digest must be exactly those the model path writes for the
 same file."""
 
@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from evals.compare.lazyload import LazyResults, load_lazy
 from evals.history import open_history
 from evals.history.record import Writer, _LeanRows, run_digest
-from evals.lazyload import LazyResults, load_lazy
-from evals.results import Results, load_results
-from evals.trace import build_trace
+from evals.results.model import Results, load_results
+from evals.results.trace import build_trace
 
 TABLES = {
     "runs": "SELECT * FROM runs ORDER BY id",

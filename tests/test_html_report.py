@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.html import render_html
-from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
-from evals.summary import summarize
+from evals.report.html import render_html
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.results.summary import summarize
 
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
@@ -154,7 +154,7 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     assert seen["after"]["diff"] >= 1 and seen["after"]["diff"] < seen["before"]["diff"]
     assert seen["after"]["cases"] == 1
     # The history's trend of a regressed unit (comparison.trends, SPEC §12) is drawn when present.
-    from evals.comparison import Comparison, SliceTrend
+    from evals.compare.model import Comparison, SliceTrend
 
     with_trend = Comparison.model_validate(comparison)
     with_trend.trends = [

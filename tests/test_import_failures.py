@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from evals.importers import import_results
-from evals.infra import error_kind, infra_cause
-from evals.results import load_results
+from evals.results.infra import error_kind, infra_cause
+from evals.results.model import load_results
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
 PROMPTFOO_NET = FIX / "promptfoo" / "netfail_results.json"

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers import import_results
-from evals.summary import summarize
+from evals.results.summary import summarize
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
 INSPECT = FIX / "inspect_ai" / "real"

@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from evals.compare import compare
-from evals.config import GateSpec, SuiteConfig
-from evals.errors import InputFileError, UsageError
+from evals.common.errors import InputFileError, UsageError
+from evals.compare.analysis import compare
 from evals.importers import import_results
 from evals.importers.detect import sniff
 from evals.importers.inspect_ai import value_to_float
-from evals.results import Results, load_results, save_results
+from evals.results.model import Results, load_results, save_results
+from evals.suite.config import GateSpec, SuiteConfig
 
 FIX = Path(__file__).parent / "fixtures" / "importers"
 PROMPTFOO = FIX / "promptfoo" / "repeat2_results.json"

@@ -17,7 +17,7 @@ from openai_server import OpenAIServer, status
 from openai_server import openai_server as openai_server  # the fixture
 from suites import write_suite
 
-from evals.results import load_results
+from evals.results.model import load_results
 
 CASES = [
     {"id": "fr", "input": "Capital of France?", "expected": "Paris", "tags": {"lang": "en"}},
@@ -131,7 +131,7 @@ def test_run_start_up_does_not_load_the_judges_template_engine(python_exe):
     """`evalgate run` start-up is measured (benchmarks/bench_cli_start.py): the judge's jinja2 is
     loaded only when a judge is configured."""
     done = subprocess.run(
-        [python_exe, "-c", "import sys, evals.run; print(sorted({'jinja2', 'numpy', 'scipy'} & set(sys.modules)))"],
+        [python_exe, "-c", "import sys, evals.cli.run; print(sorted({'jinja2', 'numpy', 'scipy'} & set(sys.modules)))"],
         capture_output=True,
         text=True,
         check=True,

@@ -9,9 +9,9 @@ import pytest
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from pydantic_core import SchemaValidator
 
-from evals.errors import InputFileError
-from evals.lazyload import LazyResults, _lean_schema, _validator, load_lazy
-from evals.results import load_results
+from evals.common.errors import InputFileError
+from evals.compare.lazyload import LazyResults, _lean_schema, _validator, load_lazy
+from evals.results.model import load_results
 
 RUN = {"suite": "s", "status": "success", "total_cases": 2, "completed_cases": 2}
 CASES = [
@@ -130,8 +130,8 @@ def test_validators_that_see_validated_values_keep_their_models():
 def test_values_the_models_coerce_are_read_as_load_results_reads_them(tmp_path):
     """ "passed": "yes" is a valid verdict for the models (lax booleans) but not a number for the
     attempt columns: before, compare crashed with an internal error (exit 3)."""
-    from evals.compare import compare
-    from evals.metrics import scan
+    from evals.compare.analysis import compare
+    from evals.compare.metrics import scan
 
     verdicts = ["yes", "false", "on", "0", 1]
     cases = [

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from evals.errors import EXIT_USAGE, InputFileError
+from evals.common.errors import EXIT_USAGE, InputFileError
 from evals.importers import import_results
-from evals.results import INFLATE_LIMIT_ENV
-from evals.yamlsource import MAX_ALIAS_EXPANSION
+from evals.results.model import INFLATE_LIMIT_ENV
+from evals.suite.yamlsource import MAX_ALIAS_EXPANSION
 
 # ~560 bytes; each level nine aliases of the one before: 9**8 values once expanded (a few levels
 # fewer took 2.7 s and 200 MB to validate and hash before the limit; this one, gigabytes).
@@ -78,7 +78,7 @@ def test_yaml_alias_bomb_in_a_cases_file_is_refused(tmp_path):
 
 
 def test_modest_anchors_and_merge_keys_still_load(tmp_path):
-    from evals.config import load_config
+    from evals.suite.config import load_config
 
     (tmp_path / "cases.jsonl").write_text('{"id": "c1", "input": "q", "expected": "q"}\n')
     path = tmp_path / "evalgate.yml"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers import import_results
 from evals.importers.common import iter_jsonl
 from evals.importers.detect import sniff

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from suites import git
 
-from evals.baseline import LocalStore
-from evals.cases import Case, filter_cases, limit_cases
-from evals.errors import UsageError
-from evals.progress import Progress
-from evals.results import Attempt, CaseResult, Results, RunInfo, load_results
-from evals.summary import percentile, summarize, wilson
+from evals.common.errors import UsageError
+from evals.results.model import Attempt, CaseResult, Results, RunInfo, load_results
+from evals.results.summary import percentile, summarize, wilson
+from evals.run.progress import Progress
+from evals.store.baseline import LocalStore
+from evals.suite.cases import Case, filter_cases, limit_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 FIX = Path(__file__).parent / "fixtures" / "importers"
@@ -293,8 +293,8 @@ def test_a_local_promotion_of_a_dirty_tree_warns_naming_head(suite, tmp_path, py
 
 
 def test_tokens_a_target_reports_on_one_side_only_are_not_zero_on_the_other():
-    from evals.html import render_html
-    from evals.summary import render_text
+    from evals.report.html import render_html
+    from evals.results.summary import render_text
 
     run = RunInfo(suite="s", status="success", total_cases=2, completed_cases=2)
     cases = [CaseResult(id=f"c{i}", attempts=[Attempt(passed=True, tokens_in=9)]) for i in range(2)]

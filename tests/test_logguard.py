@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from evals.escape import log_line, log_value
-from evals.logguard import LogGuard
+from evals.common.escape import log_line, log_value
+from evals.github.logguard import LogGuard
 
 HOSTILE = [
     "::add-mask::leak",

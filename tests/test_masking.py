@@ -10,8 +10,8 @@ import textwrap
 
 from suites import echo_cases, write_suite
 
-from evals.masking import MASK, MAX_MASKED_CHARS, MIN_SECRET_CHARS, clip_masked, env_secrets, mask_secrets
-from evals.results import Attempt, AttemptError, clip_output
+from evals.results.masking import MASK, MAX_MASKED_CHARS, MIN_SECRET_CHARS, clip_masked, env_secrets, mask_secrets
+from evals.results.model import Attempt, AttemptError, clip_output
 
 
 def test_secret_keys_masked_at_any_depth_case_insensitive():

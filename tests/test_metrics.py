@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from evals.lazyload import LazyResults, load_lazy
-from evals.metrics import scan
-from evals.results import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.compare.lazyload import LazyResults, load_lazy
+from evals.compare.metrics import scan
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
 
 
 def reference_scan(cases: list[CaseResult], names: list[str]) -> tuple[dict[str, list[float]], list[bool], dict]:

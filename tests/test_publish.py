@@ -1,4 +1,4 @@
-"""evals.publish: the sticky PR comment against the local GitHub stand-in, and the runner files
+"""evals.github.publish: the sticky PR comment against the local GitHub stand-in, and the runner files
 (GITHUB_STEP_SUMMARY, GITHUB_OUTPUT) as real files."""
 
 from __future__ import annotations
@@ -9,10 +9,9 @@ import pytest
 from github_server import MAX_COMMENT_CHARS, GitHubServer, github_api_fixture  # noqa: F401
 from suites import read_output_file
 
-from evals.errors import UsageError
-from evals.github import ACTIONS_BOT_LOGIN
-from evals.github_transport import GitHubError
-from evals.publish import (
+from evals.common.errors import UsageError
+from evals.github.client import ACTIONS_BOT_LOGIN
+from evals.github.publish import (
     MAX_SUMMARY_BYTES,
     comment_marker,
     emit_annotations,
@@ -22,6 +21,7 @@ from evals.publish import (
     upsert_sticky_comment_or_warn,
     write_step_summary,
 )
+from evals.github.transport import GitHubError
 
 PR = 42
 

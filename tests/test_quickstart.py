@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from evals.cases import load_cases
-from evals.config import load_config
-from evals.scorers import build_scorers, score_attempt
+from evals.run.scorers.builtin import build_scorers, score_attempt
+from evals.suite.cases import load_cases
+from evals.suite.config import load_config
 
 
 @pytest.fixture(scope="module")

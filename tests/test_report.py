@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from mdcheck import problems
 
-from evals.ci_outputs import annotations, junit_xml
-from evals.compare import compare
-from evals.comparison import Comparison
-from evals.config import SuiteConfig
-from evals.errors import InputFileError
-from evals.manifest import BaselineRef, SnapshotInfo
-from evals.report import render_markdown, write_reports
-from evals.results import Results, parse_results
+from evals.common.errors import InputFileError
+from evals.compare.analysis import compare
+from evals.compare.model import Comparison
+from evals.report.ci_outputs import annotations, junit_xml
+from evals.report.markdown import render_markdown, write_reports
+from evals.results.manifest import BaselineRef, SnapshotInfo
+from evals.results.model import Results, parse_results
+from evals.suite.config import SuiteConfig
 
 LANGS = ("ko", "en", "ja", "de")
 
@@ -518,7 +518,7 @@ def test_cli_uses_the_configured_template_and_names_a_broken_one(tmp_path: Path,
 def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips: Comparison) -> None:
     # The gate leaves room for its own headline in the 1 MiB step summary: the config's report
     # options must not replace the size limit it passes.
-    from evals.reportfiles import render
+    from evals.report.files import render
 
     config = SuiteConfig(suite="demo", cases="c.jsonl", report={"max_cases": 50})
     text = render(many_flips, config, "summary", max_chars=20_000)

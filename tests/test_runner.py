@@ -14,8 +14,8 @@ from openai_server import OpenAIServer, hang, malformed, reset, status
 from openai_server import openai_server as openai_server  # the fixture
 from suites import echo_cases, load_suite
 
-from evals.results import dump_results, load_results
-from evals.run import execute
+from evals.results.model import dump_results, load_results
+from evals.run.execution import execute
 
 FAST_RETRIES = {"max": 3, "backoff_s": [0.01], "max_retry_after_s": 0.2}
 

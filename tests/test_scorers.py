@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from evals.cases import Case
-from evals.config import ScorerSpec
-from evals.errors import UsageError
-from evals.scorers import Score, ScorerError, build_scorers, score_attempt
+from evals.common.errors import UsageError
+from evals.run.scorers.builtin import Score, ScorerError, build_scorers, score_attempt
+from evals.suite.cases import Case
+from evals.suite.config import ScorerSpec
 
 
 def scorer(spec: Any, root: Path = Path(".")):

@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 from suites import echo_cases, load_suite
 
-from evals.errors import UsageError
-from evals.merge import merge_results
-from evals.results import load_results, save_results
-from evals.run import execute
-from evals.shards import parse_shard, shard_of
+from evals.common.errors import UsageError
+from evals.results.model import load_results, save_results
+from evals.run.execution import execute
+from evals.run.shards import merge_results, parse_shard, shard_of
 
 N_CASES = 30
 

@@ -6,10 +6,10 @@ import random
 from collections import Counter
 from pathlib import Path
 
-from evals.cases import Case, load_cases
-from evals.config import SmokeSpec, load_config
-from evals.run import execute
-from evals.smoke import smoke_subset
+from evals.run.execution import execute
+from evals.run.smoke import smoke_subset
+from evals.suite.cases import Case, load_cases
+from evals.suite.config import SmokeSpec, load_config
 
 
 def suite(n: int = 300) -> list[Case]:

@@ -1,4 +1,4 @@
-"""evals.stats against scipy and hand-computed values."""
+"""evals.compare.stats against scipy and hand-computed values."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from scipy import stats as sps
 from scipy.special import comb
 
-from evals import stats
+from evals.compare import stats
 
 
 @pytest.mark.parametrize(("b", "c"), [(0, 0), (3, 0), (7, 2), (12, 12), (1, 9), (40, 25)])

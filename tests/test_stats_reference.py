@@ -1,4 +1,4 @@
-"""evals.stats and evals.decide against independent references (scipy, brute force, exact
+"""evals.compare.stats and evals.compare.decide against independent references (scipy, brute force, exact
 enumeration) on random and edge-case inputs — the checks an outside reviewer would run."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pytest
 from scipy import special
 from scipy import stats as sps
 
-from evals import stats
-from evals.config import GateSpec, MetricSpec
-from evals.decide import decide
-from evals.metrics import metric_def
-from evals.paired import MetricInput, UnitIndex
-from evals.summary import wilson
+from evals.compare import stats
+from evals.compare.decide import decide
+from evals.compare.metrics import metric_def
+from evals.compare.paired import MetricInput, UnitIndex
+from evals.results.summary import wilson
+from evals.suite.config import GateSpec, MetricSpec
 
 
 def closed_weighted_bonferroni(p: np.ndarray, w: np.ndarray) -> np.ndarray:

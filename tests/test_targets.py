@@ -16,12 +16,12 @@ from openai_server import openai_server as openai_server  # the fixture
 from suites import echo_cases, load_suite, process_alive
 from test_connections import full_backlog
 
-from evals.cases import Case
-from evals.compare import compare
-from evals.errors import InputFileError, UsageError
-from evals.openai_target import parse_retry_after
-from evals.run import execute
-from evals.targets import TargetFailure, build_target
+from evals.common.errors import InputFileError, UsageError
+from evals.compare.analysis import compare
+from evals.run.execution import execute
+from evals.run.targets.code import TargetFailure, build_target
+from evals.run.targets.endpoint import parse_retry_after
+from evals.suite.cases import Case
 
 CASE = Case(id="c1", input="hello", expected="hello", tags={"language": "ko"}, metadata={"m": 1})
 

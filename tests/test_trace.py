@@ -13,9 +13,9 @@ import pytest
 from openai_server import openai_server as openai_server  # the fixture
 from suites import write_suite
 
-from evals.errors import InputFileError
-from evals.results import Results, load_results
-from evals.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, chat_trace, tool_pairs
+from evals.common.errors import InputFileError
+from evals.results.model import Results, load_results
+from evals.results.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, chat_trace, tool_pairs
 
 CALL = {"kind": "tool_call", "name": "search", "content": '{"q": "x"}'}
 RESULT = {"kind": "tool_result", "name": "search", "content": "found"}
@@ -98,7 +98,7 @@ def test_build_trace_truncates_with_the_full_hash_and_masks() -> None:
             {"kind": "tool_result", "name": "http", "content": long_result},
             {"kind": "log", "content": "Authorization: Bearer abcdef0123456789"},
         ],
-        lambda value: __import__("evals.masking", fromlist=["x"]).mask_secrets(value),
+        lambda value: __import__("evals.results.masking", fromlist=["x"]).mask_secrets(value),
     )
     assert [e.seq for e in events] == [0, 1, 2, 3]
     assert len(events[0].content) == CONTENT_LIMIT and events[0].truncated
@@ -191,9 +191,9 @@ def test_openai_target_records_the_exchange(tmp_path: Path, openai_server, repo_
 
 
 def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
-    from evals.compare import compare
-    from evals.report import render_markdown
-    from evals.results import Attempt, CaseResult, Results, RunInfo
+    from evals.compare.analysis import compare
+    from evals.report.markdown import render_markdown
+    from evals.results.model import Attempt, CaseResult, Results, RunInfo
 
     def run(passed: bool) -> Results:
         trace = build_trace(

@@ -3,8 +3,11 @@
 The ``record_*`` functions are what the commands call after their work is done. They never
 raise and never change a verdict or an exit code: a history that cannot be written is a warning
 on stderr, and the returned ``Recorded`` counts the failed writes (``gate`` puts that count into
-the report's warnings). Nothing is imported from here by ``evals.run`` at start-up; the commands
-import this module when they record."""
+the report's warnings). Nothing is imported from here by ``evalgate run`` at start-up; the commands
+import this module when they record.
+
+Reached only from ``evals.pipeline`` and ``evals.cli``; may import ``evals.store`` and
+everything below it."""
 
 from __future__ import annotations
 
@@ -18,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from evals.history.settings import history_url, switched_off
 
 if TYPE_CHECKING:
-    from evals.baseline import BaselineStore
-    from evals.comparison import Comparison
-    from evals.config import SuiteConfig
+    from evals.compare.model import Comparison
     from evals.history.engine import Engine
     from evals.history.record import Run, Writer
-    from evals.manifest import SnapshotInfo
-    from evals.results import Results
+    from evals.results.manifest import SnapshotInfo
+    from evals.results.model import Results
+    from evals.store.baseline import BaselineStore
+    from evals.suite.config import SuiteConfig
 
 __all__ = [
     "Recorded",

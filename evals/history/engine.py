@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evals.errors import InfraError, UsageError
+from evals.common.errors import InfraError, UsageError
 
 MIGRATION_RE = re.compile(r"^(\d{4})_(\w+?)(?:\.(sqlite|postgresql))?\.sql$")
 ENGINES = ("sqlite", "postgresql")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.errors import InputFileError, UsageError
+from evals.common.errors import InputFileError, UsageError
 from evals.history.trends import Trends, nothing_to_show
 
 MAX_LINES = 12

@@ -5,7 +5,7 @@ hash and latency), so the same run recorded twice — by ``run`` and then by the
 started it, or by ``gate`` and later by ``history sync`` from the store's snapshot — is one row.
 Each run is written in one transaction with its cases, slices, attempts and trace events (bulk:
 ``executemany`` on SQLite, ``COPY`` on PostgreSQL). Texts that came from a case or a target are
-masked (``evals.masking``) unless evalgate made the file (its runner and importers mask everything
+masked (``evals.results.masking``) unless evalgate made the file (its runner and importers mask everything
 they write, ``run.evalgate_version`` says so): masking is most of the cost of writing a large
 trace, and doing it twice finds nothing new. Target parameters are always masked."""
 
@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import TypeAdapter
 
+from evals.compare.lazyload import CaseList
 from evals.history.engine import Engine
-from evals.lazyload import CaseList
-from evals.masking import mask_secrets, mask_text
-from evals.trace import TraceEvent, tool_pairs
+from evals.results.masking import mask_secrets, mask_text
+from evals.results.trace import TraceEvent, tool_pairs
 
 if TYPE_CHECKING:
-    from evals.comparison import Comparison
-    from evals.lazyload import LazyResults
-    from evals.manifest import SnapshotInfo
-    from evals.results import Attempt, CaseResult, Results
+    from evals.compare.lazyload import LazyResults
+    from evals.compare.model import Comparison
+    from evals.results.manifest import SnapshotInfo
+    from evals.results.model import Attempt, CaseResult, Results
 
     Run = Results | LazyResults
 
@@ -223,7 +223,7 @@ def _lean_digest(h: Any, cases: CaseList) -> None:
 
 
 class _LeanRows:
-    """A lean run's rows (``evals.lazyload``), built a column at a time: numbers from its attempt
+    """A lean run's rows (``evals.compare.lazyload``), built a column at a time: numbers from its attempt
     columns, texts from each case's JSON (read once, a chunk of cases at a time), no model built;
     trace events validated only where an attempt has a trace."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from evals.config import SuiteConfig
+    from evals.suite.config import SuiteConfig
 
 OFF_WORDS = frozenset({"off", "0", "false", "no", "disabled"})
 DEFAULT_PATH = ".evalgate/history.sqlite"

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from evals.history.record import Writer, run_digest
 
 if TYPE_CHECKING:
-    from evals.baseline import BaselineStore
-    from evals.manifest import SnapshotInfo
+    from evals.results.manifest import SnapshotInfo
+    from evals.store.baseline import BaselineStore
 
 
 @dataclass
@@ -31,7 +31,7 @@ def action_of(verdict: str | None) -> str:
 def sync_store(writer: Writer, store: BaselineStore, *, last: int | None = None) -> SyncReport:
     """Load every snapshot of ``store``'s manifest (or its ``last`` newest) into the history. A
     snapshot that fails verification is reported and skipped; the others still load."""
-    from evals.errors import InputFileError
+    from evals.common.errors import InputFileError
 
     report = SyncReport()
     snapshots = store.list().snapshots

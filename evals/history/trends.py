@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evals.errors import UsageError
+from evals.common.errors import UsageError
 from evals.history.engine import Engine
-from evals.summary import wilson
+from evals.results.summary import wilson
 
 if TYPE_CHECKING:
-    from evals.comparison import Comparison, SliceTrend
+    from evals.compare.model import Comparison, SliceTrend
 
 # metric name (as the gate and the CLI call it) → (view, column): reading one view is several
 # times faster than v_unit_metrics, which computes them all.
@@ -249,7 +249,7 @@ def _unit_filter(units: list[str] | None) -> tuple[str, tuple[str, ...]]:
 def regressed_trends(engine: Engine, comparison: Comparison, candidate_run: int, *, last: int = 8) -> list[SliceTrend]:
     """For each regressed slice (at most three, worst first) whose metric the views know: its
     value in the suite's last ``last`` baselines, then in this candidate — the PR comment's chart."""
-    from evals.comparison import SliceTrend
+    from evals.compare.model import SliceTrend
 
     regressed = sorted(
         (u for u in comparison.regressed if u.slice_key is not None and u.metric in METRICS),

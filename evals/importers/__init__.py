@@ -1,7 +1,10 @@
 """Import results from other harnesses (SPEC §11): ``import_results(fmt, inputs, **options)``
 maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor and JUnit outputs to
 evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs;
-an evalgate results file passes through unchanged."""
+an evalgate results file passes through unchanged.
+
+One module per harness; a new one registers in ``detect`` (``--from auto``) and here. May import
+``evals.results`` and ``evals.common`` only."""
 
 from __future__ import annotations
 
@@ -12,8 +15,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from evals.errors import InputFileError, UsageError
-from evals.results import Results
+from evals.common.errors import InputFileError, UsageError
+from evals.results.model import Results
 
 # Format name -> module (each exposes ``import_files(inputs, options) -> Results``).
 FORMATS: dict[str, str] = {

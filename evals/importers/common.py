@@ -12,9 +12,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals import __version__
-from evals.errors import InputFileError
-from evals.masking import clip_masked, mask_secrets
-from evals.results import (
+from evals.common.errors import InputFileError
+from evals.results.masking import clip_masked, mask_secrets
+from evals.results.model import (
     Attempt,
     AttemptError,
     CaseResult,

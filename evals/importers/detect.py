@@ -9,8 +9,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InputFileError, UsageError
-from evals.results import json_problem, looks_truncated, read_json_bytes
+from evals.common.errors import InputFileError, UsageError
+from evals.results.model import json_problem, looks_truncated, read_json_bytes
 
 # Directory scans look this deep: a Harbor job is job/trial/result.json; lm-eval writes
 # output/<model>/samples_*.jsonl.

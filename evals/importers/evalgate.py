@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evals.errors import UsageError
+from evals.common.errors import UsageError
 from evals.importers.common import ImportOptions
-from evals.results import Results, load_results
+from evals.results.model import Results, load_results
 
 
 def import_files(inputs: list[Path], options: ImportOptions) -> Results:

@@ -25,7 +25,7 @@ from typing import Any
 
 import zstandard
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
@@ -37,8 +37,8 @@ from evals.importers.common import (
     new_case,
     not_format,
 )
-from evals.infra import error_kind
-from evals.results import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
+from evals.results.infra import error_kind
+from evals.results.model import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
 
 FORMAT = "inspect_ai"
 ZIP_METHOD_ZSTD = 93

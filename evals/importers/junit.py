@@ -14,7 +14,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
@@ -26,8 +26,8 @@ from evals.importers.common import (
     not_format,
     read_text,
 )
-from evals.infra import error_kind
-from evals.results import CaseResult
+from evals.results.infra import error_kind
+from evals.results.model import CaseResult
 
 FORMAT = "junit"
 _OUTCOME_RANK = {"passed": 0, "failure": 1, "error": 2}

@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
@@ -32,7 +32,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.importers.detect import sniff
-from evals.results import CaseResult, TargetInfo
+from evals.results.model import CaseResult, TargetInfo
 
 FORMAT = "lm_eval"
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d.:\-]+)\.jsonl$")

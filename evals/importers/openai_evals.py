@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
@@ -24,8 +24,8 @@ from evals.importers.common import (
     numeric_scores,
 )
 from evals.importers.detect import sniff
-from evals.infra import error_kind
-from evals.results import CaseResult, TargetInfo
+from evals.results.infra import error_kind
+from evals.results.model import CaseResult, TargetInfo
 
 FORMAT = "openai_evals"
 

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evals.errors import InputFileError
+from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
@@ -27,8 +27,8 @@ from evals.importers.common import (
     not_format,
     numeric_scores,
 )
-from evals.infra import error_kind
-from evals.results import CaseResult, TargetInfo
+from evals.results.infra import error_kind
+from evals.results.model import CaseResult, TargetInfo
 
 FORMAT = "promptfoo"
 SUPPORTED_VERSION = 3

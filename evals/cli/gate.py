@@ -1,0 +1,96 @@
+"""``evalgate gate``: the whole pipeline in one command, and what the GitHub Action runs.
+
+config → baseline (the store's choice for this event, plus the blessed one for the drift guard;
+read first, so a broken store costs no suite run) → candidate (run the suite — the smoke subset on
+PRs — in a child process that never sees the GitHub token, or take ``--results``, importing it
+first with ``--results-format``) → compare → reports in ``--out-dir`` → publish (inside GitHub Actions:
+step summary, annotations, sticky PR comment, outputs) → promote (push to the default branch, or
+``--promote``). The exit code is the verdict's (SPEC §9). Publishing never changes it: a comment
+that cannot be posted (a fork's read-only token) is a warning, and its body is kept in the out dir
+(``comment.md`` + ``comment.json``) for the two-phase ``workflow_run`` flow (``evalgate comment``).
+
+``--mode reset`` and ``--mode comment`` (or what ``auto`` picks for the event) run the reset and
+the stored-report posting, so the action needs one command line for every mode. The work lives
+in library modules (``evals.pipeline.flows``, ``evals.github.stored_report``); this module only reads options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evals.cli.options import add_candidate_options
+from evals.common.errors import EvalgateError, UsageError
+from evals.common.escape import log_value
+from evals.github.activity import MODES, detect
+from evals.github.publish import report_failure
+from evals.github.stored_report import post_stored
+from evals.github.token_guard import isolate_token
+from evals.pipeline.candidate import load_config_or_defaults
+from evals.pipeline.exposure import RUN_KINDS, guard_pull_request_target
+from evals.pipeline.flows import run_gate, run_only, run_reset
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    add_candidate_options(parser)
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default="auto",
+        help="auto: chosen from the GitHub event (PR → smoke, push to the default branch → full + promote, "
+        "workflow_dispatch → reset); outside Actions a full gate against the local store. run: only run the "
+        "suite and write results.json (the first job of the two-job layout; no token needed)",
+    )
+    parser.add_argument(
+        "--tolerance",
+        metavar="DELTA",
+        help="tolerance for every rate metric (pass_rate, score, error_rate, pass@k), as in `evalgate compare`: "
+        '0.02 or "5%%"',
+    )
+    parser.add_argument("--comment", choices=("on", "off"), default="on", help="post the sticky PR comment")
+    parser.add_argument(
+        "--promote",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="store the candidate as the new baseline when the gate allows it (default: on a push to the "
+        "default branch only)",
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
+    parser.add_argument("--reason", help="why the baseline is reset (mode reset)")
+    parser.add_argument("--pr", type=int, metavar="N", help="pull request number (mode comment)")
+    parser.add_argument("--report-dir", metavar="DIR", help="stored report to post (mode comment; default --out-dir)")
+
+
+def main(args: argparse.Namespace) -> int:
+    isolate_token()
+    activity = detect(args.mode, reason=args.reason, pr_number=args.pr)
+    print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
+    try:
+        runs_suite = activity.kind in RUN_KINDS and not args.results
+        guard_pull_request_target(activity, Path(args.config), runs_suite=runs_suite)
+    except EvalgateError as exc:
+        report_failure(exc, activity)
+        raise
+    if activity.kind == "comment":
+        return post_stored(Path(args.report_dir or args.out_dir), activity, pr_number=args.pr)
+    if activity.kind == "reset":
+        return run_reset(args, activity)
+    if activity.kind == "run":
+        return run_only(args, activity)
+    if activity.kind == "compare" and not args.results:
+        raise UsageError("mode compare gates a results file you bring: pass --results FILE (input `results`)")
+    try:
+        config, given = load_config_or_defaults(args)
+        if args.tolerance and args.tolerance.strip():
+            from evals.compare.analysis import apply_tolerance_override
+
+            config = apply_tolerance_override(config, args.tolerance)
+        outcome = run_gate(config, activity, args, candidate=given)
+    except EvalgateError as exc:
+        report_failure(exc, activity)
+        raise
+    print(f"evalgate gate: {outcome.comparison.verdict}: {log_value(outcome.comparison.reason, limit=None)}")
+    print(f"report: {outcome.paths['report']}")
+    if "html" in outcome.paths:
+        print(f"html: {outcome.paths['html']}")
+    return outcome.exit_code

@@ -1,0 +1,108 @@
+"""``evalgate run`` / ``python -m evals.run``: run the suite on the candidate, write the results file
+(the work is in ``evals.run.execution``).
+
+The file is written at the start (``running``, nothing done), every few seconds while cases finish,
+and at the end, each time atomically with a status and counts that are true at that moment
+(seed 000: a partial run must never read as a whole one).
+
+Exit codes: 0 when every case completed (``success``); 3 when the run is incomplete (``error``
+— infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM, or ``timeout``), SPEC §9;
+2 for bad flags, config or cases."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
+from evals.run.execution import execute, say
+from evals.run.runner import DEFAULT_GRACE_S
+from evals.run.shards import parse_shard
+from evals.suite.config import load_config
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml)")
+    parser.add_argument(
+        "--output", "-o", default="results.json", help="results file (default: ./results.json); .json.gz is gzipped"
+    )
+    parser.add_argument("--smoke", action="store_true", help="run only the smoke subset (config smoke:)")
+    parser.add_argument("--shard", metavar="I/N", help="run only shard I of N (join them with `evalgate merge`)")
+    parser.add_argument("--resume", action="store_true", help="keep complete cases already in --output, run the rest")
+    parser.add_argument("--concurrency", type=int, metavar="N", help="override the config's concurrency")
+    parser.add_argument(
+        "--grace-s",
+        type=float,
+        default=DEFAULT_GRACE_S,
+        metavar="S",
+        help=f"on SIGINT/SIGTERM, how long in-flight attempts may finish (default {DEFAULT_GRACE_S:g})",
+    )
+    parser.add_argument(
+        "--progress", choices=("auto", "bar", "lines"), default="auto", help="progress on stderr (auto: bar on a TTY)"
+    )
+    parser.add_argument(
+        "--filter",
+        dest="filters",
+        action="append",
+        metavar="PATTERN",
+        help="development run: only cases whose id matches this glob, or whose tag KEY matches KEY=VALUE "
+        "(repeatable; same key: either, different keys: both); the run is marked as a subset",
+    )
+    parser.add_argument(
+        "--limit", type=int, metavar="N", help="development run: only the first N cases; the run is marked as a subset"
+    )
+    parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
+    parser.add_argument(
+        "--summary",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="end with the summary table: pass rate with CI overall and per slice, errors, tokens, latency, cost "
+        "(--no-summary: only the errors' most common messages, if any attempt errored)",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    if args.concurrency is not None:
+        if args.concurrency < 1:
+            raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
+        config.concurrency = args.concurrency
+    if args.grace_s < 0:
+        raise UsageError(f"--grace-s must be >= 0, got {args.grace_s:g}")
+    shard = parse_shard(args.shard) if args.shard else None
+    progress = {"auto": None, "bar": True, "lines": False}[args.progress]
+    results = execute(
+        config,
+        Path(args.output),
+        smoke=args.smoke,
+        shard=shard,
+        resume=args.resume,
+        progress=progress,
+        grace_s=args.grace_s,
+        filters=args.filters,
+        limit=args.limit,
+        lean=True,
+    )
+    # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
+    if args.summary or args.html or results.errored_cases:
+        from evals.results.summary import error_lines, render_text, summarize
+
+        summary = summarize(results, config.slices or None)
+        if args.summary:
+            sys.stderr.write("\n" + render_text(summary))
+        elif results.errored_cases:
+            sys.stderr.write("".join(f"evalgate run: {line.strip()}\n" for line in error_lines(summary)))
+        if args.html:
+            from evals.report.html import write_html
+
+            write_html(Path(args.html), results=results, summary=summary)
+            say(f"html report: {args.html}")
+    from evals.history import record_run
+
+    record_run(results, config=config)
+    if results.run.is_complete:
+        say(f"results written to {args.output}")
+        return EXIT_PASS
+    say(f"{args.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}")
+    return EXIT_INFRA

@@ -1,0 +1,5 @@
+"""``python -m evals.compare``: the seed workflow's spelling of ``evalgate compare``."""
+
+from evals.cli.app import module_main
+
+raise SystemExit(module_main("compare"))

@@ -1,0 +1,396 @@
+"""Compare a candidate run with a baseline (SPEC §5): ``compare()`` makes the ``Comparison`` that
+``evalgate compare``, the gate and the promotion rule act on (its exit code is the gate verdict,
+SPEC §9).
+
+``compare`` turns results files into paired arrays (``evals.compare.pairing``), checks the special
+verdicts (``evals.compare.compatibility``) and hands the arrays to the decision rule (``evals.compare.decide``),
+which ``benchmarks/sim_gate.py`` calls directly, so the simulations test the code that gates.
+"""
+
+from __future__ import annotations
+
+import gc
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from evals import __version__
+from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, UsageError
+from evals.compare.casediff import case_diff
+from evals.compare.compatibility import first_baseline_hint, incompatibility
+from evals.compare.decide import decide, describe_unit, gate_verdict
+from evals.compare.lazyload import load_lazy
+from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
+from evals.compare.model import (
+    CaseDiff,
+    Comparison,
+    DriftCheck,
+    GateConfig,
+    MetricGate,
+    ProvenanceChange,
+    UnitResult,
+    Verdict,
+)
+from evals.compare.paired import MetricInput, UnitIndex
+from evals.compare.pairing import Pairing, pair, unit_indices
+from evals.compare.runs import Run, provenance_diff, summarize
+from evals.results.manifest import BaselineRef
+from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
+from evals.suite.slices import require_slice_keys
+
+# Metrics whose values are rates in [0, 1]: the ones `--tolerance` applies to (and every pass@k).
+RATE_METRICS = ("pass_rate", "score", "error_rate")
+
+
+def is_rate_metric(name: str) -> bool:
+    """A metric whose values are rates in [0, 1]: ``pass_rate``, ``score``, ``error_rate``, ``pass@k``."""
+    return name in RATE_METRICS or name.startswith("pass@")
+
+
+def apply_tolerance_override(config: SuiteConfig, tolerance: float | str) -> SuiteConfig:
+    """The ``--tolerance`` rule of ``evalgate compare`` and ``evalgate gate``: a copy of ``config``
+    whose rate metrics (:func:`is_rate_metric`) get this tolerance; latency, tokens, cost and named
+    scores keep theirs, since an absolute band in rate units means nothing in milliseconds or
+    dollars. ``tolerance`` is absolute (``0.02``, ``"0.02"``) or relative (``"5%"``). The input
+    config is not changed, and neither is ``config_hash()`` (tolerances are not part of it).
+    Raises ``UsageError`` for anything else (negative, NaN, ``"abc"``)."""
+    checked = parse_tolerance(tolerance)
+    metrics = {
+        name: spec.model_copy(update={"tolerance": checked}) if is_rate_metric(name) else spec
+        for name, spec in config.metrics.items()
+    }
+    return config.model_copy(update={"metrics": metrics})
+
+
+def parse_tolerance(tolerance: float | str) -> float | str:
+    hint = 'use a number >= 0 (0.02) or a percentage ("5%")'
+    try:
+        if isinstance(tolerance, str):
+            raw = tolerance.strip()
+            value: float | str = raw if raw.endswith("%") else float(raw)
+        else:
+            value = float(tolerance)
+        return MetricSpec(tolerance=value).tolerance
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        raise UsageError(f"--tolerance {tolerance!r}: {hint}") from None
+
+
+# ---------------------------------------------------------------------------------------- compare
+
+
+def _gate_config(config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]):
+    if config is None:
+        metrics = {default_metric(tables): MetricSpec(tolerance=0.02 if tolerance is None else tolerance)}
+        return metrics, GateSpec(), slice_keys_of(tables), "warn", 20, 300
+    if tolerance is not None:
+        config = apply_tolerance_override(config, tolerance)
+    return (
+        dict(config.metrics),
+        config.gate,
+        list(config.slices),
+        config.baseline.on_missing,
+        config.report.max_cases,
+        config.report.excerpt_chars,
+    )
+
+
+def _inputs(
+    defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTable, ct: RunTable, pairing: Pairing
+) -> list[MetricInput]:
+    return [
+        MetricInput(d, specs[d.name], bt.values(d)[pairing.base_rows], ct.values(d)[pairing.cand_rows]) for d in defs
+    ]
+
+
+def _exit_code(verdict: Verdict, policy: str, on_missing: str) -> int:
+    if verdict == "pass":
+        return EXIT_PASS
+    if verdict == "inconclusive":
+        return EXIT_FAIL if policy == "fail" else EXIT_PASS
+    if verdict == "no-baseline":
+        return EXIT_FAIL if on_missing == "fail" else EXIT_PASS
+    if verdict == "incomplete":
+        return EXIT_INFRA
+    return EXIT_FAIL
+
+
+def compare(
+    baseline: Run | None,
+    candidate: Run,
+    config: SuiteConfig | None = None,
+    *,
+    tolerance: float | str | None = None,
+    blessed: Run | None = None,
+    baseline_ref: BaselineRef | None = None,
+    blessed_ref: BaselineRef | None = None,
+    inconclusive: Literal["warn", "fail"] | None = None,
+) -> Comparison:
+    """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
+    decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express.
+    ``tolerance`` (absolute, or ``"N%"``) is the ``--tolerance`` flag: with a config it replaces the
+    rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
+    of the one metric gated (default 0.02)."""
+    if tolerance is not None:
+        tolerance = parse_tolerance(tolerance)
+    names = named_scores(metric_def(name) for name in config.metrics) if config else []
+    ct = scan(candidate.cases, len(candidate.cases), names)
+    bt = scan(baseline.cases, len(baseline.cases), names) if baseline is not None else None
+    specs, gate, slice_keys, on_missing, limit, excerpt = _gate_config(config, tolerance, [t for t in (ct, bt) if t])
+    policy = inconclusive or gate.inconclusive
+    defs = [metric_def(name, spec) for name, spec in specs.items()]
+    if config is not None:
+        _require_same_suite(config, candidate, baseline)
+        _require_named_scores(config, defs, [t for t in (ct, bt) if t])
+        _require_attempts_for_pass_at_k(config, defs, [t for t in (ct, bt) if t], [candidate, baseline])
+        # Results files (from `run` or imported) get the check `run` makes on the case files.
+        filled = [t for t in (ct, bt) if t and t.ids]
+        if filled and config.slices:
+            require_slice_keys(config.slices, slice_keys_of(filled), where=config.where("slices"))
+    gate_model = GateConfig(
+        alpha=gate.alpha,
+        power=gate.power,
+        slice_alpha_share=gate.slice_alpha_share,
+        slice_weights=gate.slice_weights,
+        target_mde=gate.target_mde,
+        inconclusive=policy,
+        max_error_rate=gate.max_error_rate,
+        max_age_days=config.baseline.max_age_days if config else BaselineSpec().max_age_days,
+        bootstrap_resamples=gate.bootstrap_resamples,
+        seed=gate.seed,
+        metrics=[
+            MetricGate(metric=d.name, direction=d.direction, tolerance=specs[d.name].tolerance, gate=specs[d.name].gate)
+            for d in defs
+        ],
+        slice_keys=slice_keys,
+    )
+    cand_summary = summarize(candidate, ct)
+    warnings: list[str] = []
+    subset = bool(candidate.run.subset or candidate.run.shard)
+    units: list[UnitResult] = []
+    provenance: list[ProvenanceChange] = []
+    base_summary = None
+    diff = CaseDiff(limit=limit, added=list(ct.ids), n_added=len(ct.ids))
+    why_incompatible = None
+    if baseline is not None and bt is not None:
+        base_summary = summarize(baseline, bt)
+        provenance = provenance_diff(baseline, candidate)
+        pairing = pair(bt, ct, subset)
+        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt)
+        why_incompatible = incompatibility(
+            baseline, candidate, pairing, max_removed_share=gate.max_removed_share, baseline_cases=len(bt.ids)
+        )
+        if not base_summary.complete:
+            warnings.append(
+                f"the baseline run is partial ({base_summary.status}, "
+                f"{base_summary.completed_cases}/{base_summary.total_cases} cases)"
+            )
+        b_start, c_start = _instant(baseline.run.started_at), _instant(candidate.run.started_at)
+        if b_start and c_start and b_start > c_start:
+            warnings.append(
+                f"the baseline run started after the candidate ({baseline.run.started_at} vs "
+                f"{candidate.run.started_at}): are the baseline and the candidate the right way round?"
+            )
+
+    verdict: Verdict
+    if not cand_summary.complete:
+        verdict, reason = (
+            "incomplete",
+            (
+                f"candidate run is partial: status {cand_summary.status}, "
+                f"{cand_summary.completed_cases}/{cand_summary.total_cases} cases completed"
+                + (f" ({cand_summary.message})" if cand_summary.message else "")
+            ),
+        )
+    elif ct.ids and cand_summary.attempts == 0:
+        verdict, reason = (
+            "incomplete",
+            (
+                f"the candidate's {len(ct.ids)} cases hold no attempt (its header says {cand_summary.status}, "
+                f"{cand_summary.completed_cases}/{cand_summary.total_cases} completed): nothing was measured; "
+                "run the suite again, or re-import the harness's results"
+            ),
+        )
+    elif cand_summary.infra_error_rate > gate.max_error_rate:
+        verdict, reason = (
+            "incomplete",
+            (
+                f"candidate infra error rate {cand_summary.infra_error_rate:.1%} is above max_error_rate "
+                f"{gate.max_error_rate:.1%}: {cand_summary.infra_errors} of {cand_summary.attempts} attempts got no "
+                "answer (connection, 429 or 5xx after retries) — fix the endpoint or its rate limits and re-run"
+            ),
+        )
+    elif baseline is None:
+        verdict, reason = (
+            "no-baseline",
+            f"no baseline to compare with (first run?); on_missing is {on_missing}"
+            + (f": {first_baseline_hint()}" if on_missing != "seed" else ""),
+        )
+    elif why_incompatible:
+        verdict, reason = "incompatible", why_incompatible
+    else:
+        verdict, reason = "pass", ""
+    if baseline is not None and not why_incompatible:
+        units = decide(_inputs(defs, specs, bt, ct, pairing), unit_indices(ct, pairing.cand_rows, slice_keys), gate)
+        if verdict == "pass":
+            verdict, reason = gate_verdict(units)
+        warnings += _power_warnings(units, defs, gate)
+
+    drift = None
+    if blessed is not None and not (
+        blessed.run.config_hash and candidate.run.config_hash and blessed.run.config_hash != candidate.run.config_hash
+    ):
+        drift = _drift(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset)
+    elif blessed is not None:
+        warnings.append("the blessed baseline has another config_hash: drift guard skipped")
+
+    return Comparison(
+        verdict=verdict,
+        reason=reason,
+        exit_code=_exit_code(verdict, policy, on_missing),
+        gate=gate_model,
+        units=units,
+        case_diff=diff,
+        provenance=provenance,
+        baseline=baseline_ref,
+        baseline_run=base_summary,
+        candidate_run=cand_summary,
+        drift=drift,
+        drift_ok=drift.ok if drift else True,
+        warnings=warnings,
+        evalgate_version=__version__,
+        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def _instant(stamp: str | None) -> datetime | None:
+    """An ISO 8601 time as an aware datetime (UTC when it names no zone); None when there is none
+    or it is not one (a hand-made file)."""
+    try:
+        when = datetime.fromisoformat(stamp.replace("Z", "+00:00")) if stamp else None
+    except ValueError:
+        return None
+    return when if when is None or when.tzinfo else when.replace(tzinfo=UTC)
+
+
+def _require_same_suite(config: SuiteConfig, candidate: Run, baseline: Run | None) -> None:
+    """A candidate of another suite than the config's and its baseline's is the wrong file, not
+    a change a reset should accept (a reset refuses it): exit 2, as the reset says."""
+    suite = candidate.run.suite
+    if config.path is None or baseline is None or suite == config.suite or baseline.run.suite != config.suite:
+        return
+    raise UsageError(
+        f"the candidate is a run of suite {suite!r} but {config.path.name} (and its baseline) is suite "
+        f"{config.suite!r}: compare a run of this suite, or name the run after it "
+        f"(`evalgate import --suite {config.suite} ...`)"
+    )
+
+
+def _require_named_scores(config: SuiteConfig, defs: list[MetricDef], tables: list[RunTable]) -> None:
+    """A named score that no case of either run records compares nothing: a typo, or a scorer that
+    does not record it. The config check cannot see this for ``python:`` scorers; the runs can."""
+    filled = [t for t in tables if t.ids]
+    for d in defs:
+        if filled and d.column.startswith("score:") and all(np.isnan(t.values(d)).all() for t in filled):
+            raise UsageError(
+                f"{config.where('metrics', d.name)}: metric {d.name!r} is a named score that no case of the runs "
+                "records (check the spelling against the keys your scorers put in `scores`)"
+            )
+
+
+def _require_attempts_for_pass_at_k(
+    config: SuiteConfig, defs: list[MetricDef], tables: list[RunTable], runs: list[Run | None]
+) -> None:
+    """``pass@k`` needs k judged attempts of a case; with fewer in every case of both runs, and
+    runs made with fewer than k attempts a case, it has no value to compare, and a gate on it would
+    be ``inconclusive`` whatever the runs did. (Runs made with k attempts whose attempts failed as
+    infra are the verdict's to judge: ``incomplete``.)"""
+    filled = [t for t in tables if t.ids]
+    declared = max((r.run.attempts_per_case or 0 for r in runs if r is not None), default=0)
+    for d in defs:
+        if not (filled and d.column.startswith("pass@")):
+            continue
+        k = int(d.column.removeprefix("pass@"))
+        most = max((int(np.nanmax(t.columns["pass_n"], initial=0)) for t in filled), default=0)
+        if most < k and declared < k:
+            raise UsageError(
+                f"{config.where('metrics', d.name)}: metric {d.name!r} needs at least {k} judged attempts of a "
+                f"case, and no case of the runs has more than {most}: set attempts: {k} (or more) and run again, "
+                "or gate on pass@1"
+            )
+
+
+def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSpec) -> list[str]:
+    """Overall units that cannot see drops of target_mde: the whole gate is then blunt."""
+    bounded = {d.name: d.bounded for d in defs}
+    out = []
+    for u in units:
+        if u.unit != "overall" or not u.gated or u.mde is None:
+            continue
+        relative = not bounded.get(u.metric, True)
+        scale = abs(u.baseline) if relative and u.baseline else 1.0
+        target = f"target_mde {gate.target_mde:g}"
+        # The MDE is the tolerance plus a sampling term: past the tolerance, cases cannot help.
+        if u.tolerance / scale > gate.target_mde:
+            shown = f"{u.tolerance / scale:.1%} of the baseline value" if relative else f"{u.tolerance:.3g}"
+            out.append(
+                f"{u.metric}'s tolerance ({shown}) is itself larger than {target}: no number of cases "
+                "makes the gate detect smaller drops; lower the tolerance or raise target_mde"
+            )
+        elif u.mde / scale > gate.target_mde:
+            shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{u.mde:.3g}"
+            more = f" (about {u.cases_for_target} paired cases would reach it)" if u.cases_for_target else ""
+            out.append(f"{u.metric} overall can only detect drops of {shown} or more ({target}){more}")
+    return out
+
+
+def _drift(
+    blessed: Run,
+    ref: BaselineRef | None,
+    candidate: Run,
+    ct: RunTable,
+    defs: list[MetricDef],
+    specs: dict[str, MetricSpec],
+    gate: GateSpec,
+    subset: bool,
+) -> DriftCheck:
+    """Candidate vs the last blessed baseline, overall, gated metrics: the drift guard holds
+    unless one of them regressed beyond its tolerance (same test and level as the gate)."""
+    gated = [d for d in defs if specs[d.name].gate]
+    lt = scan(blessed.cases, len(blessed.cases), named_scores(gated))
+    pairing = pair(lt, ct, subset)
+    units = decide(_inputs(gated, specs, lt, ct, pairing), [UnitIndex("overall", None, None, None)], gate)
+    regressed = [u for u in units if u.verdict == "regressed"]
+    worst = "regressed" if regressed else (units[0].verdict if units else None)
+    reason = (
+        f"drift guard: {describe_unit(regressed[0])} vs the blessed baseline"
+        if regressed
+        else "no regression beyond tolerance vs the blessed baseline"
+    )
+    return DriftCheck(
+        blessed=ref,
+        blessed_sha=blessed.run.git_sha,
+        units=units,
+        verdict=worst,
+        delta=units[0].delta if units else None,
+        ok=not regressed,
+        reason=reason,
+    )
+
+
+def load_runs(*paths: str | Path | None) -> list[Run | None]:
+    """Load results files for comparison (``evals.compare.lazyload``: same validation as ``load_results``,
+    a fraction of the memory) with the cyclic garbage collector paused: parsing 100,000 cases
+    allocates millions of objects, and the collections that triggers (each scanning everything
+    allocated so far) cost more than the parsing itself. The loaded runs are then frozen out of
+    later collections."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        runs = [load_lazy(p) if p else None for p in paths]
+    finally:
+        if was_enabled:
+            gc.enable()
+    gc.freeze()
+    return runs

@@ -1,0 +1,91 @@
+"""The case diff (SPEC §5): cases that flipped pass→fail and fail→pass, and the largest score
+drops, with input, expected and output excerpts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+
+from evals.compare.metrics import RunTable
+from evals.compare.model import CaseDiff, CaseDiffEntry
+from evals.compare.pairing import Pairing
+from evals.compare.runs import Run
+from evals.results.model import CaseResult
+from evals.results.trace import failed_tail
+
+
+def _excerpt(value: Any, limit: int) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _first_output(case: CaseResult, limit: int) -> tuple[str | None, str | None]:
+    valid = [a for a in case.attempts if not a.is_infra_error] or case.attempts
+    error = next((f"{a.error.kind}: {a.error.message}" for a in valid if a.error), None)
+    return (_excerpt(valid[0].output, limit) if valid else None), (_excerpt(error, limit) if error else None)
+
+
+def case_diff(
+    baseline: Run, candidate: Run, bt: RunTable, ct: RunTable, pairing: Pairing, limit: int, excerpt: int
+) -> CaseDiff:
+    b_pass = bt.columns["pass_rate"][pairing.base_rows]
+    c_pass = ct.columns["pass_rate"][pairing.cand_rows]
+    b_score = bt.columns["score"][pairing.base_rows]
+    c_score = ct.columns["score"][pairing.cand_rows]
+    with np.errstate(invalid="ignore"):
+        p2f = np.flatnonzero((b_pass >= 0.5) & (c_pass < 0.5))
+        f2p = np.flatnonzero((b_pass < 0.5) & (c_pass >= 0.5))
+        drop = c_score - b_score
+        # A pass → fail flip is usually a score drop too: it is listed (and counted) once, as a flip.
+        drops = np.setdiff1d(np.flatnonzero(drop < 0), p2f, assume_unique=True)
+    drops = drops[np.argsort(drop[drops], kind="stable")]
+
+    def entry(k: int) -> CaseDiffEntry:
+        b_case, c_case = baseline.cases[pairing.base_rows[k]], candidate.cases[pairing.cand_rows[k]]
+        b_out, _ = _first_output(b_case, excerpt)
+        c_out, c_err = _first_output(c_case, excerpt)
+
+        def num(x: float) -> float | None:
+            return None if np.isnan(x) else float(x)
+
+        return CaseDiffEntry(
+            id=c_case.id,
+            slices=c_case.slices,
+            baseline_passed=None if np.isnan(b_pass[k]) else bool(b_pass[k] >= 0.5),
+            candidate_passed=None if np.isnan(c_pass[k]) else bool(c_pass[k] >= 0.5),
+            baseline_pass_rate=num(b_pass[k]),
+            candidate_pass_rate=num(c_pass[k]),
+            baseline_score=num(b_score[k]),
+            candidate_score=num(c_score[k]),
+            score_delta=num(drop[k]),
+            input=_excerpt(c_case.input if c_case.input is not None else b_case.input, excerpt),
+            expected=_excerpt(c_case.expected if c_case.expected is not None else b_case.expected, excerpt),
+            baseline_output=b_out,
+            candidate_output=c_out,
+            candidate_error=c_err,
+            candidate_trace=failed_tail(c_case.attempts),
+        )
+
+    return CaseDiff(
+        limit=limit,
+        pass_to_fail=[entry(k) for k in p2f[:limit]],
+        fail_to_pass=[entry(k) for k in f2p[:limit]],
+        score_drops=[entry(k) for k in drops[:limit]],
+        n_pass_to_fail=int(p2f.size),
+        n_fail_to_pass=int(f2p.size),
+        n_score_drops=int(drops.size),
+        added=pairing.added,
+        removed=pairing.removed,
+        changed=pairing.changed,
+        errored=pairing.errored,
+        n_added=len(pairing.added),
+        n_removed=len(pairing.removed),
+        n_changed=len(pairing.changed),
+        n_errored=len(pairing.errored),
+        n_paired=int(pairing.base_rows.size),
+        n_outside_subset=pairing.outside_subset,
+    )

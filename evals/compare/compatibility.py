@@ -1,0 +1,92 @@
+"""When two runs cannot be compared meaningfully (SPEC §5 ``incompatible``): another suite,
+other scorer or metric definitions, no case in common, or a full gate whose candidate lacks too
+many of the baseline's cases. Each message says what differs and that a reset accepts it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from evals.compare.pairing import Pairing
+from evals.compare.runs import Run
+
+
+def reset_hint(env: Mapping[str, str] = os.environ) -> str:
+    """How to reset where this runs: the workflow's dispatch on GitHub, the command locally."""
+    if env.get("GITHUB_ACTIONS") == "true":
+        return "a reset accepts it: run the workflow's workflow_dispatch reset with a reason"
+    return 'a reset accepts it: `evalgate reset --reason "..."` (on GitHub: the workflow\'s workflow_dispatch reset)'
+
+
+def first_baseline_hint(env: Mapping[str, str] = os.environ) -> str:
+    """What makes the first baseline, where this runs."""
+    if env.get("GITHUB_ACTIONS") == "true":
+        return "a push to the default branch with baseline.on_missing: seed, or the workflow's reset, stores one"
+    return (
+        'store this run as the baseline with `evalgate reset --reason "first baseline"`, or set '
+        "baseline.on_missing: seed"
+    )
+
+
+def incompatibility(
+    baseline: Run, candidate: Run, pairing: Pairing, *, max_removed_share: float, baseline_cases: int
+) -> str | None:
+    """Why ``candidate`` cannot be gated against ``baseline``, or None when it can."""
+    b, c = baseline.run, candidate.run
+    if b.suite != c.suite:
+        return f"the baseline is a run of suite {b.suite!r}, the candidate of suite {c.suite!r}; {reset_hint()}"
+    if b.config_hash and c.config_hash and b.config_hash != c.config_hash:
+        changed = definition_changes(b.definitions, c.definitions)
+        hashes = f"config_hash {b.config_hash} → {c.config_hash}"
+        what = "; ".join(changed) if b.definitions and c.definitions and changed else "; ".join([*changed, hashes])
+        return f"scorer/metric definitions differ, so the scores do not mean the same thing ({what}); {reset_hint()}"
+    if pairing.base_rows.size == 0 and not pairing.errored:
+        changed = f" ({len(pairing.changed)} share an id but changed input or expected)" if pairing.changed else ""
+        return (
+            f"no case in common: the baseline's {baseline_cases} cases and the candidate's {len(candidate.cases)} "
+            f"pair on none{changed}; {reset_hint()}"
+        )
+    removed = len(pairing.removed)
+    if baseline_cases and removed / baseline_cases > max_removed_share:
+        return (
+            f"the candidate lacks {removed} of the baseline's {baseline_cases} cases "
+            f"({removed / baseline_cases:.0%}, above gate.max_removed_share {max_removed_share:.0%}): a full gate "
+            f"on {baseline_cases - removed} of them says little about the suite; run the whole suite, or if the "
+            f"cases were removed on purpose, {reset_hint()}"
+        )
+    return None
+
+
+def definition_changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str]:
+    """What changed between two runs' recorded definitions (``SuiteConfig.definitions``)."""
+    if before is None or after is None:
+        side = "baseline" if before is None else "candidate"
+        return (
+            [f"the {side} run does not record its scorer definitions (an older evalgate wrote it)"]
+            if (before or after)
+            else []
+        )
+    out = []
+    old = {s.get("name"): s for s in before.get("scorers", [])}
+    new = {s.get("name"): s for s in after.get("scorers", [])}
+    out += [f"scorer {name!r} removed" for name in old if name not in new]
+    out += [f"scorer {name!r} added" for name in new if name not in old]
+    out += [
+        f"scorer {name!r} changed from {_short(old[name])} to {_short(new[name])}"
+        for name in old
+        if name in new and old[name] != new[name]
+    ]
+    if not out and list(old) != list(new):
+        out.append(f"scorer order changed: {list(old)} → {list(new)}")
+    b_dir, c_dir = before.get("directions", {}), after.get("directions", {})
+    for metric in sorted(set(b_dir) | set(c_dir)):
+        if b_dir.get(metric) != c_dir.get(metric):
+            out.append(f"direction of {metric!r}: {b_dir.get(metric, 'default')} → {c_dir.get(metric, 'default')}")
+    return out
+
+
+def _short(spec: Mapping[str, Any]) -> str:
+    shown = {k: v for k, v in spec.items() if v not in (None, {}, [])}
+    return json.dumps(shown, sort_keys=True, ensure_ascii=False)[:200]

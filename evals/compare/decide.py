@@ -1,0 +1,196 @@
+"""The gate's decision rule (SPEC §5): units + p-values + weights → unit verdicts + gate verdict.
+
+α is allocated before the run, never from the data. Weighted Holm over ``overall`` and every
+slice value: ``overall`` gets ``1 − gate.slice_alpha_share``; the slices share the rest, split
+equally across slice keys, then within a key by paired case counts (``gate.slice_weights``:
+``cases`` | ``sqrt_cases`` | ``equal``); several gated metrics split α equally first. A unit
+regresses when its weighted-Holm adjusted p is ≤ α and its delta is worse than −δ. Case counts
+are design, not outcomes, so a suite's allocation is the same for every run of it.
+
+The first version let a slice block only when the MDE computed from this run's data was small
+enough; a regression's discordant pairs raise the MDE, so the slice that broke was the one made
+advisory (``docs/decision-rule.md``). ``benchmarks/sim_gate.py`` calls :func:`decide` and
+:func:`gate_verdict` — this code — for the SPEC §5 validity targets.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Literal
+
+import numpy as np
+
+from evals.compare.model import UnitResult
+from evals.compare.paired import MetricInput, Tested, UnitIndex, paired_test
+from evals.compare.stats import bh_qvalues, mde, norm_ppf, weighted_holm
+from evals.suite.config import GateSpec
+
+
+def alpha_weights(units: Sequence[UnitResult], share: float, rule: str) -> np.ndarray:
+    """Each unit's share of α (summing to 1 over the gated units; 0 for ungated metrics, for
+    slices when ``share`` is 0, and for a slice key whose one value holds every case). Reads only
+    metric, gated, slice key and case count: design, not outcomes."""
+    weights = np.zeros(len(units))
+    metrics = list(dict.fromkeys(u.metric for u in units if u.gated))
+    for metric in metrics:
+        rows = [i for i, u in enumerate(units) if u.metric == metric]
+        overall = [i for i in rows if units[i].slice_key is None]
+        everything = max((units[i].n for i in overall), default=0)
+        # A key with one value holding every case repeats overall's test: it gets no α of its own.
+        keys = [
+            key
+            for key in dict.fromkeys(units[i].slice_key for i in rows if units[i].slice_key is not None)
+            if [units[i].n for i in rows if units[i].slice_key == key] != [everything]
+        ]
+        slice_share = share if keys and share > 0 else 0.0
+        for i in overall:
+            weights[i] = (1.0 - slice_share) / len(metrics) / len(overall)
+        for key in keys:
+            members = [i for i in rows if units[i].slice_key == key]
+            size = np.array([units[i].n for i in members], dtype=float)
+            raw = {"cases": size, "sqrt_cases": np.sqrt(size)}.get(rule, np.ones(size.size))
+            raw = raw if raw.sum() > 0 else np.ones(size.size)
+            weights[members] = slice_share / len(metrics) / len(keys) * raw / raw.sum()
+    return weights
+
+
+def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -> None:
+    """Blocking units (weight > 0) get weighted-Holm adjusted p-values and their verdicts from
+    them; every unit gets a BH q-value (advisory context), which also gives advisory units theirs.
+    Each unit's MDE is at its own level: α·weight (Holm's strictest step) for blocking units,
+    α / (number of units) for advisory ones."""
+    p_worse = np.array([t.p_worse for t in tested])
+    p_better = np.array([t.p_better for t in tested])
+    worse_adj = weighted_holm(p_worse, weights)
+    better_adj = weighted_holm(p_better, weights)
+    q_worse, q_better = bh_qvalues(p_worse), bh_qvalues(p_better)
+    for i, t in enumerate(tested):
+        r = t.result
+        r.weight = float(weights[i])
+        r.q_value = float(q_worse[i])
+        r.blocking = bool(weights[i] > 0)
+        level = gate.alpha * weights[i] if r.blocking else gate.alpha / len(tested)
+        r.alpha_level = float(level)
+        if r.blocking:
+            r.p_adjusted = float(worse_adj[i])
+            _verdict(t, float(worse_adj[i]), float(better_adj[i]), gate.alpha)
+        else:
+            _verdict(t, float(q_worse[i]), float(q_better[i]), gate.alpha)
+        if math.isfinite(t.se):
+            r.mde = float(mde(t.se, level, gate.power, t.margin))
+            _power_note(t, level, gate)
+
+
+def _power_note(t: Tested, level: float, gate: GateSpec) -> None:
+    """Underpowered: the MDE (in target_mde's units, see ``Tested.drop_unit``) is above
+    target_mde. Cases needed scale the SE by √(n/n'); past the tolerance no number of cases helps."""
+    r = t.result
+    if r.mde is None or t.drop_unit <= 0 or r.mde / t.drop_unit <= gate.target_mde:
+        return
+    r.underpowered = True
+    room = gate.target_mde * t.drop_unit - t.margin
+    z = norm_ppf(1.0 - level) + norm_ppf(gate.power)
+    if room > 0 and t.se > 0:
+        r.cases_for_target = math.ceil(r.n * (z * t.se / room) ** 2)
+
+
+def paired_tests(
+    metrics: list[MetricInput], units: list[UnitIndex], gate: GateSpec, *, seed: int | None = None
+) -> list[Tested]:
+    """Every metric on every unit, before any verdict (metric-major order)."""
+    seed = gate.seed if seed is None else seed
+    return [
+        paired_test(metric, unit, gate, np.random.default_rng([seed, mi, ui]))
+        for mi, metric in enumerate(metrics)
+        for ui, unit in enumerate(units)
+    ]
+
+
+def decide(
+    metrics: list[MetricInput], units: list[UnitIndex], gate: GateSpec, *, seed: int | None = None
+) -> list[UnitResult]:
+    """Test every metric on every unit, allocate α (:func:`alpha_weights`) and give each unit
+    its verdict (SPEC §5). Deterministic for a given seed: same inputs, same blocking units."""
+    tested = paired_tests(metrics, units, gate, seed=seed)
+    results = [t.result for t in tested]
+    assign_verdicts(tested, alpha_weights(results, gate.slice_alpha_share, gate.slice_weights), gate)
+    return results
+
+
+def _verdict(t: Tested, p_worse: float, p_better: float, alpha: float) -> None:
+    if t.result.n < 2:
+        return
+    if p_worse <= alpha and t.oriented_delta < -t.margin:
+        t.result.verdict = "regressed"
+    elif p_better <= alpha and t.oriented_delta > t.margin:
+        t.result.verdict = "improved"
+    elif t.oriented_low >= -t.margin and t.oriented_high <= t.margin:
+        if t.smoothed_low >= -t.margin and t.smoothed_high <= t.margin:
+            t.result.verdict = "unchanged"
+        else:
+            t.result.note = (
+                f"CI within the band, but only {t.result.n} paired cases: the smoothed interval "
+                f"{fmt(t.result.smoothed_low)} to {fmt(t.result.smoothed_high)} is not"
+            )
+
+
+def fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:+.4g}"
+
+
+def describe_unit(u: UnitResult) -> str:
+    p = "n/a" if u.p_adjusted is None else f"{u.p_adjusted:.3g}"
+    return (
+        f"{u.metric} on {u.unit} {fmt(u.delta)} (CI {fmt(u.ci_low)} to {fmt(u.ci_high)}, "
+        f"tolerance {u.tolerance:.4g}, {u.method}, p_adj {p}, n={u.n})"
+    )
+
+
+def _bad_side(u: UnitResult) -> tuple[float, str]:
+    """The unit's worst plausible oriented delta: the bad end of the reported interval or of the
+    smoothed one, whichever is worse (a bootstrap interval is 0 wide when every case has the same
+    delta), and that interval as the reason shows it, so the number it quotes is the one it prints."""
+    sign = 1.0 if u.direction == "higher" else -1.0
+    intervals = [("CI", u.ci_low, u.ci_high), ("smoothed interval", u.smoothed_low, u.smoothed_high)]
+    worst: tuple[float, str] | None = None
+    for name, low, high in intervals:
+        end = low if u.direction == "higher" else high
+        if low is None or high is None:
+            continue
+        if worst is None or sign * end < worst[0]:
+            worst = (sign * end, f"{name} {fmt(low)} to {fmt(high)}")
+    assert worst is not None  # gate_verdict checks the reported interval exists first
+    return worst
+
+
+def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inconclusive"], str]:
+    """SPEC §5: fail if a blocking gated unit regressed; pass if none did and every gated
+    overall's interval stays within the band on the bad side; otherwise inconclusive."""
+    failing = [u for u in units if u.blocking and u.gated and u.verdict == "regressed"]
+    if failing:
+        # Slices first: "overall is down" is less actionable than "language=ko is down".
+        failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
+        others = [f"{u.metric} on {u.unit} {fmt(u.delta)}" for u in failing[1:]]
+        others += [
+            f"{u.metric} on {u.unit} {fmt(u.delta)} (advisory)"
+            for u in units
+            if u.verdict == "regressed" and not u.blocking
+        ]
+        also = f"; also regressed: {', '.join(others[:6])}" + (" …" if len(others) > 6 else "") if others else ""
+        return "fail", f"regression: {describe_unit(failing[0])}{also}"
+    overall = [u for u in units if u.unit == "overall" and u.gated]
+    if not overall:
+        return "inconclusive", "no gated metric could be compared"
+    for u in overall:
+        if u.n < 2 or u.ci_low is None or u.ci_high is None:
+            return "inconclusive", f"{u.metric}: fewer than 2 paired cases, nothing to compare"
+        bad_side, interval = _bad_side(u)
+        if bad_side < -u.tolerance:
+            detect = f"; this run can detect drops of {u.mde:.3g} or more" if u.mde is not None else ""
+            return "inconclusive", (
+                f"no significant regression, but {u.metric} overall could be down by up to {-bad_side:.4g} "
+                f"({interval}, n={u.n}) — more than the tolerance {u.tolerance:.4g}{detect}"
+            )
+    names = ", ".join(u.metric for u in overall)
+    return "pass", f"no regression beyond tolerance: {names} overall within the band (n={overall[0].n})"

@@ -1,0 +1,271 @@
+"""The outcome of comparing a candidate run with a baseline (SPEC §5): what ``compare`` produces,
+what the report renders and what ``comparison.json`` holds.
+
+Conventions every consumer relies on:
+
+- ``delta`` is always ``candidate - baseline`` in the metric's own units; whether that is good
+  depends on ``direction`` (``lower`` is better for latency, tokens, cost, error rate).
+- ``ci_low``/``ci_high`` bound that same raw delta at ``confidence`` (= 1 − 2·alpha, so each side
+  is a one-sided bound at ``alpha``, matching the one-sided tests).
+- Strings that came from a case (ids, slice values, input/expected/output excerpts, error
+  messages) are stored RAW here; the report escapes them when it renders.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evals.results.manifest import BaselineRef
+
+COMPARISON_VERSION = 1
+
+Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
+UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
+Method = Literal["mcnemar", "clt", "bootstrap", "bootstrap-t"]
+Direction = Literal["higher", "lower"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class MetricGate(_Model):
+    """One metric as the gate used it."""
+
+    metric: str = Field(description="pass_rate, score, a named score (score:<name>), pass@k, error_rate, ...")
+    direction: Direction
+    tolerance: float | str = Field(description='As configured: absolute (0.02) or relative ("10%").')
+    gate: bool = Field(description="False: reported, never blocking.")
+
+
+class GateConfig(_Model):
+    """The decision parameters in force (config ``gate:`` and ``metrics:``, or the CLI defaults)."""
+
+    alpha: float
+    power: float
+    slice_alpha_share: float = Field(default=0.5, description="Share of α the slices get; overall gets the rest.")
+    slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
+        default="cases", description="How a slice key's share of α is split among its values."
+    )
+    target_mde: float = Field(default=0.10, description="Report only: units whose MDE is above it are underpowered.")
+    inconclusive: Literal["warn", "fail"]
+    max_error_rate: float = Field(description="Largest share of attempts with an infra error before 'incomplete'.")
+    max_age_days: int = Field(default=30, description="baseline.max_age_days: older baselines get a warning.")
+    bootstrap_resamples: int
+    seed: int
+    metrics: list[MetricGate]
+    slice_keys: list[str] = Field(default_factory=list, description="Case tag keys the units are sliced by.")
+
+
+class UnitResult(_Model):
+    """One metric on one unit (``overall`` or one slice value)."""
+
+    unit: str = Field(description='"overall" or "key=value".')
+    slice_key: str | None = None
+    slice_value: str | None = None
+    metric: str
+    direction: Direction
+    gated: bool = Field(description="The metric's gate flag; an ungated metric never blocks.")
+    baseline: float | None = Field(description="Metric on the paired baseline cases.")
+    candidate: float | None = Field(description="Metric on the paired candidate cases.")
+    delta: float | None = Field(description="candidate − baseline (raw units).")
+    tolerance: float = Field(description="δ in absolute units for this unit (relative tolerances resolved).")
+    ci_low: float | None = None
+    ci_high: float | None = None
+    ci_method: Literal["bootstrap", "smoothed"] | None = Field(
+        default=None,
+        description="bootstrap: paired percentile interval; smoothed: Agresti–Min interval, used for binary units "
+        "under 100 cases, where the bootstrap interval is often a point.",
+    )
+    confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
+    method: Method | None = Field(default=None, description="Test used for the p-value.")
+    p_value: float | None = Field(default=None, description="One-sided p of 'worse than the band' (H0: not worse).")
+    p_improved: float | None = Field(default=None, description="One-sided p of 'better than the band'.")
+    p_adjusted: float | None = Field(default=None, description="Weighted-Holm adjusted p (blocking units).")
+    q_value: float | None = Field(default=None, description="Benjamini–Hochberg q-value (every unit; advisory).")
+    weight: float = Field(default=0.0, description="Share of α allocated before the run (0: advisory).")
+    alpha_level: float | None = Field(
+        default=None, description="α·weight: the level of Holm's first step, which the MDE is computed at."
+    )
+    smoothed_low: float | None = Field(
+        default=None,
+        description="Smoothed normal interval of the delta at `confidence` (Agresti–Min: two pseudo-cases); "
+        "'unchanged' and the gate's pass need it inside the band too — it does not shrink to a point on a "
+        "small unit whose cases all moved the same way.",
+    )
+    smoothed_high: float | None = None
+    mde: float | None = Field(default=None, description="Minimum detectable drop at alpha_level and power.")
+    underpowered: bool = Field(default=False, description="MDE above gate.target_mde.")
+    cases_for_target: int | None = Field(
+        default=None, description="Paired cases that would bring the MDE to target_mde (None: none would, or n/a)."
+    )
+    n: int = Field(description="Paired cases in the unit.")
+    blocking: bool
+    verdict: UnitVerdict
+    note: str | None = Field(default=None, description="Why a unit could not be tested, when it could not.")
+
+
+class CaseDiffEntry(_Model):
+    id: str
+    slices: dict[str, str] = Field(default_factory=dict)
+    baseline_passed: bool | None = Field(default=None, description="Per-case pass rate ≥ 0.5 (None: no pass data).")
+    candidate_passed: bool | None = None
+    baseline_pass_rate: float | None = Field(default=None, description="Fraction of valid attempts that passed.")
+    candidate_pass_rate: float | None = None
+    baseline_score: float | None = None
+    candidate_score: float | None = None
+    score_delta: float | None = None
+    input: str | None = Field(default=None, description="RAW excerpt; escape when rendering.")
+    expected: str | None = None
+    baseline_output: str | None = None
+    candidate_output: str | None = None
+    candidate_error: str | None = Field(default=None, description='"kind: message" of the first erroring attempt.')
+    candidate_trace: list[dict[str, Any]] = Field(
+        default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
+    )
+
+
+class CaseDiff(_Model):
+    """Per-case changes. Lists are capped at ``limit`` entries; the ``n_*`` counts are totals."""
+
+    limit: int
+    pass_to_fail: list[CaseDiffEntry] = Field(default_factory=list)
+    fail_to_pass: list[CaseDiffEntry] = Field(default_factory=list)
+    score_drops: list[CaseDiffEntry] = Field(
+        default_factory=list, description="Largest score drops of cases that did not flip pass → fail, worst first."
+    )
+    n_pass_to_fail: int = 0
+    n_fail_to_pass: int = 0
+    n_score_drops: int = 0
+    added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
+    removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
+    changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")
+    errored: list[str] = Field(default_factory=list, description="Paired ids left out: no valid attempt on a side.")
+    n_added: int = 0
+    n_removed: int = 0
+    n_changed: int = 0
+    n_errored: int = 0
+    n_paired: int = 0
+    n_outside_subset: int = Field(default=0, description="Baseline cases not in a smoke/subset candidate.")
+
+
+class RunSummary(_Model):
+    suite: str
+    status: str
+    complete: bool
+    total_cases: int
+    completed_cases: int
+    cases_in_file: int
+    started_at: str | None = None
+    ended_at: str | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    config_hash: str | None = None
+    model: str | None = None
+    attempts_per_case: int = 1
+    subset: str | None = None
+    shard: str | None = None
+    message: str | None = None
+    attempts: int = Field(default=0, description="Attempt records in the file.")
+    error_counts: dict[str, int] = Field(default_factory=dict, description="Attempts with an error, by kind.")
+    error_rate: float = Field(
+        default=0.0, description="Attempts ending in an error of any kind (target, scorer, timeout, infra) / attempts."
+    )
+    latency_p50_ms: float | None = Field(default=None, description="Median of the per-case mean latency (ms).")
+    latency_p95_ms: float | None = Field(default=None, description="95th percentile of the per-case mean latency (ms).")
+    tokens_per_case: float | None = Field(default=None, description="Mean tokens (in + out) per case.")
+    cost_usd_per_case: float | None = Field(default=None, description="Mean cost per case (USD).")
+    infra_error_rate: float = Field(
+        default=0.0,
+        description="Attempts ending in an infra error (no answer: missing data) / attempts; gate.max_error_rate "
+        "checks it. Target, scorer and timeout errors are wrong answers, judged by the metrics instead.",
+    )
+    infra_errors: int = Field(default=0, description="Attempts that ended in an infra error (not failures).")
+    infra_retries: int = Field(default=0, description="Infra retries over all attempts.")
+    cases_with_infra_retries: int = Field(default=0, description="Cases that needed infra recovery.")
+    errored_cases: int = Field(default=0, description="Cases with no attempt free of infra errors.")
+
+
+class ProvenanceChange(_Model):
+    field: str = Field(description='e.g. "model", "params.temperature", "git_sha", "attempts_per_case".')
+    baseline: Any = None
+    candidate: Any = None
+
+
+class DriftCheck(_Model):
+    """Candidate vs the last blessed baseline, overall on each gated metric (SPEC §7 drift guard)."""
+
+    blessed: BaselineRef | None = None
+    blessed_sha: str | None = None
+    units: list[UnitResult] = Field(default_factory=list, description="Overall per gated metric vs blessed.")
+    verdict: UnitVerdict | None = Field(default=None, description="Worst unit verdict (regressed > others).")
+    delta: float | None = Field(default=None, description="Overall delta of the first gated metric vs blessed.")
+    ok: bool = True
+    reason: str = ""
+
+
+class SliceTrend(_Model):
+    """A regressed unit's metric over its last baselines (from the history), then this candidate."""
+
+    unit: str
+    metric: str
+    labels: list[str] = Field(description="Commit of each baseline (short), then 'candidate'.")
+    values: list[float]
+
+
+class Comparison(_Model):
+    comparison_version: Literal[1] = COMPARISON_VERSION
+    verdict: Verdict
+    reason: str = Field(description="One line: why this verdict.")
+    exit_code: int = Field(
+        description="SPEC §9: 0 pass/inconclusive-warn/no-baseline-warn, 1 fail, 2 input, 3 incomplete."
+    )
+    gate: GateConfig
+    units: list[UnitResult] = Field(default_factory=list)
+    case_diff: CaseDiff
+    provenance: list[ProvenanceChange] = Field(default_factory=list, description="What changed between the runs.")
+    baseline: BaselineRef | None = None
+    baseline_run: RunSummary | None = None
+    candidate_run: RunSummary
+    drift: DriftCheck | None = None
+    drift_ok: bool = True
+    warnings: list[str] = Field(default_factory=list)
+    trends: list[SliceTrend] = Field(default_factory=list, description="History of regressed units (SPEC §12).")
+    evalgate_version: str | None = None
+    created_at: str | None = None
+
+    def units_with(self, verdict: UnitVerdict, *, blocking: bool | None = None) -> list[UnitResult]:
+        return [u for u in self.units if u.verdict == verdict and (blocking is None or u.blocking == blocking)]
+
+    @property
+    def regressed(self) -> list[UnitResult]:
+        return self.units_with("regressed")
+
+    @property
+    def improved(self) -> list[UnitResult]:
+        return self.units_with("improved")
+
+    @property
+    def failing_units(self) -> list[UnitResult]:
+        """The units that made the gate fail: blocking, gated, regressed."""
+        return [u for u in self.units if u.blocking and u.gated and u.verdict == "regressed"]
+
+
+def blocking_reason(u: UnitResult, gate: GateConfig) -> str:
+    """One line for the report: why this unit could or could not block, and how sharp its test was."""
+    if u.n < 2:
+        return "could not block: fewer than 2 paired cases"
+    if not u.blocking and gate.slice_alpha_share == 0:
+        return "could not block: gate.slice_alpha_share is 0, so only overall can block"
+    if not u.blocking:
+        return "could not block on its own: its one value holds every paired case, the same test as overall"
+    level = u.alpha_level if u.alpha_level is not None else gate.alpha * u.weight
+    text = f"could block: tested at α {level:.2g} ({u.weight:.1%} of α for its {u.n:,} paired cases)"
+    if u.mde is not None:
+        text += f"; detects drops of {u.mde:.3g} or more"
+    if u.underpowered:
+        more = f", about {u.cases_for_target:,} cases would reach it" if u.cases_for_target else ""
+        text += f" — underpowered for target_mde {gate.target_mde:g}{more}"
+    return text

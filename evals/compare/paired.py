@@ -1,0 +1,190 @@
+"""The paired test of one metric on one unit (SPEC §5): delta, its interval, the one-sided
+p-values and the standard error the MDE is computed from. Which units may block, and at what
+level, is not decided here (``evals.compare.decide``).
+
+Method per unit: binary metrics on small units → exact McNemar; means on large units (≈300+
+cases) → paired CLT; small non-binary means → paired bootstrap-t (studentized); percentiles →
+paired bootstrap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from evals.compare.metrics import MetricDef
+from evals.compare.model import UnitResult
+from evals.compare.stats import (
+    bootstrap_mean,
+    bootstrap_mean_se,
+    bootstrap_p_worse,
+    bootstrap_percentile_delta,
+    bootstrap_t_p,
+    mcnemar_worse,
+    norm_ppf,
+    paired_clt,
+    percentile_interval,
+    smoothed_mean_delta,
+)
+from evals.suite.config import GateSpec, MetricSpec
+
+# Units with at least this many paired cases use the paired CLT for means (SPEC §5: ≈300+).
+CLT_MIN_CASES = 300
+# Below this many paired cases a binary unit's reported interval is the smoothed one: the bootstrap
+# interval of a small near-deterministic unit is often a point (every case unchanged), and covered
+# only 0.80 at the null boundary on 25-case slices, failing on the side that hides regressions.
+SMALL_BINARY_CASES = 100
+
+
+@dataclass
+class MetricInput:
+    """One metric's paired per-case values (same case order on both sides)."""
+
+    definition: MetricDef
+    spec: MetricSpec
+    base: np.ndarray
+    cand: np.ndarray
+
+
+@dataclass
+class UnitIndex:
+    name: str  # "overall" or "key=value"
+    key: str | None
+    value: str | None
+    rows: np.ndarray | None  # row indices into the paired arrays; None = all
+
+
+@dataclass
+class Tested:
+    """A unit after its test, before any verdict. Intervals here are *oriented* (positive = better)."""
+
+    result: UnitResult
+    se: float
+    margin: float
+    p_worse: float
+    p_better: float
+    oriented_low: float
+    oriented_high: float
+    oriented_delta: float
+    # The smoothed normal interval (oriented); "unchanged" and the gate's pass need it inside the
+    # band as well as the bootstrap interval, which has zero width when every case has the same delta.
+    smoothed_low: float
+    smoothed_high: float
+    # What target_mde is measured in: 1 for rates and scores (an absolute drop, 0.10 = 10 points);
+    # the baseline value for latency, tokens and cost, whose drops only mean something relative to
+    # their size (0.10 = 10% slower).
+    drop_unit: float = 1.0
+
+
+def is_binary(x: np.ndarray) -> bool:
+    return bool(np.all((x == 0.0) | (x == 1.0)))
+
+
+def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.random.Generator) -> Tested:
+    """Test one metric on one unit. Deterministic for a given ``rng`` seed."""
+    d_ = metric.definition
+    base, cand = metric.base, metric.cand
+    if unit.rows is not None:
+        base, cand = base[unit.rows], cand[unit.rows]
+    keep = ~(np.isnan(base) | np.isnan(cand))
+    if not keep.all():
+        base, cand = base[keep], cand[keep]
+    n = int(base.size)
+    sign = 1.0 if d_.direction == "higher" else -1.0
+    confidence = 1.0 - 2.0 * gate.alpha
+    common = {
+        "unit": unit.name,
+        "slice_key": unit.key,
+        "slice_value": unit.value,
+        "metric": d_.name,
+        "direction": d_.direction,
+        "gated": metric.spec.gate,
+        "confidence": confidence,
+        "n": n,
+        "blocking": False,
+    }
+    if n < 2:
+        margin = metric.spec.band(float(base[0])) if n else 0.0
+        result = UnitResult(
+            **common,
+            baseline=float(base[0]) if n else None,
+            candidate=float(cand[0]) if n else None,
+            delta=float(cand[0] - base[0]) if n else None,
+            tolerance=margin,
+            verdict="inconclusive",
+            note="fewer than 2 paired cases: not tested",
+        )
+        return Tested(result, math.inf, margin, 1.0, 1.0, -math.inf, math.inf, 0.0, -math.inf, math.inf)
+    d = sign * (cand - base)
+    scale = 1.0 if d_.bounded else data_scale(base, cand)
+    smoothed_center, se = smoothed_mean_delta(d, scale)
+    binary = d_.binary_possible and is_binary(base) and is_binary(cand)
+    # A small unit of a mean that is not binary: tested by the bootstrap-t (its resamples' SEs).
+    studentized = d_.percentile is None and n < CLT_MIN_CASES and not binary
+    spreads = None
+    if d_.percentile is None:
+        b_value, c_value = float(base.mean()), float(cand.mean())
+        if studentized:
+            dist, spreads = bootstrap_mean_se(d, gate.bootstrap_resamples, rng)
+        else:
+            dist = bootstrap_mean(d, gate.bootstrap_resamples, rng)
+    else:
+        b_value, c_value = float(np.percentile(base, d_.percentile)), float(np.percentile(cand, d_.percentile))
+        dist = sign * bootstrap_percentile_delta(base, cand, d_.percentile, gate.bootstrap_resamples, rng)
+        # A percentile's SE is at least its mean's (e.g. 1.25× for a normal median), so the
+        # smoothed SE of the mean delta is a floor under the bootstrap's, not a replacement.
+        se = max(float(dist.std(ddof=1)), se)
+    margin = metric.spec.band(b_value)
+    low, high = percentile_interval(dist, confidence)
+    oriented = sign * (c_value - b_value)
+    center = smoothed_center if d_.percentile is None else oriented
+    half = norm_ppf(1.0 - gate.alpha) * se
+    s_low, s_high = center - half, center + half
+    if d_.bounded:
+        s_low, s_high = max(s_low, -1.0), min(s_high, 1.0)
+    if d_.percentile is not None:
+        method = "bootstrap"
+        p_worse, p_better = bootstrap_p_worse(dist, margin)
+    elif n >= CLT_MIN_CASES:
+        method = "clt"
+        _, _, p_worse, p_better = paired_clt(d, margin)
+    elif binary:
+        method = "mcnemar"
+        worse, better = int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))
+        p_worse, p_better = mcnemar_worse(worse, better, n, margin), mcnemar_worse(better, worse, n, margin)
+    else:
+        assert spreads is not None
+        method = "bootstrap-t"
+        p_worse, p_better = bootstrap_t_p(dist, spreads, float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), margin)
+    interval = "bootstrap"
+    if binary and n < SMALL_BINARY_CASES:
+        low, high, interval = s_low, s_high, "smoothed"
+    raw_low, raw_high = (low, high) if sign > 0 else (-high, -low)
+    result = UnitResult(
+        **common,
+        baseline=b_value,
+        candidate=c_value,
+        delta=c_value - b_value,
+        tolerance=margin,
+        ci_low=raw_low,
+        ci_high=raw_high,
+        ci_method=interval,
+        method=method,
+        p_value=p_worse,
+        p_improved=p_better,
+        smoothed_low=s_low if sign > 0 else -s_high,
+        smoothed_high=s_high if sign > 0 else -s_low,
+        verdict="inconclusive",
+    )
+    drop_unit = 1.0 if d_.bounded else abs(b_value)
+    return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit)
+
+
+def data_scale(base: np.ndarray, cand: np.ndarray) -> float:
+    """How far apart two per-case values of an unbounded metric (latency, tokens, cost) can be, as
+    the data shows it: the range of both sides' values, or their size when all are equal."""
+    both = np.concatenate([base, cand])
+    spread = float(both.max() - both.min())
+    return spread if spread > 0 else float(np.abs(both).mean())

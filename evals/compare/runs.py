@@ -1,0 +1,94 @@
+"""What a comparison says about each run: a summary (status, counts, errors) and what differs
+between the two runs' provenance (model, params, git, attempts)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evals.compare.lazyload import LazyResults
+from evals.compare.metrics import RunTable
+from evals.compare.model import ProvenanceChange, RunSummary
+from evals.results.model import Results
+
+# A results file as compare reads it: validated models, or the lean form the CLI loads.
+Run = Results | LazyResults
+
+
+def summarize(results: Run, table: RunTable) -> RunSummary:
+    run = results.run
+    counts = {k.removeprefix("error:"): v for k, v in table.counts.items() if k.startswith("error:")}
+    attempts = table.counts["attempts"]
+    return RunSummary(
+        suite=run.suite,
+        status=run.status,
+        complete=run.is_complete,
+        total_cases=run.total_cases,
+        completed_cases=run.completed_cases,
+        cases_in_file=len(results.cases),
+        started_at=run.started_at,
+        ended_at=run.ended_at,
+        git_sha=run.git_sha,
+        git_ref=run.git_ref,
+        config_hash=run.config_hash,
+        model=run.target.model if run.target else None,
+        attempts_per_case=run.attempts_per_case,
+        subset=run.subset,
+        shard=run.shard,
+        message=run.message,
+        attempts=attempts,
+        error_counts=counts,
+        error_rate=sum(counts.values()) / attempts if attempts else 0.0,
+        infra_error_rate=counts.get("infra", 0) / attempts if attempts else 0.0,
+        infra_errors=counts.get("infra", 0),
+        infra_retries=table.counts["infra_retries"],
+        cases_with_infra_retries=table.counts["cases_with_infra_retries"],
+        errored_cases=int(table.errored.sum()),
+        **_cost_and_speed(table),
+    )
+
+
+def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
+    """Descriptive, never tested or gated unless the config names these metrics: what a reader
+    wants to see change beside the pass rate (SPEC §13)."""
+
+    def known(column: str) -> np.ndarray:
+        values = table.columns[column]
+        return values[~np.isnan(values)]
+
+    latency, tokens, cost = known("latency"), known("tokens"), known("cost_usd")
+    return {
+        "latency_p50_ms": float(np.percentile(latency, 50)) if latency.size else None,
+        "latency_p95_ms": float(np.percentile(latency, 95)) if latency.size else None,
+        "tokens_per_case": float(tokens.mean()) if tokens.size else None,
+        "cost_usd_per_case": float(cost.mean()) if cost.size else None,
+    }
+
+
+def provenance_diff(baseline: Run, candidate: Run) -> list[ProvenanceChange]:
+    """What differs between the two runs' provenance: model, target, params, git, attempts."""
+
+    def flat(results: Run) -> dict[str, Any]:
+        run = results.run
+        out: dict[str, Any] = {
+            "suite": run.suite,
+            "git_sha": run.git_sha,
+            "git_ref": run.git_ref,
+            "attempts_per_case": run.attempts_per_case,
+            "config_hash": run.config_hash,
+            "evalgate_version": run.evalgate_version,
+            "subset": run.subset,
+        }
+        if run.target:
+            out["target.kind"] = run.target.kind
+            out["model"] = run.target.model
+            out.update({f"params.{k}": v for k, v in run.target.params.items()})
+        return out
+
+    b, c = flat(baseline), flat(candidate)
+    return [
+        ProvenanceChange(field=key, baseline=b.get(key), candidate=c.get(key))
+        for key in sorted(set(b) | set(c), key=lambda k: (k.startswith("params."), k))
+        if b.get(key) != c.get(key)
+    ]

@@ -1,0 +1,224 @@
+"""Where a gate's or a reset's candidate comes from: a results file the user brings
+(``--results``, imported first when ``--results-format`` names another harness), or a fresh run
+of the suite in a child process that never sees the GitHub token; and the config it is judged by
+(the suite's, or defaults derived from brought results)."""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
+from evals.github.token_guard import seal_process, suite_env
+from evals.results.model import Results, load_results, save_results
+from evals.suite.config import BaselineSpec, MetricSpec, SuiteConfig, load_config
+
+DEFAULT_OUT_DIR = ".evalgate/out"
+
+
+def out_dir_of(args: argparse.Namespace) -> Path:
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return out_dir
+
+
+def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
+    """The suite config; or, when results are brought (``--results``) and there is no config file,
+    defaults derived from those results (which are then already loaded, and returned too)."""
+    if getattr(args, "sha", None):  # the store would refuse it only after the whole suite has run
+        from evals.results.manifest import snapshot_name
+
+        snapshot_name(args.sha)
+    flag_keys = list(dict.fromkeys(getattr(args, "slice_keys", None) or []))
+    if not args.results or Path(args.config).exists():
+        config = load_config(args.config)
+        config.slices = list(dict.fromkeys([*config.slices, *flag_keys]))
+        return config, None
+    # Said loudly: a mistyped --config path lands here too.
+    given = load_given(args, out_dir_of(args), flag_keys or None)
+    print(f"evalgate: no {args.config}: gating {given[1]} with the default settings", file=sys.stderr)
+    config = config_for_results(given[0])
+    if flag_keys:
+        config.slices = flag_keys
+    return config, given
+
+
+def config_for_results(results: Results) -> SuiteConfig:
+    """The settings ``evalgate compare`` uses without a config, as a config: the run's own metric
+    (pass_rate, or score when nothing says passed) and every slice key in the file. With no suite
+    to run there is nothing for a reset to run either, so the first complete run on the default
+    branch seeds the baseline (``on_missing: seed``)."""
+    from evals.compare.metrics import default_metric, slice_keys_of
+
+    return SuiteConfig(
+        suite=results.run.suite,
+        cases=[],
+        slices=slice_keys_of([results]),
+        metrics={default_metric([results]): MetricSpec()},
+        baseline=BaselineSpec(on_missing="seed"),
+    )
+
+
+def obtain_candidate(
+    config: SuiteConfig, args: argparse.Namespace, out_dir: Path, *, smoke: bool
+) -> tuple[Results, Path]:
+    """The candidate results and the file they are in: ``--results``, else a fresh run written to
+    the out dir. Every slice the config asks for (with ``--slice-key``) must be carried by a case."""
+    if args.results:
+        return load_given(args, out_dir, config.slices or None)
+    path = out_dir / "results.json"
+    results = run_suite(Path(args.config), path, smoke=smoke)
+    _require_slices(results, path, config.slices)
+    return results, path
+
+
+def load_given(args: argparse.Namespace, out_dir: Path, slice_keys: list[str] | None = None) -> tuple[Results, Path]:
+    """``--results``, imported into the out dir first when ``--results-format`` names another harness
+    (slicing by ``slice_keys`` — the config's ``slices:`` and ``--slice-key`` — when given, else by the
+    format's default keys)."""
+    given = Path(args.results)
+    if args.results_format and args.results_format != "evalgate":
+        from evals.importers import import_results
+
+        results = import_results(args.results_format, [given], slice_keys=slice_keys)
+        path = out_dir / "results.json"
+        save_results(results, path)
+    else:
+        results, path = load_results(given), given
+    _require_slices(results, given, slice_keys or [])
+    return results, path
+
+
+def _require_slices(results: Results, path: Path, keys: list[str]) -> None:
+    from evals.suite.slices import require_slice_keys
+
+    if not results.cases:  # nothing could carry a key: the gate says why (incomplete, or empty)
+        return
+    carried = {key for case in results.cases for key in case.slices}
+    missing = [key for key in keys if key not in carried]
+    if missing:
+        # An import keeps only the keys asked for: list what its source offered instead.
+        offered = carried | set(results.run.source.get("tag_keys") or [])
+        where = f"{path} (slices: / --slice-key)"
+        require_slice_keys(missing, offered - set(missing), where=where, asked_in="slices: or --slice-key")
+
+
+def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str, str] = os.environ) -> Results:
+    """Run the suite as ``python -P -m evals run`` in a child process and read what it wrote.
+
+    The suite is user code (a python target runs in the runner's process) and this process may
+    hold the GitHub token (in its client, and in the environment the action gave it). So the code
+    under test never shares a process with the token: the child starts from a fresh interpreter
+    (exec: none of our memory), with an environment without the token (``suite_env``), and this
+    process is made non-dumpable first, so the child cannot read the token from
+    ``/proc/<our pid>/environ``. A partial run (exit 3 with a results file) is still returned:
+    the comparison says ``incomplete``."""
+    output.unlink(missing_ok=True)  # never gate on an earlier gate's file
+    # -P: `evals` is ours, not a package of that name in the user's checkout (python targets put
+    # their own folders on sys.path explicitly, evals.run.targets.code.import_callable).
+    command = [sys.executable, "-P", "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
+    command.append("--no-summary")
+    command += ["--progress", "lines", *(["--smoke"] if smoke else [])]
+    seal_process()
+    # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.
+    # `evalgate run` writes nothing to stdout; what does is the suite's code or a tool it starts
+    # (straight to fd 1), so that goes through the relay's guard too.
+    child = subprocess.Popen(
+        command,
+        env=suite_env(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        process_group=0,
+    )
+    last = _relay(child)
+    code = child.returncode
+    if code in (EXIT_PASS, EXIT_INFRA) and output.exists():
+        return load_results(output)
+    said = f": {last}" if last else ""
+    if code == EXIT_USAGE:
+        raise UsageError(f"the suite run stopped on a usage error{said}")
+    why = f"was killed by signal {-code}" if code < 0 else f"ended with exit {code}"
+    raise InfraError(f"the suite run {why} without a results file{said}")
+
+
+# How long the suite's output may stay open after the run exited: a process the suite started and
+# that escaped the run's clean-up (it cleared its environment and left the session) can hold the
+# pipe for ever, and the gate must not wait on it.
+OUTPUT_GRACE_S = 5.0
+
+
+def _relay(child: subprocess.Popen[str]) -> str:
+    """Pass the child's output through (stderr: progress, its error line; stdout: whatever the
+    suite wrote); stop signals we receive are passed on, so a cancelled job's run ends as
+    ``cancelled`` with its results written. Returns the child's last line. Once the child has
+    exited its output gets :data:`OUTPUT_GRACE_S` to end; then the gate goes on without it."""
+    from evals.common.escape import log_line
+
+    tail: collections.deque[str] = collections.deque(maxlen=1)
+
+    def pump() -> None:
+        assert child.stdout is not None  # Popen(stdout=PIPE, stderr=STDOUT)
+        for line in child.stdout:
+            # The suite's output is untrusted: it never issues a workflow command in our log.
+            sys.stderr.write(log_line(line.rstrip("\n")) + "\n")
+            if line.strip():
+                tail.append(line.strip())
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # A daemon thread: one still blocked on a held pipe never keeps this process from exiting.
+    reader = threading.Thread(target=pump, name="evalgate-suite-output", daemon=True)
+    try:
+        reader.start()
+        child.wait()
+        reader.join(OUTPUT_GRACE_S)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if reader.is_alive():
+        sys.stderr.write(
+            f"evalgate: warning: the suite run exited but a process it started still holds its output "
+            f"after {OUTPUT_GRACE_S:g} s; not waiting for it (it escaped the run's clean-up: check the "
+            "target for helpers that detach)\n"
+        )
+    return tail[0] if tail else ""
+
+
+def candidate_sha(candidate: Results, *, event_sha: str | None, explicit: str | None = None) -> str:
+    """What the candidate's snapshot is named by: ``--sha``, the event's commit, the run's own
+    ``git_sha``, the checkout's HEAD; outside git, a digest of the results' content (SPEC §13), so
+    the same results always get the same name and different ones never share it."""
+    sha = explicit or event_sha or candidate.run.git_sha
+    if not sha:
+        from evals.common.gitinfo import current_sha
+
+        sha = current_sha()
+    if not sha:
+        sha = content_digest(candidate)
+        print(
+            f"evalgate: no commit (not a git checkout, no GITHUB_SHA): the baseline is named by the results' "
+            f"content, {sha}; pass --sha COMMIT to name it",
+            file=sys.stderr,
+        )
+    return sha
+
+
+def content_digest(results: Results) -> str:
+    """``content-`` + 40 hex of the sha256 of the cases (ids, inputs, attempts): a stable name for a
+    run that has no commit."""
+    import hashlib
+    import json
+
+    body = json.dumps([c.model_dump(mode="json") for c in results.cases], sort_keys=True, separators=(",", ":"))
+    return "content-" + hashlib.sha256(body.encode("utf-8")).hexdigest()[:40]

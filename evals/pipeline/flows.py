@@ -1,0 +1,282 @@
+"""The gate and the reset after the event is known (SPEC §1, §7, §8): config → baselines (read
+first, so a broken store costs no suite run) → candidate → compare → report files → publish →
+promote (gate) or bless (reset). ``evalgate gate`` and ``evalgate reset`` are thin commands over
+these two functions."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evals.common.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
+from evals.common.escape import inline, log_value
+from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
+from evals.github.publish import publish_result, report_failure, set_outputs_safely
+from evals.pipeline.candidate import candidate_sha, load_config_or_defaults, obtain_candidate, out_dir_of, run_suite
+from evals.report.files import write_report_files
+from evals.results.model import Results
+from evals.store.selection import Baselines, load_baselines, open_store_for
+from evals.suite.config import SuiteConfig, load_config
+
+if TYPE_CHECKING:
+    from evals.compare.model import Comparison
+    from evals.github.client import GitHubClient
+    from evals.store.baseline import LoadedBaseline
+
+
+@dataclass
+class GateOutcome:
+    comparison: Comparison
+    exit_code: int
+    paths: dict[str, Path]
+    baseline: LoadedBaseline | None
+    outputs: dict[str, str] = field(default_factory=dict)
+
+
+def nothing_measured(results: Results) -> str | None:
+    """Why ``results`` measured nothing, when every attempt of every case ended in an error (a
+    command that cannot start, a target that raises on every call), else None. Such a run is no
+    baseline: every later gate would pass against it."""
+    attempts = [a for case in results.cases for a in case.attempts]
+    if not attempts or any(a.error is None for a in attempts):
+        return None
+    kinds = Counter(a.error.kind for a in attempts if a.error)
+    first = next(a.error for a in attempts if a.error)
+    by_kind = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
+    return (
+        f"every one of its {len(attempts)} attempts ended in an error ({by_kind}; the first: "
+        f"{log_value(first.message or first.kind, limit=200)})"
+    )
+
+
+def run_gate(
+    config: SuiteConfig,
+    activity: Activity,
+    args: argparse.Namespace,
+    *,
+    candidate: tuple[Results, Path] | None = None,
+) -> GateOutcome:
+    """The gate after the config is known; ``candidate`` when the caller already has it. The
+    baselines are read first: a corrupt or unreachable store fails before a (costly) suite run."""
+    from evals.github.stored_report import write_comment_meta
+    from evals.store.promotion import promote_candidate
+
+    out_dir = out_dir_of(args)
+    client = github_client(activity)
+    store = open_store_for(config, args, client=client)
+    baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
+    baseline = baselines.baseline
+    if candidate is None and not args.results:
+        warn_if_exposed(activity, config, client)
+    candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
+    if args.results and any(a.error for case in candidate.cases for a in case.attempts):
+        # A suite run prints these itself; brought results would otherwise show only counts.
+        from evals.results.summary import error_lines, summarize
+
+        for line in error_lines(summarize(candidate, config.slices)):
+            print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
+    comparison = baselines.compare(candidate, config)
+    from evals.history import record_comparison, record_promotion, store_trends
+
+    record_comparison(
+        comparison,
+        candidate,
+        baseline.results if baseline else None,
+        config=config,
+        actor=activity.actor,
+        candidate_sha=getattr(args, "sha", None),  # outside git, what names the run in `history show`
+        baseline_snapshot=baseline.ref.snapshot if baseline else None,  # the history learns it is a baseline
+    )
+    store_trends(comparison, candidate, store, config=config)
+    paths = write_report_files(comparison, config, out_dir)
+    paths["results"] = results_path
+    if getattr(args, "html", None):
+        from evals.report.html import write_html
+        from evals.results.summary import summarize
+
+        paths["html"] = Path(args.html)
+        write_html(paths["html"], results=candidate, summary=summarize(candidate, config.slices), comparison=comparison)
+    if activity.is_pr:
+        write_comment_meta(comparison, config, activity, out_dir)
+        paths["comment-meta"] = out_dir / "comment.json"
+
+    exit_code = comparison.exit_code
+    outputs = {
+        "verdict": comparison.verdict,
+        "report-path": str(paths["report"]),
+        "comparison-path": str(paths["comparison"]),
+        "results-path": str(results_path),
+        "baseline-sha": _baseline_sha(baseline),
+        "comment-url": "",
+        "promoted": "false",
+    }
+    if activity.in_actions:
+        published = publish_result(comparison, config, activity, client, comment=args.comment == "on", out_dir=out_dir)
+        outputs.update(published)
+        set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
+
+    wants_promotion = args.promote if args.promote is not None else activity.promote
+    # Locally, `on_missing: seed` means what it says: the first full run becomes the baseline. In
+    # Actions only the default branch's runs may (activity.promote), never a PR's or a side branch's.
+    seeding = (
+        args.promote is None
+        and not activity.in_actions
+        and comparison.verdict == "no-baseline"
+        and config.baseline.on_missing == "seed"
+    )
+    wants_promotion = wants_promotion or seeding
+    if wants_promotion and (failed := nothing_measured(candidate)):
+        print(f"evalgate gate: not promoting: {failed}", file=sys.stderr)
+    elif wants_promotion and baselines.drift_unchecked:
+        print("evalgate gate: not promoting: the drift guard could not be checked", file=sys.stderr)
+    elif wants_promotion and activity.is_pr:
+        print("evalgate gate: not promoting: a pull request's candidate never becomes the baseline", file=sys.stderr)
+    elif wants_promotion:
+        done = promote_candidate(
+            store,
+            candidate,
+            comparison,
+            sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None)),
+            actor=actor_name(activity.actor),
+            on_missing=config.baseline.on_missing,
+        )
+        print(f"evalgate gate: {log_value(done.message, limit=None)}", file=sys.stderr)
+        record_promotion(candidate, done.result.snapshot if done.result else None, config=config, comparison=comparison)
+        outputs["promoted"] = "true" if done.promoted else "false"
+        if activity.in_actions:
+            set_outputs_safely({"promoted": outputs["promoted"]})
+    return GateOutcome(comparison, exit_code, paths, baseline, outputs)
+
+
+def _baseline_sha(baseline: LoadedBaseline | None) -> str:
+    """The commit of the baseline used: its snapshot's, or the run's own for a legacy baseline.json."""
+    if baseline is None:
+        return ""
+    if baseline.ref.snapshot is not None:
+        return baseline.ref.snapshot.sha
+    return baseline.results.run.git_sha or ""
+
+
+def warn_if_exposed(activity: Activity, config: SuiteConfig, client: GitHubClient | None) -> None:
+    """Inside Actions, before the suite runs: warn about a write token or a persisted git credential."""
+    if activity.in_actions:
+        from evals.pipeline.exposure import warn_exposed
+
+        warn_exposed(activity, config, client)
+
+
+def run_only(args: argparse.Namespace, activity: Activity) -> int:
+    """Mode run: run the suite and write ``results.json`` to the out dir, nothing else (no store,
+    no comment): the first job of the two-job layout, which needs no token. Exit 0 whenever a
+    results file was written, a partial one included: the gate job says ``incomplete``."""
+    out_dir = out_dir_of(args)
+    path = out_dir / "results.json"
+    try:
+        if args.results:
+            raise UsageError("mode run runs the suite; a results file is gated with mode compare (or auto)")
+        config = load_config(args.config)
+        warn_if_exposed(activity, config, github_client(activity))
+        results = run_suite(Path(args.config), path, smoke=activity.smoke)
+    except EvalgateError as exc:
+        report_failure(exc, activity)
+        raise
+    if activity.in_actions:
+        set_outputs_safely({"results-path": str(path), "verdict": "", "promoted": "false"})
+    run = results.run
+    print(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
+    return EXIT_PASS
+
+
+def run_reset(args: argparse.Namespace, activity: Activity) -> int:
+    """Run the full suite (or take ``--results``) and bless it as the baseline, recording the reason
+    and who did it. The comparison with the previous baseline is reported, not gated."""
+    from evals.store.baseline import StoreCorrupt
+
+    out_dir = out_dir_of(args)
+    try:
+        guard_reset_branch(activity)
+        config, given = load_config_or_defaults(args)
+        client = github_client(activity)
+        store = open_store_for(config, args, client=client)
+        # Read before the run, so a broken store costs no run; the reset is compared with it for the
+        # record, without the drift guard (a reset is what re-blesses).
+        try:
+            previous = load_baselines(store, config, drift=False)
+        except StoreCorrupt as exc:  # what a reset is for: store a fresh baseline
+            print(
+                f"evalgate reset: the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}",
+                file=sys.stderr,
+            )
+            previous = Baselines(None, None)
+        if given is None and not args.results:
+            warn_if_exposed(activity, config, client)
+        candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
+        run = candidate.run
+        if run.subset or run.shard:
+            raise UsageError(f"{results_path}: a reset blesses the whole suite; this is {run.subset or run.shard}")
+        if not run.is_complete:
+            raise InfraError(
+                f"{results_path}: the run is not complete ({run.status}, {run.completed_cases}/{run.total_cases} "
+                f"cases{': ' + run.message if run.message else ''}); nothing was blessed"
+            )
+        if not candidate.cases:
+            raise UsageError(
+                f"{results_path}: the run holds no case; a baseline of nothing gates nothing, nothing was blessed"
+            )
+        if failed := nothing_measured(candidate):
+            raise UsageError(f"{results_path}: {failed}; a baseline of errors gates nothing, nothing was blessed")
+        if run.suite != config.suite:
+            # Blessed, it would be a baseline the suite's own runs can never be compared with.
+            raise UsageError(
+                f"{results_path}: the run is of suite {run.suite!r} but {args.config} is suite {config.suite!r}; "
+                f"nothing was blessed (name the run after the suite: `evalgate import --suite {config.suite} ...`, "
+                "or correct `suite:`)"
+            )
+        comparison = previous.compare(candidate, config)
+        paths = write_report_files(comparison, config, out_dir)
+        sha = candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None))
+        actor = actor_name(getattr(args, "actor", None) or activity.actor)
+        result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
+        for line in result.warnings:
+            print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
+        if not result.promoted:
+            raise UsageError(f"not reset: {result.reason}")
+        from evals.history import record_reset
+
+        record_reset(
+            candidate,
+            result.snapshot,
+            comparison,
+            previous.baseline.results if previous.baseline else None,
+            config=config,
+        )
+    except EvalgateError as exc:
+        report_failure(exc, activity)
+        raise
+    headline = (
+        f"## evalgate reset: {sha[:12]} is the blessed baseline\n\n"
+        f"Reason: {inline(activity.reason)} — by {inline(actor or 'unknown')}. "
+        f"Compared with the previous baseline for the record (not gated): {comparison.verdict}.\n\n"
+    )
+    outputs = {
+        "verdict": "reset",
+        "report-path": str(paths["report"]),
+        "comparison-path": str(paths["comparison"]),
+        "results-path": str(results_path),
+        "baseline-sha": sha,
+        "comment-url": "",
+        "promoted": "true",
+    }
+    if activity.in_actions:
+        publish_result(comparison, config, activity, None, comment=False, out_dir=out_dir, headline=headline)
+        set_outputs_safely(outputs)
+    print(
+        f"evalgate reset: blessed {sha[:12]} in {store.source} (reason: {log_value(activity.reason)}; "
+        f"actor: {log_value(actor)})"
+    )
+    print(f"report: {paths['report']}")
+    return EXIT_PASS

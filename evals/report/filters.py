@@ -1,0 +1,130 @@
+"""How the reports write numbers and text: the formatters and filters the markdown templates use
+(SPEC §6), shared by the report, the annotations and the JUnit XML.
+
+Everything a formatter returns is :class:`Safe` (already escaped for markdown); :func:`finalize`
+escapes any other value a template prints as a table cell, the strictest inline context."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from markupsafe import Markup
+
+from evals.common import escape
+from evals.compare.model import UnitResult
+
+RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@")
+
+
+class Safe(str):
+    """Markdown that is already escaped (or written by us): :func:`finalize` leaves it alone."""
+
+
+def is_rate(metric: str) -> bool:
+    return metric.startswith(RATE_METRICS)
+
+
+def finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def fmt_value(x: float | None, metric: str = "") -> Safe:
+    """A metric value: rates as percentages, latencies in ms, cost in USD."""
+    if not finite(x):
+        return Safe("–")
+    if is_rate(metric):
+        return Safe(f"{100 * x:.1f}%")
+    if metric.startswith("latency"):
+        return Safe(f"{x:,.0f} ms")
+    if metric.startswith("cost"):
+        return Safe(f"${x:.4g}")
+    return Safe(f"{x:,.4g}")
+
+
+def fmt_delta(x: float | None, metric: str = "") -> Safe:
+    """A signed difference: percentage points for rates (a relative % would be ambiguous)."""
+    if not finite(x):
+        return Safe("–")
+    sign = "+" if x > 0 else "−" if x < 0 else "±"
+    if is_rate(metric):
+        return Safe(f"{sign}{abs(100 * x):.1f} pp")
+    if metric.startswith("latency"):
+        return Safe(f"{sign}{abs(x):,.0f} ms")
+    if metric.startswith("cost"):
+        return Safe(f"{sign}${abs(x):.3g}")
+    return Safe(f"{sign}{abs(x):,.3g}")
+
+
+def fmt_ci(unit: UnitResult) -> Safe:
+    if not (finite(unit.ci_low) and finite(unit.ci_high)):
+        return Safe("–")
+    return Safe(f"[{fmt_delta(unit.ci_low, unit.metric)}, {fmt_delta(unit.ci_high, unit.metric)}]")
+
+
+def fmt_p(x: float | None) -> Safe:
+    if not finite(x):
+        return Safe("–")
+    return Safe("<0.001" if x < 0.001 else f"{x:.3f}")
+
+
+def fmt_mde(x: float | None, metric: str = "") -> Safe:
+    if not finite(x):
+        return Safe("–")
+    return Safe(f"{100 * x:.1f} pp" if is_rate(metric) else f"{x:,.3g}")
+
+
+def fmt_fixed(x: float | None, digits: int = 1) -> Safe:
+    return Safe(f"{x:,.{digits}f}") if finite(x) else Safe("–")
+
+
+def fmt_int(x: int | None) -> Safe:
+    return Safe("–" if x is None else f"{x:,}")
+
+
+def short_sha(sha: str | None) -> Safe:
+    return Safe(escape.cell(sha[:10])) if sha else Safe("–")
+
+
+def finalize(value: Any) -> Any:
+    if isinstance(value, Safe | Markup):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return fmt_value(value)
+    return escape.cell(value, limit=None)
+
+
+def filters() -> dict[str, Callable[..., Any]]:
+    def safe(fn: Callable[..., str]) -> Callable[..., Safe]:
+        return lambda *a, **k: Safe(fn(*a, **k))
+
+    return {
+        "md": safe(escape.inline),
+        "cell": safe(escape.cell),
+        "code": safe(escape.code_block),
+        "html": safe(escape.html_text),
+        "mermaid": safe(escape.mermaid_label),
+        "value": fmt_value,
+        "delta": fmt_delta,
+        "ci": fmt_ci,
+        "pval": fmt_p,
+        "mde": fmt_mde,
+        "count": fmt_int,
+        "fixed": fmt_fixed,
+        "sha": short_sha,
+        # For template authors' own trusted text only; never for anything from a case.
+        "raw": Safe,
+    }
+
+
+def unit_order(u: UnitResult) -> tuple:
+    # Blocking before advisory, overall first, then the worst change.
+    worse = -(u.delta or 0.0) if u.direction == "higher" else (u.delta or 0.0)
+    return (not u.blocking, u.unit != "overall", -worse)

@@ -1,0 +1,482 @@
+"""The markdown regression report of a Comparison (SPEC §6). The formatters and filters are in
+``evals.report.filters``, annotations and JUnit XML in ``evals.report.ci_outputs``.
+
+Templates are jinja2 ``.md.j2`` files. Markdown is not HTML, so jinja's autoescape is off; instead
+every ``{{ ... }}`` output goes through ``reportfmt.finalize``, which escapes any plain value as a
+table cell (the strictest inline context). Filters (``md``, ``cell``, ``code``, ``html``,
+``mermaid`` and the number formatters) return ``Safe`` text that ``finalize`` passes through. So a
+template that forgets a filter still renders case data inert; it only looks less tidy.
+
+Size tiers: the report is rendered at the richest tier that fits ``max_chars`` (measured in
+UTF-8 bytes, never fewer than characters or UTF-16 units, so it is safe for both GitHub's comment
+limit and the step-summary limit): full → passing units collapsed → regressions only → headline.
+Any tier below full says what it left out and where the full report is.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+from jinja2.sandbox import SandboxedEnvironment
+
+from evals.common import escape
+from evals.common.errors import InputFileError
+from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
+from evals.report.ci_outputs import junit_xml
+from evals.report.filters import Safe, filters, finalize, finite, is_rate, unit_order
+from evals.results.model import atomic_write
+from evals.suite.config import SuiteConfig
+
+Kind = Literal["comment", "summary", "full"]
+MAX_CHARS = {"comment": 65_536, "summary": 1_048_576, "full": None}
+DEFAULT_TEMPLATE = "report.md.j2"
+FULL_REPORT_HINT = "The full report (report.md) and comparison.json are in this workflow run's artifacts"
+TEMPLATE_DIR = Path(__file__).with_name("templates")
+
+STATUS = {
+    "pass": ("✅", "PASS"),
+    "fail": ("❌", "FAIL"),
+    "inconclusive": ("⚠️", "INCONCLUSIVE"),
+    "no-baseline": ("🆕", "NO BASELINE"),
+    "incomplete": ("🚧", "INCOMPLETE"),
+    "incompatible": ("⛔", "INCOMPATIBLE"),
+}
+UNIT_STATUS = {
+    "regressed": "🔻 regressed",
+    "improved": "🔺 improved",
+    "unchanged": "unchanged",
+    "inconclusive": "❔ inconclusive",
+}
+
+
+# ------------------------------------------------------------------------------------- tiers
+
+
+@dataclass(frozen=True)
+class Tier:
+    """What one size tier shows. ``units_table``: "all", "changed" (passing units left out) or "none";
+    ``improved``: whether improvements (units and fail → pass cases) are shown at all."""
+
+    name: str
+    units_table: str
+    improved: bool
+    case_entries: int
+    excerpts: bool
+    excerpt_chars: int
+    id_list: int
+    unit_rows: int
+    chart: bool
+    cut: tuple[str, ...] = field(default=())
+
+
+def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
+    """full → passing units collapsed → regressions only → headline (SPEC §6)."""
+    return [
+        Tier(
+            name="full",
+            units_table="all",
+            improved=True,
+            case_entries=max_cases,
+            excerpts=True,
+            # compare already cut excerpts to excerpt_chars and added "…"; keep them whole.
+            excerpt_chars=excerpt_chars + 1,
+            id_list=50,
+            unit_rows=2_000,
+            chart=True,
+        ),
+        Tier(
+            name="compact",
+            units_table="changed",
+            improved=True,
+            case_entries=min(max_cases, 5),
+            excerpts=True,
+            excerpt_chars=min(excerpt_chars, 120),
+            id_list=20,
+            unit_rows=200,
+            chart=True,
+            cut=("unchanged units", "most case excerpts"),
+        ),
+        Tier(
+            name="regressions",
+            units_table="none",
+            improved=False,
+            case_entries=min(max_cases, 30),
+            excerpts=False,
+            excerpt_chars=0,
+            id_list=0,
+            unit_rows=50,
+            chart=False,
+            cut=("improved and unchanged units", "case excerpts", "the per-slice chart", "provenance details"),
+        ),
+        Tier(
+            name="headline",
+            units_table="none",
+            improved=False,
+            case_entries=0,
+            excerpts=False,
+            excerpt_chars=0,
+            id_list=0,
+            unit_rows=0,
+            chart=False,
+            cut=("all details",),
+        ),
+    ]
+
+
+def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
+    # Sandboxed: a template (possibly changed in a pull request) can read the context, not reach
+    # Python internals such as ``__globals__`` from it.
+    env = SandboxedEnvironment(
+        loader=loader,
+        autoescape=False,
+        finalize=finalize,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.filters.update(filters())
+    return env
+
+
+# ------------------------------------------------------------------------------------- context
+
+
+def _slice_label(entry: CaseDiffEntry) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(entry.slices.items())) or "(no slice)"
+
+
+def _grouped(entries: list[CaseDiffEntry], limit: int) -> list[dict[str, Any]]:
+    groups: dict[str, list[CaseDiffEntry]] = {}
+    for entry in entries[:limit]:
+        groups.setdefault(_slice_label(entry), []).append(entry)
+    return [{"slice": name, "entries": items} for name, items in sorted(groups.items())]
+
+
+def _case_sections(c: Comparison, tier: Tier) -> list[dict[str, Any]]:
+    d = c.case_diff
+    sections = [
+        ("pass → fail", d.pass_to_fail, d.n_pass_to_fail),
+        ("fail → pass", d.fail_to_pass if tier.improved else [], d.n_fail_to_pass if tier.improved else 0),
+        ("largest score drops (other cases)" if d.n_pass_to_fail else "largest score drops", d.score_drops, None),
+    ]
+    out = []
+    for title, entries, total in sections:
+        if not entries and not total:
+            continue
+        shown = min(len(entries), tier.case_entries)
+        out.append({"title": title, "total": total, "shown": shown, "groups": _grouped(entries, shown)})
+    return out
+
+
+def _baseline_info(c: Comparison) -> dict[str, Any] | None:
+    if c.baseline is None and c.baseline_run is None:
+        return None
+    snap = c.baseline.snapshot if c.baseline else None
+    age = snap.age_days() if snap else None
+    max_age = c.gate.max_age_days
+    run = c.baseline_run
+    return {
+        "source": c.baseline.source if c.baseline else None,
+        "sha": (snap.sha if snap else None) or (run.git_sha if run else None),
+        "created_at": (snap.created_at if snap else None) or (run.ended_at if run else None),
+        "age_days": age,
+        "max_age_days": max_age,
+        "too_old": age is not None and age > max_age,
+        "verdict": snap.verdict if snap else None,
+        "reason": snap.reason if snap else None,
+        "actor": snap.actor if snap else None,
+        "blessed": snap.blessed if snap else False,
+        "legacy": c.baseline.legacy if c.baseline else False,
+        "note": c.baseline.note if c.baseline else None,
+    }
+
+
+def _drift_reason(c: Comparison) -> str:
+    reason = c.drift.reason if c.drift else ""
+    return re.sub(r"^drift guard:\s*", "", reason, flags=re.IGNORECASE)
+
+
+def _notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
+    """Things a reader must not miss, in plain text (escaped when rendered)."""
+    notes = []
+    run = c.candidate_run
+    if not run.complete:
+        notes.append(
+            f"The candidate run is partial (status {run.status}, {run.completed_cases:,} of {run.total_cases:,} "
+            "cases completed): its numbers do not describe the whole suite."
+            + (f" {run.message}" if run.message else "")
+        )
+    if baseline and baseline["too_old"]:
+        notes.append(
+            f"The baseline is {baseline['age_days']:.0f} days old (more than baseline.max_age_days = "
+            f"{baseline['max_age_days']}): differences may come from elsewhere than this change."
+        )
+    if c.drift is not None and not c.drift.ok:
+        notes.append(f"Drift guard: {_drift_reason(c) or 'the candidate drifted below the last blessed baseline'}.")
+    if run.cases_with_infra_retries or run.infra_errors:
+        text = (
+            f"Infra recovery: {run.cases_with_infra_retries:,} "
+            f"{'case' if run.cases_with_infra_retries == 1 else 'cases'} needed infra retries "
+            f"({run.infra_retries:,} {'retry' if run.infra_retries == 1 else 'retries'})"
+        )
+        if run.infra_errors:
+            text += f"; {run.infra_errors:,} attempts still ended in an infra error (not counted as wrong answers)"
+        notes.append(text + ".")
+    # compare's own warnings (partial baseline, blunt overall test, skipped drift guard, ...).
+    notes.extend(c.warnings)
+    return notes
+
+
+def _chart(c: Comparison) -> dict[str, Any] | None:
+    """Per-slice deltas of the first gated metric, at most 30 slices (the worst ones)."""
+    gated = [m.metric for m in c.gate.metrics if m.gate] or [m.metric for m in c.gate.metrics]
+    if not gated:
+        return None
+    metric = gated[0]
+    units = [u for u in c.units if u.metric == metric and u.slice_key is not None and finite(u.delta)]
+    if not any(u.delta for u in units):  # a row of zero bars tells nothing
+        return None
+    units = sorted(units, key=lambda u: -abs(u.delta))[:30]
+    units.sort(key=lambda u: u.unit)
+    scale = 100.0 if is_rate(metric) else 1.0
+    values = [round(scale * u.delta, 2) for u in units]
+    bound = max(1.0, *(abs(v) for v in values))
+    return {
+        "metric": metric,
+        "unit": "pp" if scale == 100.0 else "",
+        "labels": [u.unit for u in units],
+        "deltas": [Safe(repr(v)) for v in values],
+        "min": Safe(repr(-math.ceil(bound))),
+        "max": Safe(repr(math.ceil(bound))),
+        "omitted": max(0, len([u for u in c.units if u.metric == metric and u.slice_key is not None]) - len(units)),
+    }
+
+
+def build_context(
+    comparison: Comparison,
+    *,
+    tier: str = "full",
+    kind: Kind = "full",
+    max_chars: int | None = None,
+    full_report: str = FULL_REPORT_HINT,
+    max_cases: int = 20,
+    excerpt_chars: int = 300,
+    case_entries: int | None = None,
+) -> dict[str, Any]:
+    """The variables a report template sees (documented in docs/report.md). ``case_entries``
+    lowers the tier's number of case-diff entries per list."""
+    c = comparison
+    spec = {t.name: t for t in _tiers(max_cases, excerpt_chars)}[tier]
+    if case_entries is not None and case_entries < spec.case_entries:
+        cut = f"case-diff entries beyond the first {case_entries:,} of each list"
+        spec = replace(spec, case_entries=case_entries, cut=(*spec.cut, cut))
+    units = sorted(c.units, key=unit_order)
+    if spec.units_table == "all":
+        table = units
+    elif spec.units_table == "changed":
+        table = [u for u in units if u.verdict != "unchanged" or u.unit == "overall"]
+    else:
+        table = []
+    baseline = _baseline_info(c)
+    emoji, word = STATUS[c.verdict]
+    if c.verdict == "inconclusive" and c.exit_code == 1:
+        emoji = STATUS["fail"][0]
+    return {
+        "c": c,
+        "tier": tier,
+        "show": spec,
+        "kind": kind,
+        "max_chars": max_chars,
+        "status": {"emoji": Safe(emoji), "word": Safe(word)},
+        "unit_status": UNIT_STATUS,
+        "regressed": [u for u in units if u.verdict == "regressed"],
+        "improved": [u for u in units if u.verdict == "improved"] if spec.improved else [],
+        "inconclusive_units": [u for u in units if u.verdict == "inconclusive"],
+        "units": table[: spec.unit_rows],
+        "slice_roles": [
+            {"unit": u.unit, "metric": u.metric, "why": blocking_reason(u, c.gate)}
+            for u in table[: spec.unit_rows]
+            if u.unit != "overall" and u.gated
+        ],
+        "units_omitted": len(units) - min(len(table), spec.unit_rows),
+        "case_sections": _case_sections(c, spec),
+        "baseline": baseline,
+        "notices": _notices(c, baseline),
+        "chart": _chart(c) if spec.chart else None,
+        "cut": list(spec.cut),
+        "full_report": full_report,
+        "drift_reason": _drift_reason(c),
+    }
+
+
+# ------------------------------------------------------------------------------------- rendering
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8"))
+
+
+@functools.cache
+def _builtin_template() -> jinja2.Template:
+    return _environment(jinja2.FileSystemLoader(TEMPLATE_DIR)).get_template(DEFAULT_TEMPLATE)
+
+
+def _load_template(template: Path | None) -> jinja2.Template:
+    if template is None:
+        return _builtin_template()
+    path = Path(template)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputFileError(path, "report template not found", "check report.template or --template") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputFileError(path, f"cannot read the report template: {exc}") from None
+    # The user's folder is searched first so their template can include its own partials;
+    # ours stay reachable for {% include "report.md.j2" %}-style reuse.
+    env = _environment(jinja2.FileSystemLoader([path.resolve().parent, TEMPLATE_DIR]))
+    try:
+        return env.from_string(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise InputFileError(f"{path}:{exc.lineno}", f"report template syntax error: {exc.message}") from None
+
+
+def _template_line(exc: BaseException) -> int | None:
+    """Line in the user's template where rendering failed (jinja maps its frames to template lines)."""
+    line = getattr(exc, "lineno", None)
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _render(tpl: jinja2.Template, context: dict[str, Any], where: Path | None) -> str:
+    try:
+        return tpl.render(context)
+    except Exception as exc:
+        if where is None:  # our own template failing is a bug to report, not the user's input
+            raise
+        line = _template_line(exc)
+        raise InputFileError(
+            f"{where}:{line}" if line else where,
+            f"report template failed: {type(exc).__name__}: {exc}",
+            "docs/report.md lists the variables and filters a template gets",
+        ) from None
+
+
+def _hard_cut(text: str, max_chars: int, full_report: str) -> str:
+    """Last resort when even the headline is too big (a tiny limit or a huge reason)."""
+    note = f"\n\n✂️ Cut at {max_chars:,} bytes. {escape.inline(full_report)}.\n"
+    budget = max_chars - _size(note)
+    if budget <= 0:
+        return note.strip().encode("utf-8")[:max_chars].decode("utf-8", errors="ignore")
+    head = text.encode("utf-8")[:budget].decode("utf-8", errors="ignore")
+    # The headline tier has no code fence or HTML block to leave open; cutting at the last blank
+    # line keeps whole paragraphs, and a first line too long for any is cut where it is.
+    if "\n\n" in head:
+        head = head[: head.rfind("\n\n")]
+    return head + note
+
+
+def options_from_config(config: SuiteConfig | None) -> dict[str, Any]:
+    """The ``render_markdown``/``write_reports`` keyword arguments a suite config's ``report:``
+    section sets (none without a config)."""
+    if config is None:
+        return {}
+    options: dict[str, Any] = {"max_cases": config.report.max_cases, "excerpt_chars": config.report.excerpt_chars}
+    if config.report.template:
+        options["template"] = config.resolve(config.report.template)
+    return options
+
+
+def render_markdown(
+    comparison: Comparison,
+    *,
+    max_chars: int | None = None,
+    template: Path | None = None,
+    kind: Kind = "comment",
+    full_report: str = FULL_REPORT_HINT,
+    max_cases: int = 20,
+    excerpt_chars: int = 300,
+) -> str:
+    """The report at the richest tier that fits ``max_chars`` UTF-8 bytes (default per ``kind``:
+    65,536 for a PR comment, 1 MiB for a step summary, unlimited for the full report file).
+    ``template``: a user ``.md.j2`` file, given the same context and filters as ours."""
+    limit = MAX_CHARS[kind] if max_chars is None else max_chars
+    tpl = _load_template(template)
+    options = {"kind": kind, "max_chars": limit, "full_report": full_report}
+    tiers = _tiers(max_cases, excerpt_chars)
+
+    def render(tier: Tier, case_entries: int | None = None) -> str:
+        context = build_context(
+            comparison,
+            tier=tier.name,
+            max_cases=max_cases,
+            excerpt_chars=excerpt_chars,
+            case_entries=case_entries,
+            **options,
+        )
+        return _render(tpl, context, template)
+
+    text = ""
+    for tier, lower in zip(tiers, [*tiers[1:], None], strict=True):
+        text = render(tier)
+        if limit is None or _size(text) <= limit:
+            return text
+        # Fewer case entries at this tier beat the next tier, until that tier would show as many.
+        floor = max(1, lower.case_entries if lower is not None and lower.excerpts == tier.excerpts else 1)
+        fitted = _fit_case_entries(render, tier, text, limit, floor)
+        if fitted is not None:
+            return fitted
+    return _hard_cut(text, limit, full_report)
+
+
+def _fit_case_entries(render: Callable[[Tier, int], str], tier: Tier, text: str, limit: int, floor: int) -> str | None:
+    """Case excerpts dominate a big report: before giving up a whole tier, keep as many case
+    entries as fit (estimated from the size of a render without any, then checked), but no
+    fewer than ``floor``."""
+    if tier.case_entries <= floor:
+        return None
+    bare = _size(render(tier, 0))
+    if bare > limit:
+        return None
+    per_entry = max(1.0, (_size(text) - bare) / tier.case_entries)
+    entries = max(floor, min(tier.case_entries - 1, int((limit - bare) / per_entry * 0.95)))
+    while True:
+        text = render(tier, entries)
+        if _size(text) <= limit:
+            return text
+        if entries == floor:
+            return None
+        entries = max(floor, entries // 2)
+
+
+def write_reports(
+    comparison: Comparison,
+    *,
+    report: Path | None,
+    json_path: Path | None,
+    junit: Path | None = None,
+    template: Path | None = None,
+    max_cases: int = 20,
+    excerpt_chars: int = 300,
+) -> None:
+    """The artifact files: the full (uncut) markdown report, ``comparison.json``, JUnit XML."""
+    if report is not None:
+        text = render_markdown(
+            comparison, kind="full", template=template, max_cases=max_cases, excerpt_chars=excerpt_chars
+        )
+        atomic_write(Path(report), text.encode("utf-8"))
+    if json_path is not None:
+        atomic_write(Path(json_path), comparison.model_dump_json(indent=2).encode("utf-8"))
+    if junit is not None:
+        atomic_write(Path(junit), junit_xml(comparison).encode("utf-8"))

@@ -1,0 +1,357 @@
+"""The results file (SPEC §3): what ``run`` writes, what the baseline store keeps, what
+importers produce. Field names are part of the interface; do not rename them."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from evals.common.errors import InputFileError, UsageError
+from evals.results.trace import TraceEvent, check_events
+
+SCHEMA_VERSION = 1
+OUTPUT_LIMIT_BYTES = 8 * 1024
+INFLATE_LIMIT_ENV = "EVALGATE_MAX_INFLATED_MB"
+DEFAULT_INFLATE_LIMIT_MB = 1024
+
+RunStatus = Literal["pending", "running", "success", "error", "cancelled", "timeout"]
+ErrorKind = Literal["infra", "target", "scorer", "timeout"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class AttemptError(_Model):
+    kind: ErrorKind
+    message: str
+
+
+class RetryRecord(_Model):
+    """One infra failure that was retried: kept so a run's record is honest about recovery."""
+
+    kind: ErrorKind = "infra"
+    message: str
+    status: int | None = None
+    wait_s: float | None = None
+    latency_ms: float | None = None
+
+
+class Attempt(_Model):
+    passed: bool | None = None
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    latency_ms: Annotated[float, Field(ge=0)] | None = None
+    tokens_in: Annotated[int, Field(ge=0)] | None = None
+    tokens_out: Annotated[int, Field(ge=0)] | None = None
+    cost_usd: Annotated[float, Field(ge=0)] | None = None
+    output: Any = None
+    output_sha256: str | None = Field(default=None, description="sha256 of the full output text.")
+    output_truncated: bool = False
+    error: AttemptError | None = None
+    retries: Annotated[int, Field(ge=0)] = 0
+    retry_history: list[RetryRecord] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt (SPEC §3).")
+
+    @field_validator("trace")
+    @classmethod
+    def _trace_rules(cls, trace: list[TraceEvent] | None) -> list[TraceEvent] | None:  # also lazyload's dicts
+        if trace:
+            check_events(trace)  # seq without gaps, every tool_call answered
+        return trace
+
+    @property
+    def is_infra_error(self) -> bool:
+        return self.error is not None and self.error.kind == "infra"
+
+
+class CaseResult(_Model):
+    id: Annotated[str, Field(min_length=1)]
+    slices: dict[str, str] = Field(default_factory=dict)
+    attempts: list[Attempt] = Field(default_factory=list)
+    hash: str | None = Field(default=None, description="sha256 of the case's input and expected value.")
+    input: Any = None
+    expected: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        """Every attempt ran without an infra error (wrong answers and target errors count as done)."""
+        return bool(self.attempts) and not any(a.is_infra_error for a in self.attempts)
+
+
+class TargetInfo(_Model):
+    kind: str
+    model: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunInfo(_Model):
+    suite: str
+    status: RunStatus
+    total_cases: Annotated[int, Field(ge=0)]
+    completed_cases: Annotated[int, Field(ge=0)]
+    started_at: str | None = None
+    ended_at: str | None = None
+    git_sha: str | None = None
+    git_ref: str | None = None
+    config_hash: str | None = None
+    definitions: dict[str, Any] | None = Field(
+        default=None, description="What config_hash covers (scorers, directions), so a mismatch can say what changed."
+    )
+    target: TargetInfo | None = None
+    attempts_per_case: Annotated[int, Field(ge=1)] = 1
+    shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')
+    subset: str | None = Field(default=None, description='"smoke" or "tag:..." when only part of the suite ran.')
+    message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
+    evalgate_version: str | None = None
+    source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")
+
+    @property
+    def is_complete(self) -> bool:
+        return self.status == "success" and self.completed_cases == self.total_cases
+
+
+class Results(_Model):
+    schema_version: Literal[1] = SCHEMA_VERSION
+    run: RunInfo
+    cases: list[CaseResult] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Results:
+        seen: set[str] = set()
+        for index, case in enumerate(self.cases):
+            if case.id in seen:
+                raise ValueError(f"duplicate case id {case.id!r} at cases[{index}]")
+            seen.add(case.id)
+        if self.run.completed_cases > self.run.total_cases:
+            raise ValueError(
+                f"run.completed_cases ({self.run.completed_cases}) exceeds run.total_cases ({self.run.total_cases})"
+            )
+        return self
+
+    def by_id(self) -> dict[str, CaseResult]:
+        return {c.id: c for c in self.cases}
+
+
+# ---------------------------------------------------------------------------------------- helpers
+
+
+def case_hash(input_value: Any, expected: Any) -> str:
+    """The per-case pairing hash: sha256 of the canonical JSON of input and expected."""
+    text = json.dumps(
+        {"input": input_value, "expected": expected},
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        default=str,
+    )
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str | None, bool]:
+    """Store at most ``limit`` bytes of an output. Returns (stored, sha256 of the full text,
+    truncated?). Non-string outputs that fit are kept as they are (JSON values)."""
+    text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    raw = text.encode("utf-8")
+    full_hash = "sha256:" + hashlib.sha256(raw).hexdigest()
+    if len(raw) <= limit:
+        return output, full_hash, False
+    return raw[:limit].decode("utf-8", errors="ignore"), full_hash, True
+
+
+def _describe(exc: ValidationError, data: Any) -> str:
+    parts = []
+    for err in exc.errors(include_url=False)[:5]:
+        loc = err["loc"]
+        where = ""
+        for p in loc:
+            where += f"[{p}]" if isinstance(p, int) else (("." if where else "") + str(p))
+        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
+            with contextlib.suppress(KeyError, IndexError, TypeError):
+                where += f" (case id {data['cases'][loc[1]]['id']!r})"
+        parts.append(f"{where or '(top level)'}: {err['msg']}")
+    more = exc.error_count() - len(parts)
+    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
+
+
+def inflate_limit() -> int:
+    """How many bytes compressed input (a gzipped results file, a zip member) may expand to:
+    ``EVALGATE_MAX_INFLATED_MB`` megabytes (default 1024), so a small crafted file cannot take
+    the machine's memory."""
+    raw = os.environ.get(INFLATE_LIMIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_INFLATE_LIMIT_MB << 20
+    try:
+        megabytes = int(raw)
+        if megabytes <= 0:
+            raise ValueError
+    except ValueError:
+        raise UsageError(f"{INFLATE_LIMIT_ENV}={raw!r}: expected a whole number of megabytes above 0") from None
+    return megabytes << 20
+
+
+def inflated_too_large(where: str | Path, what: str = "decompressed data") -> InputFileError:
+    limit_mb = inflate_limit() >> 20
+    return InputFileError(
+        where,
+        f"{what} larger than {limit_mb:,} MB: refusing to inflate it",
+        f"if the file is genuine, raise the limit with {INFLATE_LIMIT_ENV}=<megabytes>",
+    )
+
+
+def gunzip(raw: bytes, where: str | Path) -> bytes:
+    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes."""
+    limit = inflate_limit()
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
+            data = fh.read(limit + 1)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
+    if len(data) > limit:
+        raise inflated_too_large(where, "gzip data that inflates")
+    return data
+
+
+def read_json_bytes(path: Path) -> bytes:
+    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(path, "file not found") from None
+    except OSError as exc:
+        raise InputFileError(path, f"cannot read: {exc}") from None
+    return gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The decoder's message with its column, read as a sentence: several of its messages end in
+    "at" ("Unterminated string starting at") and expect the position to follow."""
+    msg = exc.msg.removesuffix(" at")
+    return f"{msg} at column {exc.colno}"
+
+
+def looks_truncated(exc: json.JSONDecodeError) -> bool:
+    """The decoder stopped where a cut-short file would stop it: at the end of the text (in
+    characters: ``exc.pos`` counts them, not bytes), inside a string that never closes, or inside a
+    ``true``/``false``/``null`` that the end of the file cut."""
+    tail = exc.doc[exc.pos :].strip()
+    return not tail or exc.msg.startswith("Unterminated string") or any(w.startswith(tail) for w in LITERALS)
+
+
+LITERALS = ("true", "false", "null")
+
+
+def parse_results(raw: bytes, where: str | Path) -> Results:
+    if not raw.strip():
+        # What a run killed before its first write, or a failed download, leaves behind.
+        what = "empty" if not raw else "blank (only whitespace)"
+        raise InputFileError(where, f"the file is {what}: no results in it", "check the path, or run the suite again")
+    try:
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise InputFileError(where, "not UTF-8 text (is this a results file?)") from None
+    except json.JSONDecodeError as exc:
+        hint = "the file looks truncated" if looks_truncated(exc) else None
+        raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {json_problem(exc)}", hint) from None
+    except RecursionError:  # json.loads recurses per nesting level
+        raise InputFileError(where, "JSON nested too deeply to be a results file") from None
+    if not isinstance(data, dict):
+        raise InputFileError(where, "not a results file: expected a JSON object with schema_version, run, cases")
+    version = data.get("schema_version")
+    if version is None:
+        raise InputFileError(
+            where,
+            "not a results file: no schema_version",
+            "output of another harness: `evalgate import --from auto FILE -o results.json` converts it; "
+            "`show --from auto` and `gate --results-format auto` read it as it is",
+        )
+    if version != SCHEMA_VERSION:
+        raise InputFileError(
+            where,
+            f"unsupported schema_version {version!r}; this evalgate reads {SCHEMA_VERSION}",
+            "upgrade evalgate or re-create the file",
+        )
+    try:
+        return Results.model_validate(data)
+    except ValidationError as exc:
+        raise InputFileError(where, f"invalid results file: {_describe(exc, data)}") from None
+
+
+def load_results(path: str | Path) -> Results:
+    """Read a results file (JSON or gzipped JSON). Any problem is an InputFileError (exit 2)."""
+    path = Path(path)
+    return parse_results(read_json_bytes(path), path)
+
+
+def dump_results(results: Results) -> bytes:
+    return results.model_dump_json(exclude_none=False).encode("utf-8")
+
+
+def _read_umask() -> int:
+    # os.umask can only be read by setting it; done once at import, before any thread exists.
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()
+
+
+@contextmanager
+def temp_copy(folder: Path, name: str, data: bytes) -> Iterator[Path]:
+    """A complete, fsynced temporary file holding ``data`` in ``folder`` (hidden, named after
+    ``name``), for the caller to rename or link into place; removed on exit if it is still there.
+    OSError propagates. Its mode follows the umask like open()'s would (mkstemp makes 0600): a
+    results file or a baseline snapshot is meant to be as readable as any file the user writes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        yield Path(tmp)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename: a reader never sees half a file.
+    A path that cannot be written is the user's to fix (exit 2), not a crash."""
+    try:
+        with temp_copy(path.parent, path.name, data) as tmp:
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
+
+
+def save_results(results: Results, path: str | Path) -> None:
+    """Write atomically; gzip when the name ends in ``.gz``."""
+    write_results_bytes(dump_results(results), path)
+
+
+def write_results_bytes(data: bytes, path: str | Path) -> None:
+    """``save_results`` for a results file already serialised (``dump_results``'s bytes)."""
+    path = Path(path)
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6, mtime=0)
+    atomic_write(path, data)
+
+
+def results_json_schema() -> dict[str, Any]:
+    return Results.model_json_schema()

@@ -1,0 +1,284 @@
+"""What a results file says on its own, without a baseline (SPEC §13): pass rate with its CI
+overall and per slice, errors by kind (with their most common messages), tokens, latency p50/p95
+and cost. ``evalgate run`` ends
+with it and ``evalgate show FILE`` prints it for any results file (imported ones included).
+
+Per-case values follow the comparison's rules (evals/compare/metrics.py): attempts that ended in an infra
+error are left out, any other error is a wrong answer, a case's value is the mean of its attempts.
+Pure Python on purpose: ``evalgate run`` prints this and its start-up must not pay for numpy."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from pydantic import BaseModel, Field
+
+from evals.results.model import CaseResult, Results
+
+Z_95 = 1.959963984540054
+# Error messages shown per kind, and how much of each: enough to tell what broke at a glance; the
+# results file keeps every message in full.
+MESSAGES_PER_KIND = 3
+MESSAGE_CHARS = 160
+
+
+class UnitSummary(BaseModel):
+    unit: str = Field(description='"overall" or "key=value"')
+    cases: int
+    scored: int = Field(description="cases with a pass/fail value (not only infra errors)")
+    pass_rate: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    score: float | None = None
+    errored: int = Field(0, description="cases whose every attempt ended in an infra error")
+
+
+class ErrorMessage(BaseModel):
+    kind: str
+    message: str = Field(description=f"on one line, clipped to {MESSAGE_CHARS} characters, secrets masked")
+    count: int = Field(description="attempts that ended with this message")
+
+
+class ResultsSummary(BaseModel):
+    suite: str
+    status: str
+    complete: bool
+    total_cases: int
+    completed_cases: int
+    subset: str | None = None
+    shard: str | None = None
+    message: str | None = None
+    source: str | None = Field(None, description="the importer's format, for imported files")
+    units: list[UnitSummary]
+    attempts: int
+    errors_by_kind: dict[str, int] = Field(default_factory=dict, description="attempts per error kind")
+    infra_causes: dict[str, int] = Field(default_factory=dict, description="infra errors per cause (dns, timeout, ...)")
+    error_messages: list[ErrorMessage] = Field(
+        default_factory=list, description=f"the {MESSAGES_PER_KIND} most common messages of each error kind"
+    )
+    distinct_error_messages: dict[str, int] = Field(default_factory=dict, description="distinct messages per kind")
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    latency_p50_ms: float | None = None
+    latency_p95_ms: float | None = None
+    cost_usd: float | None = None
+
+
+def wilson(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
+    """Wilson score interval of a proportion (per-case means may be fractional with attempts > 1)."""
+    if n == 0:
+        return math.nan, math.nan
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q / 100
+    low = math.floor(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def case_values(case: CaseResult) -> tuple[float | None, float | None, bool]:
+    """(pass value, score, errored) of one case."""
+    valid = [a for a in case.attempts if not a.is_infra_error]
+    if not valid:
+        return None, None, bool(case.attempts)
+    passed = [1.0 if a.passed else 0.0 for a in valid if a.passed is not None or a.error is not None]
+    scores = [a.score or 0.0 for a in valid if a.score is not None or a.error is not None]
+    return _mean(passed), _mean(scores), False
+
+
+def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> UnitSummary:
+    passed = [p for p, _s, _e in rows if p is not None]
+    low, high = wilson(sum(passed), len(passed)) if passed else (None, None)
+    return UnitSummary(
+        unit=name,
+        cases=len(rows),
+        scored=len(passed),
+        pass_rate=_mean(passed),
+        ci_low=low,
+        ci_high=high,
+        score=_mean([s for _p, s, _e in rows if s is not None]),
+        errored=sum(1 for _p, _s, e in rows if e),
+    )
+
+
+def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> ResultsSummary:
+    """The summary of ``results``, per value of each of ``slice_keys`` (default: every key a case carries)."""
+    from evals.results.infra import infra_cause
+
+    run = results.run
+    # Sorted whatever the caller's order: `run` (the config's keys) and `show` print the same table.
+    keys = sorted({k for c in results.cases for k in c.slices} if slice_keys is None else set(slice_keys))
+    values = [case_values(c) for c in results.cases]
+    units = [_unit("overall", values)]
+    for key in keys:
+        groups: dict[str, list[tuple[float | None, float | None, bool]]] = {}
+        for case, row in zip(results.cases, values, strict=True):
+            if key in case.slices:
+                groups.setdefault(case.slices[key], []).append(row)
+        units.extend(_unit(f"{key}={value}", groups[value]) for value in sorted(groups))
+    kinds: Counter[str] = Counter()
+    causes: Counter[str] = Counter()
+    messages: Counter[tuple[str, str]] = Counter()
+    latencies: list[float] = []
+    tokens_in = tokens_out = 0
+    has_in = has_out = False
+    costs: list[float] = []
+    attempts = 0
+    for case in results.cases:
+        case_latency = []
+        for a in case.attempts:
+            attempts += 1
+            if a.error is not None:
+                kinds[a.error.kind] += 1
+                messages[a.error.kind, a.error.message] += 1
+                if a.error.kind == "infra":
+                    causes[infra_cause(a.error.message) or "other"] += 1
+                continue
+            if a.latency_ms is not None:
+                case_latency.append(a.latency_ms)
+            # A target may report one side only: the other is unknown, not zero.
+            has_in, has_out = has_in or a.tokens_in is not None, has_out or a.tokens_out is not None
+            tokens_in += a.tokens_in or 0
+            tokens_out += a.tokens_out or 0
+            if a.cost_usd is not None:
+                costs.append(a.cost_usd)
+        if case_latency:  # one value per case, as the comparison's latency metrics
+            latencies.append(sum(case_latency) / len(case_latency))
+    return ResultsSummary(
+        suite=run.suite,
+        status=run.status,
+        complete=run.is_complete,
+        total_cases=run.total_cases,
+        completed_cases=run.completed_cases,
+        subset=run.subset,
+        shard=run.shard,
+        message=run.message,
+        source=run.source.get("format"),
+        units=units,
+        attempts=attempts,
+        errors_by_kind=dict(sorted(kinds.items())),
+        **_common_messages(messages),
+        infra_causes=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
+        tokens_in=tokens_in if has_in else None,
+        tokens_out=tokens_out if has_out else None,
+        latency_p50_ms=percentile(latencies, 50),
+        latency_p95_ms=percentile(latencies, 95),
+        cost_usd=sum(costs) if costs else None,
+    )
+
+
+def _common_messages(raw: Counter[tuple[str, str]]) -> dict:
+    """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)."""
+    from evals.results.masking import mask_text
+
+    lines: Counter[tuple[str, str]] = Counter()
+    for (kind, message), count in raw.items():  # distinct messages only: a run repeats a few
+        lines[kind, one_line(message)] += count
+    distinct = Counter(kind for kind, _line in lines)
+    ranked = sorted(lines.items(), key=lambda item: (item[0][0], -item[1], item[0][1]))
+    shown: list[ErrorMessage] = []
+    for (kind, line), count in ranked:
+        if sum(1 for m in shown if m.kind == kind) < MESSAGES_PER_KIND:
+            # Masked again when shown: a results file evalgate did not write may hold a secret.
+            shown.append(ErrorMessage(kind=kind, message=mask_text(line), count=count))
+    return {"error_messages": shown, "distinct_error_messages": dict(sorted(distinct.items()))}
+
+
+def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:
+    """``message`` with its line breaks and runs of blanks as single spaces, clipped to ``limit``."""
+    flat = " ".join(message.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+# ------------------------------------------------------------------------------------- text
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    # first column left-aligned (unit names), numbers right-aligned
+    return [
+        "  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(r, widths, strict=True)))
+        for r in rows
+    ]
+
+
+def headline(summary: ResultsSummary) -> str:
+    part = f" ({summary.subset or summary.shard})" if summary.subset or summary.shard else ""
+    state = "" if summary.complete else " — PARTIAL" + (f" ({summary.status})" if summary.status != "success" else "")
+    origin = f", imported from {summary.source}" if summary.source and summary.source != "evalgate" else ""
+    return f"{summary.suite}{part}: {summary.completed_cases}/{summary.total_cases} cases complete{origin}{state}"
+
+
+def error_lines(summary: ResultsSummary) -> list[str]:
+    """The errors by kind, then each kind's most common messages with their counts."""
+    if not summary.errors_by_kind:
+        return [f"errors:  none in {summary.attempts} attempts"]
+    kinds = []
+    for kind, count in summary.errors_by_kind.items():
+        detail = ""
+        if kind == "infra" and summary.infra_causes:
+            detail = " (" + ", ".join(f"{c} {n}" for c, n in summary.infra_causes.items()) + ")"
+        kinds.append(f"{kind} {count}{detail}")
+    lines = [f"errors:  {', '.join(kinds)} of {summary.attempts} attempts"]
+    width = max((len(str(m.count)) for m in summary.error_messages), default=0)
+    indent = " " * 9  # under the first kind
+    for kind in summary.errors_by_kind:
+        listed = [m for m in summary.error_messages if m.kind == kind]
+        lines += [f"{indent}{m.count:>{width}} × {kind}: {m.message}" for m in listed]
+        more = summary.distinct_error_messages.get(kind, 0) - len(listed)
+        if more > 0:
+            others = f"{more} other message{'s' if more > 1 else ''}"
+            lines.append(f"{indent}{'':>{width}}   {kind}: {others} (all in the results file)")
+    return lines
+
+
+def render_text(summary: ResultsSummary) -> str:
+    """The summary as an aligned plain-text table (a terminal, a CI log)."""
+    show_score = any(u.score is not None for u in summary.units) and not any(
+        u.pass_rate is not None for u in summary.units
+    )
+    show_errored = any(u.errored for u in summary.units)
+    header = ["unit", "cases", "pass rate", "95% CI"] + (["score"] if show_score else [])
+    rows = [header + (["infra-errored"] if show_errored else [])]
+    for u in summary.units:
+        ci = "—" if u.ci_low is None or u.ci_high is None else f"{u.ci_low:.1%} – {u.ci_high:.1%}"
+        row = [u.unit, str(u.cases), _rate(u.pass_rate), ci]
+        if show_score:
+            row.append("—" if u.score is None else f"{u.score:.3f}")
+        if show_errored:
+            row.append(str(u.errored) if u.errored else "")
+        rows.append(row)
+    lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
+    if summary.tokens_in is not None or summary.tokens_out is not None:
+        sides = [
+            f"{n:,} {side}" if n is not None else f"– {side}"
+            for n, side in ((summary.tokens_in, "in"), (summary.tokens_out, "out"))
+        ]
+        lines.append(f"tokens:  {', '.join(sides)}")
+    if summary.latency_p50_ms is not None:
+        lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
+    if summary.cost_usd is not None:
+        lines.append(f"cost:    ${summary.cost_usd:,.6f}".rstrip("0").rstrip("."))
+    if summary.message:
+        lines.append(f"note:    {summary.message}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,177 @@
+"""Attempt traces (SPEC §3 ``trace``, seed 003): the ordered events of one attempt — messages,
+tool calls and their results, decisions, log lines — as the results file and the history store
+keep them.
+
+Two rules make a trace readable by anyone later: ``seq`` runs from 0 without gaps, and every
+``tool_call`` is answered by a later ``tool_result`` or ``tool_error`` of the same tool (the
+earliest unanswered call of that name; results close calls in order). ``tool_pairs`` states the
+second rule once: the results model rejects a trace that breaks it, and the history store keeps
+the pairing as a foreign key, so the database refuses a tool call without its result too.
+
+Content is stored masked and truncated (8,192 characters; tool results 2,048) with the sha256 of
+the full masked text, like attempt outputs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict, deque
+from collections.abc import Callable, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TraceKind = Literal["message", "tool_call", "tool_result", "tool_error", "decision", "log"]
+KINDS: tuple[str, ...] = ("message", "tool_call", "tool_result", "tool_error", "decision", "log")
+RESULT_KINDS = ("tool_result", "tool_error")
+CONTENT_LIMIT = 8192
+TOOL_RESULT_LIMIT = 2048
+NAME_LIMIT = 200
+
+
+class TraceEvent(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    seq: Annotated[int, Field(ge=0)]
+    kind: TraceKind
+    name: str | None = Field(default=None, description="Role of a message, tool name of a call or result.")
+    content: str | None = Field(default=None, description="Masked text, truncated (8,192 chars; tool results 2,048).")
+    sha256: str | None = Field(default=None, description="sha256 of the full masked content.")
+    truncated: bool = False
+    ts: str | None = Field(default=None, description="ISO 8601 time of the event, when the target knew it.")
+
+
+class TraceError(ValueError):
+    """A trace that breaks the seq or pairing rule; the message names the event."""
+
+
+def tool_pairs(events: Sequence[tuple[int, str, str | None]]) -> dict[int, int]:
+    """``{call seq: result seq}`` for ``(seq, kind, name)`` events in order. Raises ``TraceError``
+    for a gap in ``seq``, a result that answers no call, or a call left unanswered."""
+    open_calls: defaultdict[str | None, deque[int]] = defaultdict(deque)
+    pairs: dict[int, int] = {}
+    for position, (seq, kind, name) in enumerate(events):
+        if seq != position:
+            raise TraceError(f"trace[{position}]: seq is {seq}, expected {position} (seq runs from 0 without gaps)")
+        if kind == "tool_call":
+            open_calls[name].append(seq)
+        elif kind in RESULT_KINDS:
+            if not open_calls[name]:
+                raise TraceError(f"trace[{position}]: {kind} of {name!r} answers no earlier tool_call of that tool")
+            pairs[open_calls[name].popleft()] = seq
+    unanswered = sorted(seq for calls in open_calls.values() for seq in calls)
+    if unanswered:
+        raise TraceError(
+            f"trace[{unanswered[0]}]: tool_call has no tool_result or tool_error after it "
+            f"({len(unanswered)} unanswered call(s))"
+        )
+    return pairs
+
+
+def check_events(events: Sequence[TraceEvent | dict[str, Any]]) -> None:
+    """The rules on validated events: models, or the plain dicts of ``evals.compare.lazyload``'s lean check."""
+    tool_pairs(
+        [(e["seq"], e["kind"], e.get("name")) if isinstance(e, dict) else (e.seq, e.kind, e.name) for e in events]
+    )
+
+
+def _text(value: Any) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def clip(text: str | None, limit: int) -> tuple[str | None, str | None, bool]:
+    """(stored text, sha256 of the full text, truncated?)."""
+    if text is None:
+        return None, None, False
+    digest = "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if len(text) <= limit:
+        return text, digest, False
+    return text[:limit], digest, True
+
+
+def build_trace(raw: Any, mask: Callable[[Any], Any] = lambda v: v) -> list[TraceEvent]:
+    """A trace as a target returned it (a list of ``{kind, name?, content?, ts?}``; ``seq`` may be
+    left out and is then the position) → stored events: masked with ``mask``, non-text content as
+    JSON, truncated with the sha256 of the full text. Raises ``TraceError`` (naming the event) for
+    anything that is not a valid trace."""
+    if not isinstance(raw, list):
+        raise TraceError(f"trace must be a list of events, got {type(raw).__name__}")
+    events: list[TraceEvent] = []
+    for position, item in enumerate(raw):
+        if not isinstance(item, dict):
+            raise TraceError(f"trace[{position}]: an event is an object with kind, name, content; got {item!r:.80}")
+        unknown = set(item) - {"seq", "kind", "name", "content", "ts", "sha256", "truncated"}
+        if unknown:
+            raise TraceError(f"trace[{position}]: unknown key(s) {', '.join(sorted(unknown))}")
+        kind = item.get("kind")
+        if kind not in KINDS:
+            raise TraceError(f"trace[{position}]: kind {kind!r} is not one of {', '.join(KINDS)}")
+        seq = item.get("seq", position)
+        if isinstance(seq, bool) or not isinstance(seq, int):
+            raise TraceError(f"trace[{position}]: seq must be an integer, got {seq!r}")
+        name = item.get("name")
+        name = None if name is None else str(mask(str(name)))[:NAME_LIMIT]
+        limit = TOOL_RESULT_LIMIT if kind in RESULT_KINDS else CONTENT_LIMIT
+        content, digest, truncated = clip(_text(mask(item.get("content"))), limit)
+        ts = item.get("ts")
+        events.append(
+            TraceEvent(
+                seq=seq,
+                kind=kind,
+                name=name,
+                content=content,
+                sha256=digest,
+                truncated=truncated,
+                ts=None if ts is None else str(ts),
+            )
+        )
+    check_events(events)
+    return events
+
+
+def failed_tail(attempts: Sequence[Any], n: int = 5, chars: int = 200) -> list[dict[str, Any]]:
+    """The last ``n`` events (content shortened) of the first attempt that failed or erred, else
+    of the last attempt: what the report's case diff shows of a case's trace."""
+    chosen = next((a for a in attempts if a.passed is False or a.error is not None), attempts[-1] if attempts else None)
+    events = (chosen.trace or []) if chosen is not None else []
+    return [{"seq": e.seq, "kind": e.kind, "name": e.name, "content": (e.content or "")[:chars]} for e in events[-n:]]
+
+
+def chat_trace(messages: Sequence[Any], reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """The events of one chat-completion exchange: the messages sent (``name`` = role; an
+    assistant's earlier tool calls as ``tool_call`` and the ``tool`` messages answering them as
+    ``tool_result``), then the reply. Tool calls the reply asks for were not run by anyone here,
+    so they are ``decision`` events named ``tool_call:<function>`` — as are earlier calls the
+    conversation never answered — which keeps every ``tool_call`` paired."""
+    answered = {m.get("tool_call_id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
+    names: dict[Any, str | None] = {}
+    events: list[dict[str, Any]] = []
+    for message in [*messages, reply]:
+        if not isinstance(message, dict):
+            continue
+        role = message.get("role") or "assistant"
+        content = message.get("content")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            name = names.get(call_id, message.get("name"))
+            if call_id in names:
+                events.append({"kind": "tool_result", "name": name, "content": content})
+            else:
+                events.append({"kind": "message", "name": role, "content": content})
+            continue
+        if content not in (None, "", []):
+            events.append({"kind": "message", "name": role, "content": content})
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict):
+                continue
+            function = call.get("function") or {}
+            name = function.get("name")
+            arguments = function.get("arguments")
+            if message is not reply and call.get("id") in answered:
+                names[call.get("id")] = name
+                events.append({"kind": "tool_call", "name": name, "content": arguments})
+            else:
+                events.append({"kind": "decision", "name": f"tool_call:{name}", "content": arguments})
+    return events

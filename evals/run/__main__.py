@@ -1,0 +1,5 @@
+"""``python -m evals.run``: the seed workflow's spelling of ``evalgate run``."""
+
+from evals.cli.app import module_main
+
+raise SystemExit(module_main("run"))

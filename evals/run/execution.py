@@ -1,0 +1,357 @@
+"""Running the suite on the candidate into a results file (SPEC §4): which cases, resuming a
+partial run, and the file written as cases finish.
+
+The file is written at the start (``running``, nothing done), every few seconds while cases finish,
+and at the end, each time atomically with a status and counts that are true at that moment
+(seed 000: a partial run must never read as a whole one)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import signal
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from evals import __version__
+from evals.common.errors import InputFileError, UsageError
+from evals.common.gitinfo import current_ref, current_sha
+from evals.results.model import (
+    SCHEMA_VERSION,
+    CaseResult,
+    Results,
+    RunInfo,
+    RunStatus,
+    TargetInfo,
+    load_results,
+    parse_results,
+    write_results_bytes,
+)
+from evals.results.summary import case_values
+from evals.run.containment import RunContainment
+from evals.run.progress import Progress
+from evals.run.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
+from evals.run.scorers.builtin import build_scorers
+from evals.run.shards import shard_of
+from evals.run.smoke import smoke_subset, subset_label
+from evals.run.targets.base import Target
+from evals.run.targets.code import build_target
+from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
+from evals.suite.config import SuiteConfig
+
+WRITE_EVERY_S = 2.0
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def select_cases(
+    cases: list[Case],
+    config: SuiteConfig,
+    *,
+    smoke: bool,
+    shard: tuple[int, int] | None,
+    filters: list[str] | None = None,
+    limit: int | None = None,
+) -> tuple[list[Case], str | None]:
+    """The cases this run covers (smoke, then ``--filter``, ``--limit``, then the shard) and the
+    ``subset`` label: a development subset is compared on its own ids and never promoted."""
+    subset = None
+    if smoke:
+        cases = smoke_subset(cases, config.smoke, config.slices)
+        subset = subset_label(config.smoke)
+        if not cases and config.smoke.tag:
+            raise UsageError(
+                f"{config.path or 'config'}: smoke.tag {config.smoke.tag!r} matches no case "
+                "(it names a tag key, or key=value)"
+            )
+    labels = [subset] if subset else []
+    if filters:
+        cases = filter_cases(cases, filters)
+        labels.append("filter:" + ",".join(filters))
+    if limit is not None:
+        cases = limit_cases(cases, limit)
+        labels.append(f"limit:{limit}")
+    if shard is not None:
+        cases = [c for c in cases if shard_of(c.id, shard[1]) == shard[0]]
+    return cases, "+".join(labels) or None
+
+
+def _same_target(a: TargetInfo | None, b: TargetInfo) -> bool:
+    if a is None:
+        return False
+    strip = {"system_fingerprint"}  # learnt while running, not configured
+
+    def params(info: TargetInfo) -> dict[str, object]:
+        return {k: v for k, v in info.params.items() if k not in strip}
+
+    return a.kind == b.kind and a.model == b.model and params(a) == params(b)
+
+
+def resumable(
+    output: Path, config: SuiteConfig, cases: list[Case], target: TargetInfo
+) -> tuple[dict[str, CaseResult], Results | None]:
+    """Cases of an earlier run in ``output`` that need not run again: complete, same case hash,
+    same number of attempts, made under the same config hash and target."""
+    if not output.exists():
+        say(f"--resume: {output} does not exist yet; running every case")
+        return {}, None
+    try:
+        previous = load_results(output)
+    except InputFileError as exc:
+        raise InputFileError(
+            exc.where, exc.problem, "--resume reads it to skip finished cases; move it away or drop --resume"
+        ) from None
+    if previous.run.suite != config.suite:
+        raise UsageError(
+            f"{output}: holds suite {previous.run.suite!r}, not {config.suite!r}; "
+            "pick another --output or drop --resume"
+        )
+    if previous.run.config_hash != config.config_hash():
+        say(f"--resume: {output} was made with other scorers/metrics (config hash differs); running every case")
+        return {}, None
+    if not _same_target(previous.run.target, target):
+        say(f"--resume: {output} was made with another target; running every case")
+        return {}, None
+    wanted = {c.id: c.hash for c in cases}
+    kept = {
+        r.id: r
+        for r in previous.cases
+        if r.id in wanted and r.hash == wanted[r.id] and r.complete and len(r.attempts) == config.attempts
+    }
+    say(f"--resume: keeping {len(kept)} complete cases from {output}, running {len(cases) - len(kept)}")
+    return kept, previous
+
+
+def say(text: str) -> None:
+    print(f"evalgate run: {text}", file=sys.stderr, flush=True)
+
+
+class Recorder:
+    """The results file as it grows; ``write`` always states the true status and counts.
+
+    Each case is serialised once, when it finishes, and kept only as those bytes (the models are
+    dropped: with traces, holding them took the run past 120 MB at 10,000 cases). A write joins
+    the pieces with the run's header into the very bytes ``dump_results`` would make of the whole
+    (a test holds them equal). Dumping the whole file each time instead took ~0.1 s at 10,000
+    cases, and a write blocks the event loop: every in-flight request waited for it."""
+
+    def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
+        self.output = output
+        self.order = [c.id for c in cases]
+        self.run = run
+        self.done: dict[str, bool] = {}  # case id → complete
+        self.errored: dict[str, bool] = {}  # case id → an attempt ended in an error
+        self._json: dict[str, bytes] = {}
+        self.completed = 0
+        self.last_write = 0.0
+        self.interval = WRITE_EVERY_S
+        for result in kept.values():
+            self._keep(result)
+
+    def _keep(self, result: CaseResult) -> None:
+        self.completed += result.complete - self.done.get(result.id, False)
+        self.done[result.id] = result.complete
+        self.errored[result.id] = any(a.error is not None for a in result.attempts)
+        self._json[result.id] = result.model_dump_json().encode("utf-8")
+
+    def results(self) -> Results:
+        """What was written, as models (read back from its bytes)."""
+        return parse_results(self.data(), self.output)
+
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON, in the file's order."""
+        return [self._json[i] for i in self.order if i in self._json]
+
+    def data(self) -> bytes:
+        """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
+        self.run.completed_cases = self.completed
+        cases = b",".join(self.case_json())
+        run = self.run.model_dump_json().encode("utf-8")
+        return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
+
+    def write(self) -> None:
+        started = time.monotonic()
+        write_results_bytes(self.data(), self.output)
+        self.last_write = time.monotonic()
+        # A big suite's file takes a while to write, and writing blocks the event loop: space the
+        # writes so they never take more than ~5% of the run.
+        self.interval = max(WRITE_EVERY_S, 20 * (self.last_write - started))
+
+    def add(self, result: CaseResult) -> None:
+        self._keep(result)
+        if time.monotonic() - self.last_write >= self.interval:
+            self.write()
+
+
+class WrittenRun:
+    """A results file just written, for ``main``: ``run`` at hand, and ``cases`` made from the
+    recorder's bytes the first time something asks for them (the summary, the history): during the
+    run no case is held as models."""
+
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, run: RunInfo, case_json: list[bytes], errored_cases: int):
+        self.run = run
+        self._case_json = case_json
+        self.errored_cases = errored_cases
+
+    @functools.cached_property
+    def cases(self) -> list[CaseResult]:
+        pending, self._case_json = self._case_json[::-1], []
+        cases = []
+        while pending:  # each case's bytes go as its model comes
+            cases.append(CaseResult.model_validate_json(pending.pop()))
+        return cases
+
+
+def execute(
+    config: SuiteConfig,
+    output: Path,
+    *,
+    smoke: bool = False,
+    shard: tuple[int, int] | None = None,
+    resume: bool = False,
+    progress: bool | None = None,
+    grace_s: float = DEFAULT_GRACE_S,
+    filters: list[str] | None = None,
+    limit: int | None = None,
+    lean: bool = False,
+) -> Results | WrittenRun:
+    """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
+    on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
+    period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
+    only when asked for); the caller decides what an incomplete run means."""
+    output = Path(output)
+    every_case = load_cases(config)
+    scorers = build_scorers(config.scorers, config.root)
+    check_case_set(config, every_case)
+    cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit)
+    target = build_target(config)
+    info = target.info()
+    kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
+    run = RunInfo(
+        suite=config.suite,
+        status="running",
+        total_cases=len(cases),
+        completed_cases=0,
+        started_at=previous.run.started_at if previous and kept else now_iso(),
+        git_sha=current_sha(config.root),
+        git_ref=current_ref(config.root),
+        config_hash=config.config_hash(),
+        definitions=config.definitions(),
+        target=info,
+        attempts_per_case=config.attempts,
+        shard=f"{shard[0]}/{shard[1]}" if shard else None,
+        subset=subset,
+        evalgate_version=__version__,
+    )
+    recorder = Recorder(output, cases, run, kept)
+    recorder.write()
+    todo = [c for c in cases if c.id not in kept]
+    settings = RunSettings(
+        attempts=config.attempts,
+        concurrency=config.concurrency,
+        timeout_s=config.timeout_s,
+        retries=config.retries,
+        run_timeout_s=config.run_timeout_s,
+        grace_s=grace_s,
+    )
+    runner = Runner(settings, target, scorers, secrets=target.secrets)
+    bar = Progress(len(cases), done=recorder.completed, bar=progress)
+
+    def on_case(result: CaseResult) -> None:
+        errors = sum(1 for a in result.attempts if a.error is not None)
+        bar.update(
+            cases=1 if result.complete else 0,
+            errors=1 if errors else 0,
+            retries=sum(a.retries for a in result.attempts),
+            passed=case_values(result)[0],
+        )
+        recorder.add(result)
+
+    # What is loaded by now (modules, config, cases) lives through the run: frozen, the collector's
+    # full passes skip it. Unfrozen, one such pass over ~40k objects stalls every in-flight attempt
+    # for ~20 ms. And collections come less often: a case's short-lived objects are mostly freed
+    # before the next one runs, where the default threshold (700) ran ~270 collections per 10,000
+    # cases, ~0.1 s in all, each a pause for every attempt in flight.
+    gc.freeze()
+    thresholds = gc.get_threshold()
+    gc.set_threshold(10_000, 20, 20)
+    try:
+        # Processes the target starts (and theirs) do not outlive the run: a helper left holding
+        # the run's stderr kept the gate, which reads it to EOF, waiting.
+        with RunContainment():
+            reason = asyncio.run(_run(runner, target, todo, on_case))
+    except BaseException as exc:
+        # The file must not go on saying "running" for a run that is over.
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        run.status = "cancelled" if interrupted else "error"
+        run.message = "interrupted" if interrupted else f"the run stopped on an internal error: {type(exc).__name__}"
+        run.ended_at = now_iso()
+        with contextlib.suppress(Exception):
+            recorder.write()
+        raise
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+    run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
+    run.status, run.message = _final_status(reason, recorder, settings)
+    run.ended_at = now_iso()
+    recorder.write()
+    bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
+    if lean:
+        return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values()))
+    return recorder.results()
+
+
+async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
+    loop = asyncio.get_running_loop()
+
+    def on_signal(signum: int) -> None:
+        name = signal.Signals(signum).name
+        if runner.reason == "cancelled":
+            say(f"{name} again: abandoning in-flight attempts now")
+        else:
+            say(f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts")
+        runner.stop("cancelled")
+
+    installed = []
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):  # not the main thread
+            loop.add_signal_handler(signum, on_signal, signum)
+            installed.append(signum)
+    try:
+        return await runner.run(todo, on_case)
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)
+        await target.aclose()
+        for scorer in runner.scorers:
+            await scorer.aclose()
+
+
+def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
+    total, done = len(recorder.order), recorder.completed
+    if reason == "cancelled":
+        return "cancelled", f"cancelled after {done} of {total} cases; rerun with --resume to finish"
+    if reason == "timeout":
+        return "timeout", (
+            f"run_timeout_s={settings.run_timeout_s:g} reached after {done} of {total} cases; "
+            "rerun with --resume to finish"
+        )
+    if done == total:
+        return "success", None
+    failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i]]
+    shown = ", ".join(failed[:10]) + (f" and {len(failed) - 10} more" if len(failed) > 10 else "")
+    return "error", (
+        f"{len(failed)} of {total} cases still had infra errors after {settings.retries.max} "
+        f"{'retry' if settings.retries.max == 1 else 'retries'} ({shown}); "
+        "rerun with --resume to redo them"
+    )

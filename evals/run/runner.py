@@ -1,0 +1,233 @@
+"""The asyncio runner (SPEC §4): ``concurrency`` workers take (case, attempt) pairs from one queue,
+so at most that many attempts are in flight. Only infra failures are retried, on the configured
+backoff schedule; each failed try stays in the attempt's ``retry_history``. A target timeout is the
+candidate's failure and is never retried.
+
+Stopping (a signal, the run timeout): workers take no new work; in-flight attempts get a grace
+period, then are cancelled. A case is reported only when all its attempts have finished, so a
+stopped run holds whole cases only and ``--resume`` can redo the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from evals.results.masking import clip_masked, mask_secrets
+from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
+from evals.results.trace import TraceError, build_trace
+from evals.run.scorers.builtin import ScorerError, score_attempt_async
+from evals.run.targets.base import Target, TargetFailure, TargetOutput
+
+if TYPE_CHECKING:
+    from evals.run.scorers.builtin import Scorer
+    from evals.suite.cases import Case
+    from evals.suite.config import RetrySpec
+
+StopReason = Literal["done", "cancelled", "timeout"]
+DEFAULT_GRACE_S = 5.0
+
+
+@dataclass
+class RunSettings:
+    attempts: int
+    concurrency: int
+    timeout_s: float
+    retries: RetrySpec
+    run_timeout_s: float | None = None
+    grace_s: float = DEFAULT_GRACE_S
+
+
+def backoff_wait(retries: RetrySpec, retry_number: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry ``retry_number`` (0-based). The server's Retry-After wins over
+    the schedule, capped at ``max_retry_after_s``; past the schedule's end its last step repeats."""
+    if retry_after is not None:
+        return min(retry_after, retries.max_retry_after_s)
+    if not retries.backoff_s:
+        return 0.0
+    return retries.backoff_s[min(retry_number, len(retries.backoff_s) - 1)]
+
+
+class Runner:
+    def __init__(
+        self, settings: RunSettings, target: Target, scorers: Sequence[Scorer], *, secrets: Sequence[str] = ()
+    ):
+        self.settings = settings
+        self.target = target
+        self.scorers = scorers
+        self.secrets = tuple(s for s in secrets if s)
+        self.reason: StopReason = "done"
+        self._stop: asyncio.Event | None = None
+        self._abort: asyncio.Event | None = None
+
+    # ------------------------------------------------------------------------------------ control
+
+    def stop(self, reason: Literal["cancelled", "timeout"]) -> None:
+        """Take no new work; in-flight attempts get the grace period (none for a timeout). A
+        second stop cuts the grace period short."""
+        if self._stop is None or self._abort is None:
+            return
+        if self._stop.is_set() or reason == "timeout":
+            self._abort.set()
+        if not self._stop.is_set():
+            self.reason = reason
+            self._stop.set()
+
+    # ---------------------------------------------------------------------------------------- run
+
+    async def run(self, cases: Sequence[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
+        """Run every attempt of ``cases``; ``on_case`` gets each case as soon as all its attempts are done."""
+        self._stop, self._abort = asyncio.Event(), asyncio.Event()
+        self.reason = "done"
+        n = self.settings.attempts
+        queue: deque[tuple[Case, int]] = deque((case, i) for case in cases for i in range(n))
+        slots: dict[str, list[Attempt | None]] = {case.id: [None] * n for case in cases}
+
+        async def worker() -> None:
+            try:
+                while queue and not self._stop.is_set():
+                    case, index = queue.popleft()
+                    attempt = await self.attempt(case)
+                    slot = slots[case.id]
+                    slot[index] = attempt
+                    if all(a is not None for a in slot):
+                        del slots[case.id]  # reported: the run keeps no case's attempts
+                        on_case(self.case_result(case, slot))  # type: ignore[arg-type]
+            except Exception:
+                # A bug or a full disk: stop the others now rather than after the whole suite.
+                self._stop.set()
+                self._abort.set()
+                raise
+
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.settings.concurrency, len(queue)))]
+        loop = asyncio.get_running_loop()
+        timer = (
+            loop.call_later(self.settings.run_timeout_s, self.stop, "timeout") if self.settings.run_timeout_s else None
+        )
+        try:
+            await self._wait(workers)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            for task in workers:
+                task.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+        for task in workers:
+            if not task.cancelled() and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]  # a bug in the runner: do not hide it
+        return self.reason
+
+    async def _wait(self, workers: list[asyncio.Task[None]]) -> None:
+        assert self._stop is not None and self._abort is not None
+        if not workers:
+            return
+        all_done = asyncio.gather(*workers, return_exceptions=True)
+        stopped = asyncio.create_task(self._stop.wait())
+        aborted = asyncio.create_task(self._abort.wait())
+        try:
+            await asyncio.wait({all_done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not all_done.done():
+                await asyncio.wait(
+                    {all_done, aborted}, timeout=self.settings.grace_s, return_when=asyncio.FIRST_COMPLETED
+                )
+        finally:
+            stopped.cancel()
+            aborted.cancel()
+
+    # ------------------------------------------------------------------------------------ attempt
+
+    async def attempt(self, case: Case) -> Attempt:
+        """One attempt: the target call, retried on infra failures only, then scored."""
+        history: list[RetryRecord] = []
+        while True:
+            started = time.perf_counter()
+            failure: TargetFailure | None = None
+            result: TargetOutput | None = None
+            try:
+                async with asyncio.timeout(self.settings.timeout_s) as deadline:
+                    result = await self.target.call(case)
+            except TargetFailure as exc:
+                failure = exc
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                failure = TargetFailure("timeout", f"no answer within timeout_s={self.settings.timeout_s:g}")
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            resends = result.resends if result is not None else failure.resends if failure is not None else []
+            history.extend(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)
+            if failure is None:
+                assert result is not None
+                return await self._scored(case, result, latency_ms, history)
+            if failure.kind == "infra" and len(history) < self.settings.retries.max:
+                wait = backoff_wait(self.settings.retries, len(history), failure.retry_after)
+                history.append(
+                    RetryRecord(
+                        message=self._mask(failure.message),
+                        status=failure.status,
+                        wait_s=wait,
+                        latency_ms=latency_ms,
+                    )
+                )
+                await asyncio.sleep(wait)
+                continue
+            return Attempt(
+                # No answer at all is the candidate's failure; an infra error says nothing about it.
+                passed=False if failure.kind in ("target", "timeout") else None,
+                latency_ms=latency_ms,
+                error=AttemptError(kind=failure.kind, message=self._mask(failure.message)),
+                retries=len(history),
+                retry_history=history,
+                metadata={"status": failure.status} if failure.status is not None else {},
+            )
+
+    async def _scored(self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]) -> Attempt:
+        error = None
+        passed = score = None
+        scores: dict[str, float] = {}
+        details: dict[str, Any] = {}
+        try:
+            verdict = await score_attempt_async(self.scorers, result.output, case)
+            passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
+        except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
+            error = AttemptError(kind=exc.kind, message=self._mask(str(exc)))
+        trace = None
+        if result.trace is not None:
+            try:
+                trace = build_trace(result.trace, self._mask)
+            except TraceError as exc:  # the target's own bug: its answer stands, the attempt is an error
+                error = error or AttemptError(kind="target", message=self._mask(f"invalid trace: {exc}"))
+        stored, digest, truncated = clip_masked(result.output, self.secrets)
+        return Attempt(
+            passed=passed,
+            score=score,
+            scores=scores,
+            latency_ms=latency_ms,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            cost_usd=result.cost_usd,
+            output=stored,
+            output_sha256=digest,
+            output_truncated=truncated,
+            error=error,
+            retries=len(history),
+            retry_history=history,
+            metadata=self._mask({**result.metadata, **details}),
+            trace=trace,
+        )
+
+    def case_result(self, case: Case, attempts: list[Attempt]) -> CaseResult:
+        return CaseResult(
+            id=case.id,
+            slices=dict(case.tags),
+            attempts=attempts,
+            hash=case.hash,
+            input=clip_masked(case.input, self.secrets)[0],
+            expected=clip_masked(case.expected, self.secrets)[0],
+            metadata=self._mask(case.metadata),
+        )
+
+    def _mask(self, value: Any) -> Any:
+        return mask_secrets(value, self.secrets)

@@ -1,0 +1,90 @@
+"""What a scorer is and what it yields (SPEC §2): the ``Score`` of one output, the ``Scorer`` that
+makes it (sync, or async for scorers that call out, like the model-graded ``judge``), and the
+errors a scorer raises. The built-ins live in evals/run/scorers/builtin.py, the judge in evals/run/scorers/judge.py."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from evals.results.model import ErrorKind
+from evals.suite.cases import Case
+
+
+class Score(BaseModel):
+    """``passed``: the verdict, None when the scorer cannot judge (e.g. no expected value).
+    ``score`` in [0, 1] or None. ``scores``: named scores (each scorer's own, extras like format_valid)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    passed: bool | None = None
+    score: Annotated[float, Field(ge=0, le=1)] | None = None
+    scores: dict[str, float] = Field(default_factory=dict)
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="What the scorer wants kept in the attempt's metadata (a judge's reasoning)."
+    )
+
+
+class ScorerError(Exception):
+    """A scorer crashed or returned something unusable; the runner records error kind "scorer"."""
+
+    kind: ErrorKind = "scorer"
+
+
+class ScorerUnavailable(ScorerError):
+    """A scorer that depends on a service (the judge's endpoint) could not get a verdict from it
+    after retries: an infra error — the attempt has no verdict, it is not a wrong answer."""
+
+    kind: ErrorKind = "infra"
+
+
+def verdict(passed: bool, **extras: float) -> Score:
+    return Score(passed=passed, score=1.0 if passed else 0.0, scores=extras)
+
+
+@dataclass(frozen=True)
+class Scorer:
+    """A ready scorer: ``scorer(output, case) -> Score``. Raises ScorerError."""
+
+    name: str
+    fn: Callable[[Any, Case], Score] | None
+    extras: tuple[str, ...] = ()
+    afn: Callable[[Any, Case], Awaitable[Score]] | None = None  # async scorers (set instead of fn)
+
+    def __call__(self, output: Any, case: Case) -> Score:
+        if self.fn is None:
+            raise ScorerError(f"scorer {self.name!r} is async: score with score_attempt_async")
+        try:
+            return self.fn(output, case)
+        except ScorerError:
+            raise
+        except Exception as exc:
+            raise ScorerError(f"scorer {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}") from exc
+
+    async def aclose(self) -> None:
+        close = getattr(self.afn, "aclose", None)
+        if close is not None:
+            await close()
+
+    async def ascore(self, output: Any, case: Case) -> Score:
+        if self.afn is None:
+            return self(output, case)
+        try:
+            return await self.afn(output, case)
+        except ScorerError:
+            raise
+        except Exception as exc:
+            raise ScorerError(f"scorer {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def as_text(value: Any) -> str:
+    """Output as text for the text scorers: strings as they are, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)

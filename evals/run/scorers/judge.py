@@ -1,0 +1,189 @@
+"""The model-graded scorer ``judge`` (SPEC §13): an OpenAI-compatible chat endpoint reads the
+case's input, reference answer (if any) and the output against a rubric, and answers with a JSON
+verdict. The verdict and the judge's reasoning are kept in the attempt (``metadata.judge``).
+
+A judge that cannot give a verdict — unreachable, 408/409/429/5xx or a timeout after its retries,
+a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply with no verdict in it —
+raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answer.
+
+```yaml
+scorers:
+  - judge:
+      model: openai:gpt-4o-mini          # provider:model_name
+      base_url: https://api.openai.com/v1
+      api_key_env: OPENAI_API_KEY        # or null for a local server
+      rubric: The answer states the capital and nothing false.   # or rubric_file: rubric.md
+```"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evals.common.errors import InputFileError, UsageError
+from evals.run.connections import HTTPError, KeepAlivePool, Reply
+from evals.run.scorers.base import Score, ScorerUnavailable, as_text
+from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
+from evals.suite.cases import Case
+
+PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
+EXCERPT_CHARS = 300
+_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+
+
+class JudgeParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    base_url: str = "https://api.openai.com/v1"
+    api_key_env: str | None = "OPENAI_API_KEY"
+    rubric: str | None = None
+    rubric_file: str | None = Field(default=None, description="A file holding the rubric, relative to the config.")
+    temperature: float | None = 0.0
+    max_tokens: int | None = None
+    timeout_s: Annotated[float, Field(gt=0)] = 60.0
+    retries: Annotated[int, Field(ge=0)] = 3
+    backoff_s: Annotated[float, Field(ge=0)] = 1.0
+    pass_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.5, description="A reply with a score but no verdict passes at this score or above."
+    )
+
+    @model_validator(mode="after")
+    def _one_rubric(self) -> JudgeParams:
+        if (self.rubric is None) == (self.rubric_file is None):
+            raise ValueError("give the judge exactly one of rubric: (text) or rubric_file: (a path)")
+        return self
+
+
+class Judge:
+    """``await judge(output, case) -> Score``; one keep-alive pool to the endpoint per judge."""
+
+    def __init__(self, params: JudgeParams, root: Path):
+        self.params = params
+        if params.rubric_file is not None:
+            path = root / params.rubric_file
+            try:
+                self.rubric = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise InputFileError(path, f"cannot read the judge's rubric_file: {exc}") from None
+        else:
+            self.rubric = params.rubric or ""
+        headers = {"Content-Type": "application/json"}
+        if params.api_key_env:
+            key = os.environ.get(params.api_key_env)
+            if not key:
+                raise UsageError(
+                    f"judge: api_key_env names {params.api_key_env}, which is not set: export it, or set "
+                    "api_key_env: null for an endpoint without a key"
+                )
+            headers["Authorization"] = f"Bearer {key}"
+        self.url = params.base_url.rstrip("/") + "/chat/completions"
+        self.pool = KeepAlivePool(self.url, headers, connect_timeout_s=min(10.0, params.timeout_s / 2))
+        import jinja2  # here: `evalgate run` without a judge does not pay for it at start-up
+
+        env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+        self.template = env.from_string(PROMPT_TEMPLATE.read_text(encoding="utf-8"))
+
+    def prompt(self, output: Any, case: Case) -> str:
+        return self.template.render(
+            rubric=self.rubric,
+            input=as_text(case.input),
+            expected=None if case.expected is None else as_text(case.expected),
+            output=as_text(output),
+        )
+
+    async def __call__(self, output: Any, case: Case) -> Score:
+        p = self.params
+        body: dict[str, Any] = {
+            "model": p.model.split(":", 1)[1],
+            "messages": [{"role": "user", "content": self.prompt(output, case)}],
+        }
+        if p.temperature is not None:
+            body["temperature"] = p.temperature
+        if p.max_tokens is not None:
+            body["max_tokens"] = p.max_tokens
+        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        problems: list[str] = []
+        for attempt in range(p.retries + 1):
+            problem, retry_after = await self._ask(data)
+            if isinstance(problem, Score):
+                return problem
+            problems.append(problem)
+            if retry_after is None or attempt == p.retries:
+                break
+            await asyncio.sleep(min(retry_after or p.backoff_s * 2**attempt, 60.0))
+        raise ScorerUnavailable(
+            f"judge {p.model} at {self.url} gave no verdict for case {case.id!r} after {len(problems)} "
+            f"call(s): {problems[-1]}"
+        )
+
+    async def _ask(self, data: bytes) -> tuple[Score | str, float | None]:
+        """(the verdict, or what went wrong, and whether to retry: None = no, else the wait in s, 0 = default)."""
+        try:
+            async with asyncio.timeout(self.params.timeout_s):
+                reply = await self.pool.post(data)
+        except TimeoutError:
+            return f"no answer within timeout_s={self.params.timeout_s:g}", 0.0
+        except HTTPError as exc:  # refused, unreachable, connect timeout, reset, cut-off or malformed answer
+            return f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}", 0.0
+        if reply.status in RETRYABLE_STATUS or reply.status >= 500:
+            return f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]}", parse_retry_after(
+                reply.header("retry-after")
+            ) or 0.0
+        if reply.status >= 400:
+            return (
+                f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]} (check the judge's model, key and base_url)",
+                None,
+            )
+        return self._verdict(reply)
+
+    def _verdict(self, reply: Reply) -> tuple[Score | str, float | None]:
+        try:
+            content = json.loads(reply.body)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return f"malformed response: {reply.text[:EXCERPT_CHARS] or '(empty body)'}", 0.0
+        found = _judgement(content if isinstance(content, str) else as_text(content))
+        if found is None:
+            return f"the reply holds no JSON verdict: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+        passed, score, reasoning, verdict = found
+        if passed is None:
+            if score is None:
+                return f"the reply's JSON has neither verdict nor score: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+            passed = score >= self.params.pass_threshold
+        if score is None:
+            score = 1.0 if passed else 0.0
+        details = {"verdict": verdict, "score": score, "reasoning": reasoning, "model": self.params.model}
+        return Score(passed=passed, score=score, details={"judge": details}), None
+
+    async def aclose(self) -> None:
+        await self.pool.aclose()
+
+
+def _judgement(text: str) -> tuple[bool | None, float | None, str, str | None] | None:
+    """(passed, score, reasoning, verdict word) from the judge's reply, or None without a JSON object."""
+    obj: Any = None
+    for candidate in (text, *(m.group(0) for m in _OBJECT.finditer(text))):
+        try:
+            obj = json.loads(candidate.strip().removeprefix("```json").removesuffix("```"))
+            break
+        except ValueError:
+            continue
+    if not isinstance(obj, dict):
+        return None
+    verdict = obj.get("verdict", obj.get("passed"))
+    word = str(verdict).strip().lower() if verdict is not None else None
+    passed = {"pass": True, "true": True, "yes": True, "fail": False, "false": False, "no": False}.get(word or "")
+    score = obj.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        score = None
+    return passed, None if score is None else float(score), str(obj.get("reasoning") or ""), word
+
+
+def make_judge(params: JudgeParams, root: Path) -> Judge:
+    return Judge(params, root)

@@ -1,0 +1,109 @@
+"""What every target is (SPEC §2): the ``Target`` interface the runner calls, what a call gives
+(``TargetOutput``) and how one fails (``TargetFailure``, whose ``kind`` tells the runner whether
+the failure is the candidate's, ``target``, or the world's, ``infra``, retried). The kinds are in
+``evals.run.targets.code`` (Python callable, command) and ``evals.run.targets.endpoint``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from evals.results.model import ErrorKind, RetryRecord, TargetInfo
+
+if TYPE_CHECKING:
+    from evals.suite.cases import Case
+
+EXCERPT_CHARS = 500
+_RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata", "trace"})
+
+
+@dataclass
+class TargetOutput:
+    output: Any
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    cost_usd: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # Infra failures the target recovered from within the call (a request sent again after a
+    # stale keep-alive connection dropped it): the attempt's retry_history records them.
+    resends: list[RetryRecord] = field(default_factory=list)
+    trace: list[Any] | None = None  # raw events; the runner masks, clips and checks them (evals.results.trace)
+
+
+class TargetFailure(Exception):
+    """One failed try. ``retry_after`` is the server's ``Retry-After`` in seconds, if it sent one;
+    ``resends`` as in ``TargetOutput``."""
+
+    def __init__(self, kind: ErrorKind, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.status = status
+        self.retry_after = retry_after
+        self.resends: list[RetryRecord] = []
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The tail of a stream: where tracebacks and server errors say what went wrong."""
+    text = text.strip()
+    return text if len(text) <= limit else "…" + text[-limit:]
+
+
+def case_payload(case: Case) -> dict[str, Any]:
+    return {"id": case.id, "input": case.input, "expected": case.expected, "tags": case.tags, "metadata": case.metadata}
+
+
+def unpack_result(value: Any, where: str) -> TargetOutput:
+    """A target returns either its output, or ``{"output": ..., "tokens_in": ..., ...}``."""
+    if not (isinstance(value, dict) and "output" in value and set(value) <= _RESULT_KEYS):
+        return TargetOutput(output=value)
+    try:
+        return TargetOutput(
+            output=value["output"],
+            tokens_in=_opt_int(value.get("tokens_in")),
+            tokens_out=_opt_int(value.get("tokens_out")),
+            cost_usd=_opt_float(value.get("cost_usd")),
+            metadata=dict(value.get("metadata") or {}),
+            trace=value.get("trace"),
+        )
+    except (TypeError, ValueError) as exc:
+        raise TargetFailure("target", f"{where}: bad result field: {exc}") from None
+
+
+def _opt_int(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or int(value) != value or value < 0:
+        raise ValueError(f"expected a non-negative integer, got {value!r}")
+    return int(value)
+
+
+def _opt_float(value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or float(value) < 0:
+        raise ValueError(f"expected a non-negative number, got {value!r}")
+    return float(value)
+
+
+class Target(ABC):
+    """``secrets`` are values the runner masks wherever they might show up."""
+
+    kind: str = ""
+    secrets: tuple[str, ...] = ()
+
+    @abstractmethod
+    def info(self) -> TargetInfo:
+        """What the run records as ``run.target``."""
+
+    @abstractmethod
+    async def call(self, case: Case) -> TargetOutput:
+        """One try at one case; raises TargetFailure."""
+
+    def observed(self) -> dict[str, Any]:
+        """Facts learnt while running (e.g. server fingerprints) for the run's target params."""
+        return {}
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,104 @@
+"""Which baseline store a command uses and what a candidate is compared with (SPEC §7): the store
+that ``gate``, ``reset``, ``promote`` and ``baseline`` name after the command-line overrides
+(the options are ``evals.cli.options``), and the baselines read before a candidate is run (the one the store
+chooses for the event, and the last blessed one for the drift guard)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evals.results.model import Results
+from evals.suite.config import SuiteConfig
+
+if TYPE_CHECKING:
+    from evals.compare.model import Comparison
+    from evals.github.client import GitHubClient
+    from evals.store.baseline import BaselineStore, LoadedBaseline
+
+
+def open_store_for(
+    config: SuiteConfig, args: argparse.Namespace, *, client: GitHubClient | None = None
+) -> BaselineStore:
+    """The store ``config.baseline`` names, after the command-line overrides."""
+    from evals.store.baseline import open_store
+
+    updates = {}
+    if getattr(args, "store", None):
+        updates["store"] = args.store
+    if getattr(args, "baseline_tag", None):
+        updates["tag"] = args.baseline_tag
+    if getattr(args, "baseline_dir", None):
+        # A folder given on the command line is relative to where the command runs, not to the config.
+        updates["path"] = str(Path(args.baseline_dir).resolve())
+        updates.setdefault("store", "local")
+    if updates:
+        config.baseline = config.baseline.model_copy(update=updates)
+    store = open_store(config, client=client)
+    if store.in_actions and config.baseline.store == "local":
+        # A quickstart-style config copied into a workflow: every gate would be no-baseline.
+        print(
+            f"evalgate: warning: the baseline store is the local folder {config.resolve(config.baseline.path)} on "
+            "this runner: what a promotion writes there is lost with the runner unless the workflow commits it; "
+            "on GitHub use baseline.store: github-release (or the action's baseline-store input)",
+            file=sys.stderr,
+        )
+    return store
+
+
+@dataclass
+class Baselines:
+    """What a candidate is compared with: the baseline the store chose, and the last blessed one
+    for the drift guard (None when the config turns the guard off, or for a reset)."""
+
+    baseline: LoadedBaseline | None
+    blessed: LoadedBaseline | None
+    # Why the drift guard could not be checked (the blessed snapshot is unreadable): the gate still
+    # compares with the latest baseline, but promotes nothing in that run.
+    drift_unchecked: str | None = None
+
+    def compare(self, candidate: Results, config: SuiteConfig) -> Comparison:
+        from evals.compare.analysis import compare
+
+        comparison = compare(
+            self.baseline.results if self.baseline else None,
+            candidate,
+            config,
+            blessed=self.blessed.results if self.blessed else None,
+            baseline_ref=self.baseline.ref if self.baseline else None,
+            blessed_ref=self.blessed.ref if self.blessed else None,
+        )
+        for loaded in (self.baseline, self.blessed):
+            if loaded is not None:
+                comparison.warnings.extend(w for w in loaded.warnings if w not in comparison.warnings)
+        if self.drift_unchecked:
+            comparison.warnings.append(self.drift_unchecked)
+        return comparison
+
+
+def load_baselines(
+    store: BaselineStore,
+    config: SuiteConfig,
+    *,
+    pr_base_sha: str | None = None,
+    is_pr: bool = False,
+    drift: bool = True,
+) -> Baselines:
+    """Read (and digest-verify) the baselines before any candidate is run, so a corrupt or
+    unreachable store costs nothing but this read. A PR compares with its base commit's snapshot
+    (or its nearest ancestor's); everything else with the latest."""
+    from evals.store.baseline import StoreCorrupt
+
+    baseline = store.select(base_sha=pr_base_sha) if is_pr else store.latest()
+    if not (drift and config.baseline.drift_guard):
+        return Baselines(baseline, None)
+    try:
+        return Baselines(baseline, store.blessed())
+    except StoreCorrupt as exc:
+        # The latest baseline is intact: gate on it rather than stop every gate until a reset.
+        why = f"drift guard not checked, so nothing is promoted in this run: the blessed snapshot is unreadable ({exc})"
+        print(f"evalgate: warning: {why}", file=sys.stderr)
+        return Baselines(baseline, None, why)

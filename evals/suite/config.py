@@ -1,0 +1,425 @@
+"""The suite config (``evalgate.yml``, SPEC §2) as pydantic models, and its loader.
+
+Relative paths in the file are relative to the file's own folder (``SuiteConfig.root``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from evals.common.errors import InputFileError
+from evals.suite.yamlsource import Located, load_yaml, validation_error
+
+DEFAULT_CONFIG = "evalgate.yml"
+BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric", "judge")
+LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
+BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
+# Named scores a built-in scorer records beside its own (``evals.run.scorers.builtin``).
+SCORER_EXTRAS = {"final_answer": ("format_valid",)}
+# Built-in scorers that judge against the case's ``expected`` unless this parameter replaces it.
+EXPECTED_UNLESS = {
+    "exact": None,
+    "final_answer": None,
+    "json_equal": None,
+    "numeric": None,
+    "contains": "value",
+    "regex": "pattern",
+}
+_PASS_AT = re.compile(r"^pass@[1-9]\d*$")
+
+
+def default_direction(metric: str) -> Literal["higher", "lower"]:
+    """Which way is better for a metric when its config does not say."""
+    return "lower" if metric in LOWER_IS_BETTER else "higher"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+# ---------------------------------------------------------------------------------------- targets
+
+
+class PythonTarget(_Strict):
+    """A callable ``module:function`` (sync or async) called with the case input."""
+
+    python: Annotated[str, Field(pattern=r"^[\w.]+:[\w.]+$")]
+    path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
+
+
+class CommandTarget(_Strict):
+    """A process: the case as one JSON object on stdin, ``{"output": ...}`` on stdout."""
+
+    command: list[str] | str
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class OpenAIParams(_Strict):
+    base_url: str = "https://api.openai.com/v1"
+    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
+    headers: dict[str, str] = Field(default_factory=dict)
+    price_in_per_mtok: float | None = Field(default=None, description="USD per million input tokens.")
+    price_out_per_mtok: float | None = Field(default=None, description="USD per million output tokens.")
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1]
+
+
+class OpenAITarget(_Strict):
+    openai: OpenAIParams
+
+
+def _target_kind(value: Any) -> str | None:
+    keys = value.keys() if isinstance(value, dict) else vars(value).keys() if isinstance(value, BaseModel) else ()
+    found = [k for k in ("python", "command", "openai") if k in keys]
+    return found[0] if len(found) == 1 else None
+
+
+Target = Annotated[
+    Annotated[PythonTarget, Tag("python")]
+    | Annotated[CommandTarget, Tag("command")]
+    | Annotated[OpenAITarget, Tag("openai")],
+    Discriminator(
+        _target_kind,
+        custom_error_type="target_kind",
+        custom_error_message="a target has exactly one of the keys python, command, openai",
+    ),
+]
+
+
+# ---------------------------------------------------------------------------------------- scorers
+
+
+class ScorerSpec(_Strict):
+    """``exact`` | ``{regex: {pattern: ...}}`` | ``{python: pkg.mod:fn, name: ...}``."""
+
+    name: str
+    python: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return {"name": value}
+        if isinstance(value, dict) and "name" not in value and "python" not in value and len(value) == 1:
+            ((name, params),) = value.items()
+            return {"name": name, "params": params if params is not None else {}}
+        if isinstance(value, dict) and "python" in value and "name" not in value:
+            return {**value, "name": str(value["python"]).rsplit(":", 1)[-1]}
+        return value
+
+    @property
+    def needs_expected(self) -> bool:
+        """Whether this scorer compares with the case's ``expected`` (unknown for callables: no)."""
+        if self.python is not None or self.name not in EXPECTED_UNLESS:
+            return False
+        param = EXPECTED_UNLESS[self.name]
+        return param is None or self.params.get(param) is None
+
+    @model_validator(mode="after")
+    def _known(self) -> ScorerSpec:
+        if self.python is None and self.name not in BUILTIN_SCORERS:
+            raise ValueError(
+                f"unknown scorer {self.name!r}: built-ins are {', '.join(BUILTIN_SCORERS)}; "
+                "a callable is written {python: 'pkg.module:function'}"
+            )
+        return self
+
+
+# ---------------------------------------------------------------------------------------- metrics
+
+
+class MetricSpec(_Strict):
+    direction: Literal["higher", "lower"] | None = Field(
+        default=None, description="Which way is better; defaults per metric (latency, cost, errors: lower)."
+    )
+    tolerance: float | str = Field(
+        default=0.02, description='Absolute (0.02) or relative to the baseline value ("10%").'
+    )
+    gate: bool = True
+
+    @field_validator("tolerance")
+    @classmethod
+    def _tolerance(cls, value: float | str) -> float | str:
+        if isinstance(value, str):
+            if not re.fullmatch(r"\s*\d+(\.\d+)?\s*%\s*", value):
+                raise ValueError('a relative tolerance is written like "10%"')
+        elif value < 0:
+            raise ValueError("tolerance must be >= 0")
+        return value
+
+    def band(self, baseline_value: float) -> float:
+        """The tolerance δ as an absolute amount for this baseline value."""
+        if isinstance(self.tolerance, str):
+            return abs(baseline_value) * float(self.tolerance.strip().rstrip("%")) / 100.0
+        return float(self.tolerance)
+
+
+class GateSpec(_Strict):
+    alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
+    power: Annotated[float, Field(gt=0, lt=1)] = 0.8
+    slice_alpha_share: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.5, description="Share of α the slices get (0: only overall can block); overall gets the rest."
+    )
+    slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
+        default="cases", description="How a slice key's share of α is split among its values."
+    )
+    target_mde: Annotated[float, Field(gt=0)] = Field(
+        default=0.10,
+        description="Report only: units whose minimum detectable drop is above it are marked underpowered. "
+        "The old key max_detectable_drop is read as this one, with a warning.",
+    )
+    inconclusive: Literal["warn", "fail"] = "warn"
+    max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
+    id: str | None = Field(default=None, description="Gate id for the sticky PR comment; defaults to the suite.")
+    max_removed_share: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.2, description="A full gate whose candidate lacks more of the baseline's cases is incompatible."
+    )
+    bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
+    seed: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_key(cls, value: Any) -> Any:
+        if isinstance(value, dict) and "max_detectable_drop" in value:
+            if "target_mde" in value:
+                raise ValueError("max_detectable_drop is the old name of target_mde: keep only target_mde")
+            value = {**value, "target_mde": value["max_detectable_drop"]}
+            del value["max_detectable_drop"]
+        return value
+
+
+class SmokeSpec(_Strict):
+    cases: Annotated[int, Field(ge=1)] = 100
+    per_slice_min: Annotated[int, Field(ge=0)] = 5
+    seed: int = 0
+    tag: str | None = Field(default=None, description="Use the cases whose tags contain this key (or key=value).")
+
+
+class BaselineSpec(_Strict):
+    store: Literal["local", "github-release"] | None = Field(
+        default=None, description="Default: github-release inside GitHub Actions, local elsewhere."
+    )
+    tag: str = "eval-baseline"
+    path: str = ".evalgate/baselines"
+    keep: Annotated[int, Field(ge=1)] = 20
+    on_missing: Literal["warn", "fail", "seed"] = "warn"
+    max_age_days: Annotated[int, Field(ge=0)] = 30
+    drift_guard: bool = True
+
+
+class RetrySpec(_Strict):
+    max: Annotated[int, Field(ge=0)] = 5
+    backoff_s: list[Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    max_retry_after_s: Annotated[float, Field(ge=0)] = 60
+
+
+class ReportSpec(_Strict):
+    template: str | None = Field(default=None, description="A user .md.j2 template for the PR comment.")
+    max_cases: Annotated[int, Field(ge=0)] = 20
+    excerpt_chars: Annotated[int, Field(ge=20)] = 300
+
+
+class HistorySpec(_Strict):
+    """Where runs, gates and traces are recorded (SPEC §12; docs/history.md)."""
+
+    enabled: bool = Field(default=True, description="False: record nothing (env EVALGATE_HISTORY=off does the same).")
+    url: str | None = Field(
+        default=None,
+        description="postgresql://... or sqlite:///path; EVALGATE_HISTORY_URL overrides it. Default: SQLite at "
+        "`path` outside GitHub Actions, nothing inside.",
+    )
+    path: str = Field(default=".evalgate/history.sqlite", description="SQLite file, relative to the config.")
+
+
+# ---------------------------------------------------------------------------------------- suite
+
+
+class SuiteConfig(_Strict):
+    suite: Annotated[str, Field(min_length=1)]
+    cases: str | list[str]
+    target: Target | None = None
+    scorers: list[ScorerSpec] = Field(default_factory=lambda: [ScorerSpec(name="exact")])
+    attempts: Annotated[int, Field(ge=1)] = 1
+    concurrency: Annotated[int, Field(ge=1)] = 8
+    timeout_s: Annotated[float, Field(gt=0)] = 60
+    run_timeout_s: Annotated[float, Field(gt=0)] | None = None
+    retries: RetrySpec = Field(default_factory=RetrySpec)
+    slices: list[str] = Field(default_factory=list)
+    metrics: dict[str, MetricSpec] = Field(default_factory=lambda: {"pass_rate": MetricSpec()})
+    gate: GateSpec = Field(default_factory=GateSpec)
+    smoke: SmokeSpec = Field(default_factory=SmokeSpec)
+    baseline: BaselineSpec = Field(default_factory=BaselineSpec)
+    report: ReportSpec = Field(default_factory=ReportSpec)
+    history: HistorySpec = Field(default_factory=HistorySpec)
+
+    _root: Path = PrivateAttr(default_factory=Path.cwd)
+    _path: Path | None = PrivateAttr(default=None)
+
+    @property
+    def root(self) -> Path:
+        """Folder that relative paths in the config are relative to."""
+        return self._root
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    def where(self, *loc: str | int) -> str:
+        """``file:line`` of a key of this config, for messages about what the file says (the file
+        is parsed again: this runs only on the way to an error)."""
+        if self._path is None:
+            return ".".join(map(str, loc)) or "config"
+        try:
+            line = load_yaml(self._path).line_of(list(loc))
+        except InputFileError:
+            line = None
+        return f"{self._path}:{line}" if line else str(self._path)
+
+    def named_scores(self) -> set[str] | None:
+        """Named scores the configured scorers record, or None when a callable may record any."""
+        if any(s.python is not None for s in self.scorers):
+            return None
+        return {s.name for s in self.scorers} | {x for s in self.scorers for x in SCORER_EXTRAS.get(s.name, ())}
+
+    def resolve(self, relative: str) -> Path:
+        return (self._root / relative).resolve()
+
+    @property
+    def case_patterns(self) -> list[str]:
+        return [self.cases] if isinstance(self.cases, str) else list(self.cases)
+
+    @property
+    def gate_id(self) -> str:
+        return self.gate.id or self.suite
+
+    def config_hash(self) -> str:
+        """What makes two runs' scores mean the same thing (SPEC §3): the scorer definitions, and
+        any metric whose better direction was turned around from its default. Left out on
+        purpose: the target, cases, attempts and concurrency (changing them is what a gate is
+        for; case edits are handled per case by its ``hash``), and everything else about metrics
+        (which ones are reported, tolerances, ``gate`` flags): metrics are computed at compare
+        time from the stored attempts, so adding one or tightening a band needs no reset."""
+        return hash_json(self.definitions())
+
+    def definitions(self) -> dict[str, Any]:
+        """What ``config_hash`` covers; runs record it, so a mismatch can say what changed."""
+        return {
+            "scorers": [s.model_dump(mode="json") for s in self.scorers],
+            "directions": {
+                name: spec.direction
+                for name, spec in sorted(self.metrics.items())
+                if spec.direction not in (None, default_direction(name))
+            },
+        }
+
+
+def hash_json(value: Any) -> str:
+    """``sha256:`` of the canonical JSON of a value (sorted keys, no spaces, UTF-8)."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def load_config(path: str | Path | None = None) -> SuiteConfig:
+    """Read and validate a suite config. Every problem is an InputFileError (exit 2) naming
+    the file, the line and the key."""
+    path = Path(path or DEFAULT_CONFIG)
+    if not path.exists():
+        hint = (
+            "pass --config PATH, or write one: a minimal evalgate.yml is three keys (suite, cases, target); "
+            "`evalgate schema config` prints every key, and the repository's examples/quickstart is a "
+            "complete suite"
+            if path.name == DEFAULT_CONFIG
+            else None
+        )
+        raise InputFileError(path, "config file not found", hint)
+    try:
+        src = load_yaml(path)
+    except RecursionError:  # the YAML parser recurses per nesting level
+        raise InputFileError(path, "YAML nested too deeply to be a config") from None
+    if not isinstance(src.data, dict):
+        raise InputFileError(path, "the config must be a YAML mapping (suite:, cases:, target:, ...)")
+    try:
+        config = SuiteConfig.model_validate(src.data)
+    except ValidationError as exc:
+        raise validation_error(
+            src, exc, "config", union_tags=("python", "command", "openai"), model=SuiteConfig
+        ) from None
+    config._root = path.resolve().parent
+    config._path = path
+    _check_metric_names(config, src)
+    _check_pass_at_k(config, src)
+    gate = src.data.get("gate")
+    if isinstance(gate, dict) and "max_detectable_drop" in gate:
+        print(
+            f"evalgate: warning: {config.where('gate', 'max_detectable_drop')}: gate.max_detectable_drop is now "
+            "gate.target_mde and only marks underpowered units in the report; which units can block is fixed "
+            "before the run (gate.slice_alpha_share, gate.slice_weights)",
+            file=sys.stderr,
+        )
+    return config
+
+
+def _check_pass_at_k(config: SuiteConfig, src: Located) -> None:
+    """``pass@k`` with fewer than k attempts per case could never be estimated (SPEC §2). Checked
+    where the config runs its own suite (it has a target); results brought from elsewhere carry
+    their own attempts, which ``compare`` checks."""
+    if config.target is None:
+        return
+    for name in config.metrics:
+        if _PASS_AT.match(name) and int(name.removeprefix("pass@")) > config.attempts:
+            line = src.line_of(["metrics", name])
+            raise InputFileError(
+                f"{src.path}:{line}" if line else src.path,
+                f"metric {name!r} needs at least {name.removeprefix('pass@')} attempts per case, and attempts is "
+                f"{config.attempts}",
+                f"set attempts: {name.removeprefix('pass@')} (or more), or use pass@1",
+            )
+
+
+def _check_metric_names(config: SuiteConfig, src: Located) -> None:
+    """A metric name that is neither a built-in metric nor a named score the scorers record would
+    compare nothing (SPEC §2): ``passrate`` must be an error, not an empty gate that passes."""
+    named = config.named_scores()
+    for name in config.metrics:
+        if name in BUILTIN_METRICS or _PASS_AT.match(name):
+            continue
+        score = name.removeprefix("score:")
+        if named is None or score in named:
+            continue
+        line = src.line_of(["metrics", name])
+        choices = ", ".join([*BUILTIN_METRICS, "pass@k", *sorted(named)])
+        raise InputFileError(
+            f"{src.path}:{line}" if line else src.path,
+            f"unknown metric {name!r} under metrics:",
+            f"valid names: {choices}",
+        )
+
+
+def config_json_schema() -> dict[str, Any]:
+    return SuiteConfig.model_json_schema()
