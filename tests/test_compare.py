@@ -93,13 +93,14 @@ def test_small_slices_use_mcnemar_and_block_at_their_share_of_alpha():
     cand = [case(i, bool(flip[i]), lang=f"l{i % 8}") for i in range(200)]
     c = compare(run_of(base), run_of(cand, sha="c"))
     slices = [u for u in c.units if u.unit != "overall"]
-    assert len(slices) == 8 and all(u.method == "mcnemar" and u.blocking for u in slices)
-    # 25 of 200 cases each: half of α split by case counts
-    assert all(u.weight == pytest.approx(0.5 / 8) and u.alpha_level == pytest.approx(0.05 / 16) for u in slices)
+    assert len(slices) == 8 and all(u.method == "mcnemar-mid-p" and u.blocking for u in slices)
+    # 25 of 200 cases each: the slices' 0.7 of α split by case counts
+    assert all(u.weight == pytest.approx(0.7 / 8) and u.alpha_level == pytest.approx(0.05 * 0.7 / 8) for u in slices)
     assert all(u.q_value is not None and u.p_adjusted >= u.p_value for u in slices)
     assert all(u.ci_method == "smoothed" and u.underpowered and u.cases_for_target > 25 for u in slices)
     overall = c.units[0]
-    assert overall.blocking and overall.weight == 0.5 and overall.method == "mcnemar" and overall.mde > 0.1
+    assert overall.blocking and overall.weight == pytest.approx(0.3) and overall.method == "mcnemar-mid-p"
+    assert overall.mde > 0.1
     assert any("can only detect drops" in w and "paired cases would reach it" in w for w in c.warnings)
 
 
@@ -124,7 +125,7 @@ def test_tiny_slices_whose_cases_all_moved_alike_cannot_fail_or_pass():
         assert u.verdict == "inconclusive" and u.smoothed_low < -0.02
         # binary and under 100 cases: the reported interval is the smoothed one, never a point
         assert u.ci_method == "smoothed" and u.ci_high - u.ci_low > 0.3
-    assert by["language=t4"].weight == pytest.approx(0.5 * 4 / 412)
+    assert by["language=t4"].weight == pytest.approx(0.7 * 4 / 412)
     # the 400 unchanged cases can show no change: 1.645 / 402 < 0.02
     assert by["language=big"].verdict == "unchanged" and by["language=big"].mde < 0.10
     assert by["language=big"].ci_method == "bootstrap"
@@ -177,7 +178,7 @@ def test_smoke_candidate_compares_with_the_same_ids_only():
     assert c.case_diff.removed == [] and c.case_diff.n_outside_subset == 250
     # 50 unchanged cases cannot show a drop ≤ 0.02: the Agresti–Min bound is 1.645/52 ≈ 0.032
     assert c.verdict == "inconclusive" and c.exit_code == 0
-    assert "could be down by up to 0.03" in c.reason
+    assert "no change seen, but its 50 paired cases resolve only ±0.03" in c.reason
     bigger = run_of([case(i, bool(ok[i])) for i in range(0, 300, 2)], sha="c", subset="smoke")
     assert compare(base, bigger).verdict == "pass"  # 150 unchanged cases can: 1.645/152 ≈ 0.011
 
@@ -589,7 +590,9 @@ def _quoted_bound(reason: str) -> tuple[float, str, float, float]:
     import re
 
     m = re.search(
-        r"could be down by up to ([0-9.e+-]+) \((CI|smoothed interval) ([+-][0-9.e+-]+) to ([+-][0-9.e+-]+),", reason
+        r"(?:could be down by up to |resolve only ±)([0-9.e+-]+) \((CI|smoothed interval) ([+-][0-9.e+-]+) "
+        r"to ([+-][0-9.e+-]+)[,)]",
+        reason,
     )
     assert m, reason
     return float(m[1]), m[2], float(m[3]), float(m[4])
@@ -686,3 +689,62 @@ def test_pass_at_k_on_runs_made_with_k_attempts_that_lost_some_to_infra_is_not_a
     assert compare(base, cand, config=config).verdict in ("incomplete", "inconclusive")
     with pytest.raises(UsageError, match="needs at least 3 judged attempts"):
         compare(run_of(cases), run_of(cases, sha="cand"), config=config)  # made with one attempt a case
+
+
+def _judged(i: int, passed: bool, lang: str) -> CaseResult:
+    """A case whose 0/1 judge verdict is its pass/fail (a model-graded scorer's score)."""
+    attempt = Attempt(passed=passed, scores={"judge": float(passed)}, output=f"answer {i}")
+    return CaseResult(id=f"q{i:04d}", slices={"kind": lang}, attempts=[attempt], input=f"q {i}", expected="42")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_0_1_judge_and_pass_rate_get_the_same_test_and_verdict_on_the_same_outcomes(seed):
+    """SPEC §5: a metric is binary when its per-case values are all 0/1 in both runs, whatever its
+    name; the same outcomes once went through the bootstrap-t as `judge` and McNemar as
+    `pass_rate`, and a slice was 'regressed' on one and 'inconclusive' on the other."""
+    rng = np.random.default_rng(seed)
+    kinds = ["capital", "math", "en"]
+    ok = rng.random(240) < 0.75
+    lose = rng.random(240) < 0.35
+    base = [_judged(i, bool(ok[i]), kinds[i % 3]) for i in range(240)]
+    cand = [_judged(i, bool(ok[i] and not (i % 3 == 0 and lose[i])), kinds[i % 3]) for i in range(240)]
+    verdicts = {}
+    for metric in ("pass_rate", "judge"):
+        config = SuiteConfig(suite="demo", cases="c.jsonl", slices=["kind"], metrics={metric: MetricSpec()})
+        c = compare(run_of(base), run_of(cand, sha="c"), config)
+        verdicts[metric] = (c.verdict, [(u.unit, u.verdict, u.method, u.p_value, u.ci_low) for u in c.units])
+    assert verdicts["pass_rate"] == verdicts["judge"]
+    methods = {m for _, _, m, _, _ in verdicts["judge"][1]}
+    assert methods == {"mcnemar-mid-p"}  # 240 and 80 cases: under 300, binary
+
+
+def test_an_untouched_suite_says_no_change_seen_and_what_it_would_take():
+    """80 byte-identical cases: the gate cannot pass at 0.02 (its band is ±0.0201); it says so,
+    and how many cases would certify the tolerance, instead of a bare inconclusive."""
+    ok = outcomes(80, 0.7, 21)
+    base = [case(i, bool(ok[i]), lang="en" if i % 2 else "ko") for i in range(80)]
+    c = compare(run_of(base), run_of(base, sha="c"), tolerance=0.02)
+    assert c.verdict == "inconclusive"
+    assert "no change seen" in c.reason and "±0.02006" in c.reason and "81 paired cases would certify it" in c.reason
+    for u in c.units:
+        assert u.no_change_seen and u.discordance == 0 and u.verdict == "inconclusive"
+        assert u.note.startswith(f"no change seen on its {u.n} paired cases (resolves ±")
+    overall = c.units[0]
+    assert overall.certifiable == pytest.approx(1.6448536 / 82) and overall.cases_to_certify == 81
+    # At the band it resolves, the same runs pass.
+    assert compare(run_of(base), run_of(base, sha="c"), tolerance=0.0201).verdict == "pass"
+
+
+def test_an_inconclusive_gate_names_the_tolerance_its_suite_certifies():
+    rng = np.random.default_rng(8)
+    p = rng.beta(0.5, 0.2, 200)
+    base = [case(i, bool(rng.random() < p[i])) for i in range(200)]
+    cand = [case(i, bool(rng.random() < p[i])) for i in range(200)]
+    c = compare(run_of(base), run_of(cand, sha="c"), tolerance=0.02)
+    assert c.verdict == "inconclusive", c.reason
+    overall = c.units[0]
+    flipped = sum(b.attempts[0].passed != k.attempts[0].passed for b, k in zip(base, cand, strict=True))
+    assert overall.discordance == pytest.approx(flipped / 200)
+    assert f"{flipped / 200:.1%} of them differing between the runs" in c.reason
+    assert f"at a tolerance of {overall.certifiable:.4g}" in c.reason
+    assert f"needs about {overall.cases_to_certify} paired cases" in c.reason

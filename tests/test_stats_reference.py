@@ -118,12 +118,17 @@ def test_decide_allocates_alpha_and_rejects_as_specified():
     gate = GateSpec(slice_weights="sqrt_cases", bootstrap_resamples=500)
     results = decide(metrics, units, gate)
     roots = np.sqrt([400, 50, 150])
-    by_hand = [0.25, *(0.25 * roots / roots.sum()), 0.0]  # per gated metric: ½ overall, ½ the lang key
+    by_hand = [0.15, *(0.35 * roots / roots.sum()), 0.0]  # per gated metric: 0.3 overall, 0.7 the lang key
     assert [r.weight for r in results] == pytest.approx(by_hand * 2 + [0.0] * 5)
     ko = results[3]
     worse = int(np.count_nonzero(cand[lang == "ko"] < base[lang == "ko"]))
-    assert ko.method == "mcnemar"
-    assert ko.p_value == pytest.approx(sps.binomtest(worse, worse, 0.5 + 0.02 * 150 / (2 * worse), "greater").pvalue)
+    pi0 = 0.5 + 0.02 * 150 / (2 * worse)
+    # mid-p (the default): P(B > b) + ½·P(B = b), B ~ Binomial(D, π0); here D = b (nothing improved)
+    assert ko.method == "mcnemar-mid-p"
+    assert ko.p_value == pytest.approx(sps.binom.sf(worse, worse, pi0) + 0.5 * sps.binom.pmf(worse, worse, pi0))
+    exact = decide(metrics, units, gate.model_copy(update={"mcnemar": "exact"}))[3]
+    assert exact.method == "mcnemar"
+    assert exact.p_value == pytest.approx(sps.binomtest(worse, worse, pi0, "greater").pvalue)
     d = cand - base
     assert results[0].method == "clt"
     assert results[0].p_value == pytest.approx(sps.norm.cdf((d.mean() + 0.02) / (d.std(ddof=1) / math.sqrt(n))))

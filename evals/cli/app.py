@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "comment": ("comment", "post a stored report to a pull request (two-phase fork flow)"),
     "baseline": ("baseline", "list, show or fetch baseline snapshots"),
     "import": ("import_", "convert another harness's results to evalgate's format"),
+    "plan": ("plan", "before a paid run: what this suite can certify, per slice, and the cases a tolerance needs"),
     "show": (
         "show",
         "summarise a results file: pass rate with CI overall and per slice, errors, tokens, cost",

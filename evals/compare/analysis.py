@@ -225,7 +225,8 @@ def compare(
         verdict, reason = (
             "no-baseline",
             f"no baseline to compare with (first run?); on_missing is {on_missing}"
-            + (f": {first_baseline_hint()}" if on_missing != "seed" else ""),
+            + (f": {first_baseline_hint()}" if on_missing != "seed" else "")
+            + "; `evalgate plan` shows which drops and tolerances this suite can certify, per slice",
         )
     elif why_incompatible:
         verdict, reason = "incompatible", why_incompatible

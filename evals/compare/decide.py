@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 import numpy as np
 
@@ -27,7 +27,21 @@ from evals.compare.stats import bh_qvalues, mde, norm_ppf, weighted_holm
 from evals.suite.config import GateSpec
 
 
-def alpha_weights(units: Sequence[UnitResult], share: float, rule: str) -> np.ndarray:
+class Design(Protocol):
+    """What the α allocation reads of a unit: design, never outcomes (a ``UnitResult``, or a
+    planned unit of ``evals.compare.plan``)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def gated(self) -> bool: ...
+    @property
+    def slice_key(self) -> str | None: ...
+    @property
+    def n(self) -> int: ...
+
+
+def alpha_weights(units: Sequence[Design], share: float, rule: str) -> np.ndarray:
     """Each unit's share of α (summing to 1 over the gated units; 0 for ungated metrics, for
     slices when ``share`` is 0, and for a slice key whose one value holds every case). Reads only
     metric, gated, slice key and case count: design, not outcomes."""
@@ -133,6 +147,30 @@ def _verdict(t: Tested, p_worse: float, p_better: float, alpha: float) -> None:
                 f"CI within the band, but only {t.result.n} paired cases: the smoothed interval "
                 f"{fmt(t.result.smoothed_low)} to {fmt(t.result.smoothed_high)} is not"
             )
+    if t.result.verdict == "inconclusive" and t.result.no_change_seen:
+        t.result.note = no_change_note(t.result)
+
+
+def no_change_note(u: UnitResult) -> str:
+    """A unit whose runs agree on every case is not 'inconclusive' in a reader's eyes: it saw no
+    change, at the resolution its size allows (SPEC §5)."""
+    need = f"; the tolerance {u.tolerance:.4g} needs {u.cases_to_certify} paired cases" if u.cases_to_certify else ""
+    return f"no change seen on its {u.n} paired cases (resolves ±{u.certifiable:.4g}){need}"
+
+
+def certify_clause(u: UnitResult) -> str:
+    """What tolerance this suite can certify and what the configured one needs (SPEC §5): said by
+    every inconclusive gate."""
+    if u.certifiable is None or u.discordance is None:
+        return ""
+    need = (
+        f"; the tolerance {u.tolerance:.4g} needs about {u.cases_to_certify} paired cases" if u.cases_to_certify else ""
+    )
+    return (
+        f"; with {u.n} paired cases and {u.discordance:.1%} of them differing between the runs, an unchanged "
+        f"candidate passes 4 runs in 5 at a tolerance of {u.certifiable:.4g}{need} (`evalgate plan` shows it "
+        "per slice before a run)"
+    )
 
 
 def fmt(x: float | None) -> str:
@@ -187,10 +225,17 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
             return "inconclusive", f"{u.metric}: fewer than 2 paired cases, nothing to compare"
         bad_side, interval = _bad_side(u)
         if bad_side < -u.tolerance:
+            if u.no_change_seen:
+                return "inconclusive", (
+                    f"{u.metric} overall: no change seen, but its {u.n} paired cases resolve only "
+                    f"±{-bad_side:.4g} ({interval}), more than the tolerance {u.tolerance:.4g}"
+                    + (f"; {u.cases_to_certify} paired cases would certify it" if u.cases_to_certify else "")
+                    + " (`evalgate plan` shows what a suite can certify before a run)"
+                )
             detect = f"; this run can detect drops of {u.mde:.3g} or more" if u.mde is not None else ""
             return "inconclusive", (
                 f"no significant regression, but {u.metric} overall could be down by up to {-bad_side:.4g} "
-                f"({interval}, n={u.n}) — more than the tolerance {u.tolerance:.4g}{detect}"
+                f"({interval}, n={u.n}) — more than the tolerance {u.tolerance:.4g}{detect}{certify_clause(u)}"
             )
     names = ", ".join(u.metric for u in overall)
     return "pass", f"no regression beyond tolerance: {names} overall within the band (n={overall[0].n})"

@@ -34,7 +34,6 @@ class MetricDef:
     column: str  # which per-case column holds its values
     percentile: float | None  # None: the unit value is a mean
     direction: str
-    binary_possible: bool  # values can be 0/1 per case (pass_rate with one attempt)
     # Per-case values lie in [0, 1] (rates and scores); False for latency, tokens and cost,
     # whose scale the data must tell (it sets the floor under a small unit's SE).
     bounded: bool = True
@@ -43,15 +42,13 @@ class MetricDef:
 def metric_def(name: str, spec: MetricSpec | None = None) -> MetricDef:
     direction = (spec.direction if spec and spec.direction else None) or default_direction(name)
     if name in PERCENTILES:
-        return MetricDef(name, "latency", PERCENTILES[name], direction, False, bounded=False)
-    if name in ("pass_rate", "error_rate"):
-        return MetricDef(name, name, None, direction, True)
+        return MetricDef(name, "latency", PERCENTILES[name], direction, bounded=False)
     if name in ("tokens", "cost_usd"):
-        return MetricDef(name, name, None, direction, False, bounded=False)
-    if name == "score" or _PASS_AT.match(name):
-        return MetricDef(name, name, None, direction, _PASS_AT.match(name) is not None)
+        return MetricDef(name, name, None, direction, bounded=False)
+    if name in ("pass_rate", "error_rate", "score") or _PASS_AT.match(name):
+        return MetricDef(name, name, None, direction)
     scorer = name.removeprefix("score:")
-    return MetricDef(name, f"score:{scorer}", None, direction, False)
+    return MetricDef(name, f"score:{scorer}", None, direction)
 
 
 @dataclass

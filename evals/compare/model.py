@@ -23,7 +23,7 @@ COMPARISON_VERSION = 1
 
 Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
-Method = Literal["mcnemar", "clt", "bootstrap", "bootstrap-t"]
+Method = Literal["mcnemar-mid-p", "mcnemar", "clt", "bootstrap", "bootstrap-t"]
 Direction = Literal["higher", "lower"]
 
 
@@ -100,6 +100,20 @@ class UnitResult(_Model):
     underpowered: bool = Field(default=False, description="MDE above gate.target_mde.")
     cases_for_target: int | None = Field(
         default=None, description="Paired cases that would bring the MDE to target_mde (None: none would, or n/a)."
+    )
+    discordance: float | None = Field(
+        default=None,
+        description="Mean square of the per-case deltas; for a binary metric, the share of paired cases whose "
+        "outcome differs between the runs (None for latency, tokens and cost).",
+    )
+    no_change_seen: bool = Field(default=False, description="The two runs agree on every paired case.")
+    certifiable: float | None = Field(
+        default=None,
+        description="The smallest tolerance at which an unchanged candidate of this unit passes 4 runs in 5, at this "
+        "run's discordance (SPEC §5, the band a suite can certify); with no change seen, the band the unit resolves.",
+    )
+    cases_to_certify: int | None = Field(
+        default=None, description="Paired cases that would certify the configured tolerance at this discordance."
     )
     n: int = Field(description="Paired cases in the unit.")
     blocking: bool

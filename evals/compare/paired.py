@@ -2,9 +2,11 @@
 p-values and the standard error the MDE is computed from. Which units may block, and at what
 level, is not decided here (``evals.compare.decide``).
 
-Method per unit: binary metrics on small units → exact McNemar; means on large units (≈300+
-cases) → paired CLT; small non-binary means → paired bootstrap-t (studentized); percentiles →
-paired bootstrap.
+Method per unit: binary metrics on small units → McNemar (mid-p by default, ``gate.mcnemar``);
+means on large units (≈300+ cases) → paired CLT; small non-binary means → paired bootstrap-t
+(studentized); percentiles → paired bootstrap. A metric is binary when its per-case values are
+all 0 or 1 in both runs, whatever its name (``pass_rate``, a 0/1 named score, a ``judge``
+verdict): the same outcomes get the same test, so the same verdict.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from evals.compare.stats import (
     bootstrap_p_worse,
     bootstrap_percentile_delta,
     bootstrap_t_p,
+    cases_to_certify,
+    certifiable_tolerance,
     mcnemar_worse,
     norm_ppf,
     paired_clt,
@@ -36,6 +40,8 @@ CLT_MIN_CASES = 300
 # interval of a small near-deterministic unit is often a point (every case unchanged), and covered
 # only 0.80 at the null boundary on 25-case slices, failing on the side that hides regressions.
 SMALL_BINARY_CASES = 100
+# "The tolerance an unchanged candidate passes at" is the one it passes at 4 runs in 5 (SPEC §5).
+CERTIFY_PROBABILITY = 0.8
 
 
 @dataclass
@@ -120,7 +126,7 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
     d = sign * (cand - base)
     scale = 1.0 if d_.bounded else data_scale(base, cand)
     smoothed_center, se = smoothed_mean_delta(d, scale)
-    binary = d_.binary_possible and is_binary(base) and is_binary(cand)
+    binary = d_.bounded and d_.percentile is None and is_binary(base) and is_binary(cand)
     # A small unit of a mean that is not binary: tested by the bootstrap-t (its resamples' SEs).
     studentized = d_.percentile is None and n < CLT_MIN_CASES and not binary
     spreads = None
@@ -151,9 +157,11 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
         method = "clt"
         _, _, p_worse, p_better = paired_clt(d, margin)
     elif binary:
-        method = "mcnemar"
+        mid_p = gate.mcnemar == "mid-p"
+        method = "mcnemar-mid-p" if mid_p else "mcnemar"
         worse, better = int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))
-        p_worse, p_better = mcnemar_worse(worse, better, n, margin), mcnemar_worse(better, worse, n, margin)
+        p_worse = mcnemar_worse(worse, better, n, margin, mid_p=mid_p)
+        p_better = mcnemar_worse(better, worse, n, margin, mid_p=mid_p)
     else:
         assert spreads is not None
         method = "bootstrap-t"
@@ -178,6 +186,12 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
         smoothed_high=s_high if sign > 0 else -s_low,
         verdict="inconclusive",
     )
+    if d_.bounded:
+        discordance = float(np.dot(d, d)) / n
+        result.discordance = discordance
+        result.no_change_seen = not d.any()
+        result.certifiable = certifiable_tolerance(n, discordance, gate.alpha, CERTIFY_PROBABILITY)
+        result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
     drop_unit = 1.0 if d_.bounded else abs(b_value)
     return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit)
 

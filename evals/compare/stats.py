@@ -43,8 +43,8 @@ def norm_ppf(q: ArrayLike) -> Any:
     return np.array([one(v) for v in values.ravel().tolist()]).reshape(values.shape)
 
 
-def mcnemar_worse(b: int, c: int, n: int, margin: float = 0.0) -> float:
-    """One-sided exact McNemar test that the candidate is worse than the baseline by more than
+def mcnemar_worse(b: int, c: int, n: int, margin: float = 0.0, *, mid_p: bool = False) -> float:
+    """One-sided McNemar test that the candidate is worse than the baseline by more than
     ``margin`` (paired binary outcomes).
 
     ``b`` = pairs that went pass→fail, ``c`` = fail→pass, ``n`` = all pairs. Conditional on the
@@ -55,17 +55,28 @@ def mcnemar_worse(b: int, c: int, n: int, margin: float = 0.0) -> float:
     ψ is estimated by ``D/n``, so with a margin the test is approximate (Nam 1997, Biometrics 53,
     and Liu et al. 2002, Stat. Med. 21, give unconditional score tests for this problem). When
     nothing changed (Δ = 0, inside the null) ``π0 > ½`` only makes it more conservative than
-    McNemar's test, so the A/A false-alarm rate stays below α. Returns ``P(B ≥ b | D, π0)``.
+    McNemar's test, so the A/A false-alarm rate stays below α.
+
+    Returns ``P(B ≥ b | D, π0)``; with ``mid_p``, the mid-p value ``P(B > b) + ½·P(B = b)``
+    (Lancaster 1961). The exact test spends only 27–75% of its α at the boundary of the small
+    units the gate tests (the discreteness of B and the estimated ψ); the mid-p test's size
+    there stays within 1.01× its level for n = 25, 100, 200 where ψ ≤ 0.5 (Fagerland, Lydersen
+    & Laake 2013, BMC Med. Res. Methodol. 13:91; ``docs/decision-rule.md``), so it is the default.
     """
     d = b + c
     if d == 0:
         return 1.0
     pi0 = 0.5 + margin * n / (2.0 * d)
-    if pi0 >= 1.0 or b == 0:
+    if pi0 >= 1.0:
         return 1.0
     from scipy import special  # only small binary units get here: keep scipy out of the CLI's import
 
-    return float(special.bdtrc(b - 1, d, pi0))  # = scipy.stats.binom.sf(b - 1, d, pi0), without its overhead
+    # bdtrc(k, d, p) = P(B > k) = scipy.stats.binom.sf(k, d, p), without its overhead.
+    at_least = 1.0 if b == 0 else float(special.bdtrc(b - 1, d, pi0))
+    if not mid_p:
+        return at_least
+    above = float(special.bdtrc(b, d, pi0))
+    return above + 0.5 * (at_least - above)
 
 
 def paired_clt(d: np.ndarray, margin: float = 0.0) -> tuple[float, float, float, float]:
@@ -287,3 +298,41 @@ def weighted_holm(p: np.ndarray, w: np.ndarray) -> np.ndarray:
     adj = np.maximum.accumulate(p[order] * remaining / w[order])
     out[order] = np.minimum(adj, 1.0)
     return out
+
+
+def certifiable_tolerance(n: int, discordance: float, alpha: float, probability: float = 0.8) -> float:
+    """The smallest tolerance δ at which an *unchanged* candidate passes with ``probability``:
+    the gate's pass needs the smoothed lower bound ``center − z_{1−α}·SE`` to clear −δ, and for
+    an unchanged candidate of ``n`` paired cases whose per-case deltas have mean square
+    ``discordance`` (for binary outcomes: the share of cases whose outcome differs between two
+    runs) that bound is normal with ``SE₀ = √(ψ·n + 1)/(n + 2)`` (the Agresti–Min pseudo-cases of
+    :func:`smoothed_mean_delta`) and spread ``SD = √(ψ·n)/(n + 2)``, so
+    ``δ = z_{1−α}·SE₀ + z_{probability}·SD``. With ``ψ = 0`` (two runs that agree on every case)
+    it is the band the unit resolves at all, ``z_{1−α}/(n + 2)``: 0.0201 for 80 cases at α 0.05."""
+    if n < 1:
+        return math.inf
+    total = n + 2.0
+    psi = max(float(discordance), 0.0)
+    se0 = math.sqrt(psi * n + 1.0) / total
+    spread = math.sqrt(psi * n) / total
+    return float(norm_ppf(1.0 - alpha)) * se0 + float(norm_ppf(probability)) * spread
+
+
+def cases_to_certify(
+    tolerance: float, discordance: float, alpha: float, probability: float = 0.8, limit: int = 10**9
+) -> int | None:
+    """The fewest paired cases at which :func:`certifiable_tolerance` is within ``tolerance``
+    (None when no number up to ``limit`` is, e.g. a tolerance of 0). The bound falls as ``n``
+    grows, so this is a bisection."""
+    if tolerance <= 0 or certifiable_tolerance(limit, discordance, alpha, probability) > tolerance:
+        return None
+    low, high = 1, 1
+    while certifiable_tolerance(high, discordance, alpha, probability) > tolerance:
+        low, high = high, high * 2
+    while low < high:
+        mid = (low + high) // 2
+        if certifiable_tolerance(mid, discordance, alpha, probability) > tolerance:
+            low = mid + 1
+        else:
+            high = mid
+    return low

@@ -279,4 +279,5 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         f"actor: {log_value(actor)})"
     )
     print(f"report: {paths['report']}")
+    print("what this suite can certify, per slice, before the next paid run: `evalgate plan`")
     return EXIT_PASS

@@ -43,6 +43,16 @@ def fmt_value(x: float | None, metric: str = "") -> Safe:
     return Safe(f"{x:,.4g}")
 
 
+def fmt_band(x: float | None, metric: str = "") -> Safe:
+    """A band a unit resolves or certifies, ±, rounded *up* at the printed precision: a reader who
+    sets the tolerance it shows gets a pass, never a hair short of one."""
+    if not finite(x):
+        return Safe("–")
+    if is_rate(metric):
+        return Safe(f"±{math.ceil(10000 * x - 1e-9) / 100:.2f} pp")
+    return Safe(f"±{x:,.3g}")
+
+
 def fmt_delta(x: float | None, metric: str = "") -> Safe:
     """A signed difference: percentage points for rates (a relative % would be ambiguous)."""
     if not finite(x):
@@ -113,6 +123,7 @@ def filters() -> dict[str, Callable[..., Any]]:
         "mermaid": safe(escape.mermaid_label),
         "value": fmt_value,
         "delta": fmt_delta,
+        "band": fmt_band,
         "ci": fmt_ci,
         "pval": fmt_p,
         "mde": fmt_mde,

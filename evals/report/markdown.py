@@ -53,6 +53,8 @@ UNIT_STATUS = {
     "improved": "🔺 improved",
     "unchanged": "unchanged",
     "inconclusive": "❔ inconclusive",
+    # Not a verdict of its own: an inconclusive unit whose runs agree on every case (SPEC §5).
+    "no-change": "➖ no change seen",
 }
 
 
@@ -299,7 +301,8 @@ def build_context(
         "unit_status": UNIT_STATUS,
         "regressed": [u for u in units if u.verdict == "regressed"],
         "improved": [u for u in units if u.verdict == "improved"] if spec.improved else [],
-        "inconclusive_units": [u for u in units if u.verdict == "inconclusive"],
+        "inconclusive_units": [u for u in units if u.verdict == "inconclusive" and not u.no_change_seen],
+        "no_change_units": [u for u in units if u.verdict == "inconclusive" and u.no_change_seen],
         "units": table[: spec.unit_rows],
         "slice_roles": [
             {"unit": u.unit, "metric": u.metric, "why": blocking_reason(u, c.gate)}

@@ -184,10 +184,15 @@ class GateSpec(_Strict):
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     power: Annotated[float, Field(gt=0, lt=1)] = 0.8
     slice_alpha_share: Annotated[float, Field(ge=0, lt=1)] = Field(
-        default=0.5, description="Share of α the slices get (0: only overall can block); overall gets the rest."
+        default=0.7, description="Share of α the slices get (0: only overall can block); overall gets the rest."
     )
     slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
         default="cases", description="How a slice key's share of α is split among its values."
+    )
+    mcnemar: Literal["mid-p", "exact"] = Field(
+        default="mid-p",
+        description="The McNemar test of binary units under 300 cases: mid-p (its size stays at its level) "
+        "or exact (spends 27-75% of its level on small units).",
     )
     target_mde: Annotated[float, Field(gt=0)] = Field(
         default=0.10,
