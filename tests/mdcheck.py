@@ -107,8 +107,15 @@ def problems(md: str, token: str | None = None) -> list[str]:
     return found
 
 
+_OWN_MARKUP = re.compile(
+    # bold spans the report opens and closes itself (an escaped \*\* from case text is not one),
+    # and the interval it prints: [−35.0 pp, −20.0 pp]
+    r"(?<!\\)\*\*|\[[−+±]?[\d.,%$]+(?: pp| ms)?, [−+±]?[\d.,%$]+(?: pp| ms)?\]"
+)
+
+
 def _strip_wrappers(line: str) -> str:
-    """The report's own markup around case text on one line (bold, list and quote markers)."""
+    """The report's own markup around case text on one line (bold, intervals, list and quote
+    markers)."""
     line = re.sub(r"^(> )?(- )?", "", line)
-    m = re.fullmatch(r"\*\*(.*)\*\*", line)
-    return m.group(1) if m else line
+    return _OWN_MARKUP.sub("", line)

@@ -525,9 +525,12 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
     comments = our_comments(gh)
     assert len(comments) == 1
     assert "language=ko" in comments[0]["body"]
-    # No history URL in Actions: the regressed slice's trend comes from the store's snapshots.
-    assert "xychart-beta" in comments[0]["body"] and "language=ko: last baselines" in comments[0]["body"]
-    assert f'x-axis ["{world.origin.main_sha[:7]}", "candidate"]' in comments[0]["body"]
+    # No history URL in Actions: the regressed slice's trend comes from the store's snapshots. With
+    # one baseline it has two points, which say no more than the Δ: comparison.json keeps it, the
+    # comment leaves it out (SPEC §6: trends need ≥ 3 points).
+    trends = json.loads(Path(run.outputs["comparison-path"]).read_text())["trends"]
+    assert any(t["unit"] == "language=ko" and t["labels"] == [world.origin.main_sha[:7], "candidate"] for t in trends)
+    assert "Trends" not in comments[0]["body"]
     assert "::error" in run.stdout  # annotations for the regressed units
     assert Path(run.outputs["report-path"]).is_file()
     assert json.loads(Path(run.outputs["comparison-path"]).read_text())["verdict"] == "fail"

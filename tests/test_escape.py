@@ -225,8 +225,8 @@ def test_report_from_injection_corpus_is_inert(evil_comparison, kind: str) -> No
 
 def test_hostile_slice_name_is_still_named(evil_comparison) -> None:
     md = render_markdown(evil_comparison, kind="full")
-    first = md.split("\n", 1)[0]
-    assert first.startswith("### ❌ evalgate FAIL:")
+    marker, first = md.split("\n", 2)[:2]
+    assert marker == "> [!CAUTION]" and first.startswith("> **❌ evalgate FAIL:** ")
     assert "&lt;b&gt;@\u200dteam \\| ko&lt;/b&gt;" in md
 
 

@@ -73,8 +73,9 @@ def test_story_trend_with_markers_and_sync(
     done = evalgate(repo, {**env, "QUICKSTART_REGRESS": "ko"}, "gate", "--promote", *store)
     assert done.returncode == 1, done.stderr
     comment = (repo / ".evalgate" / "out" / "comment.md").read_text(encoding="utf-8")
-    assert "xychart-beta" in comment and "language=ko: last baselines" in comment
-    assert f'x-axis ["{first[:7]}", "{second[:7]}", "candidate"]' in comment
+    trends = comment.split("<summary>Trends of the regressed units", 1)[1].split("</details>", 1)[0]
+    assert "pass\\_rate on language=ko:" in trends
+    assert f"| {first[:7]} | {second[:7]} | candidate |" in trends
     # 4. the fix, promoted
     fourth = commit(repo, "fix tokenizer", "2026-11-04T10:00:00Z")
     done = evalgate(repo, env, "gate", "--promote", *store)

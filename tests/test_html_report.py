@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,9 @@ from evals.results.summary import summarize
 ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
 CHECK = Path(__file__).parent / "browser" / "check_report.mjs"
-PACKAGES = ["@sparticuz/chromium@^147.0.0", "puppeteer-core@^24.43.1"]
+RENDER = Path(__file__).parent / "browser" / "render_comment.mjs"
+# marked + marked-alert: a GFM renderer with GitHub's alert syntax, to see the PR comment drawn.
+PACKAGES = ["@sparticuz/chromium@^147.0.0", "puppeteer-core@^24.43.1", "marked@^18", "marked-alert@^2"]
 # Under the virtualenv by default (sys.prefix): outside the sources, gone with the venv.
 CACHE = Path(os.environ.get("EVALGATE_BROWSER_CACHE") or Path(sys.prefix) / "evalgate-browser")
 HOSTILE = '<img src="http://127.0.0.1:9/pixel.png"><script>fetch("http://127.0.0.1:9/x")</script>'
@@ -36,7 +39,7 @@ def browser() -> Path:
     if not node or not npm:
         pytest.skip("browser test: node and npm are needed to install @sparticuz/chromium + puppeteer-core")
     modules = CACHE / "node_modules"
-    if not (modules / "@sparticuz" / "chromium").is_dir() or not (modules / "puppeteer-core").is_dir():
+    if not all((modules / name.rsplit("@", 1)[0]).is_dir() for name in PACKAGES):
         CACHE.mkdir(parents=True, exist_ok=True)
         try:
             done = subprocess.run(
@@ -54,10 +57,24 @@ def browser() -> Path:
 
 
 def open_in_browser(browser: Path, page: Path, screenshot: Path, query: str) -> dict:
-    script = browser / CHECK.name
-    shutil.copyfile(CHECK, script)  # node resolves the packages next to the script
+    return _node(browser, CHECK, str(page.resolve()), str(screenshot), query)
+
+
+def comment_in_browser(browser: Path, comment: Path, screenshot: Path) -> dict:
+    """The PR comment as GitHub draws it (GFM with alerts), what is on screen without a click."""
+    return _node(browser, RENDER, str(comment.resolve()), str(comment.with_suffix(".html").resolve()), str(screenshot))
+
+
+def keep_screenshot(shot: Path) -> None:
+    if os.environ.get("EVALGATE_SCREENSHOT_DIR"):  # to look at the page: the screenshot is kept there
+        shutil.copyfile(shot, Path(os.environ["EVALGATE_SCREENSHOT_DIR"]) / shot.name)
+
+
+def _node(browser: Path, source: Path, *args: str) -> dict:
+    script = browser / source.name
+    shutil.copyfile(source, script)  # node resolves the packages next to the script
     done = subprocess.run(
-        ["node", str(script), str(page.resolve()), str(screenshot), query],
+        ["node", str(script), *args],
         capture_output=True,
         text=True,
         timeout=180,
@@ -102,6 +119,7 @@ def test_report_is_one_file_that_loads_nothing():
     assert "default-src 'none'" in page
     assert "<img" not in page and 'src="http' not in page and "href=" not in page
     assert page.count("<script>") == 1  # the search script, nothing from a case
+    assert "unsafe-inline" not in page and re.search(r"script-src 'sha256-[A-Za-z0-9+/]+=*';", page)
     assert "&lt;img src=&#34;http://127.0.0.1:9/pixel.png&#34;&gt;" in page
 
 
@@ -148,9 +166,11 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     assert not seen["errors"]
     assert seen["verdict"] == "fail"
     assert "language=ko" in seen["slices"]
-    assert seen["before"]["diff"] == len(comparison["case_diff"]["pass_to_fail"]) + len(
-        comparison["case_diff"]["fail_to_pass"]
-    ) + len(comparison["case_diff"]["score_drops"])
+    d = comparison["case_diff"]
+    listed = len(d["pass_to_fail"]) + len(d["fail_to_pass"]) + len(d["score_drops"])
+    cut = sum(d[f"n_{k}"] > len(d[k]) for k in ("pass_to_fail", "fail_to_pass", "score_drops"))
+    assert seen["before"]["diff"] == listed + cut  # each cut list says "showing N of M" in a row
+    assert f"Showing {len(d['pass_to_fail'])} of {d['n_pass_to_fail']} pass → fail cases" in seen["text"]
     assert seen["after"]["diff"] >= 1 and seen["after"]["diff"] < seen["before"]["diff"]
     assert seen["after"]["cases"] == 1
     # The history's trend of a regressed unit (comparison.trends, SPEC §12) is drawn when present.
@@ -162,8 +182,7 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
                    values=[0.9, 0.8875, 0.5])
     ]  # fmt: skip
     trend_page = render_html(comparison=with_trend)
-    assert "<h2>Trend</h2>" in trend_page and "pass_rate on language=ko" in trend_page
-    assert trend_page.count("<circle") == 3 and ">abc1234<" in trend_page and ">0.5<" in trend_page
-    assert "<h2>Trend</h2>" not in render_html(comparison=Comparison.model_validate(comparison))
-    if os.environ.get("EVALGATE_SCREENSHOT_DIR"):  # to look at the page: the screenshot is kept there
-        shutil.copyfile(tmp_path / "gate.png", Path(os.environ["EVALGATE_SCREENSHOT_DIR"]) / "gate.png")
+    assert "<h2>Trends</h2>" in trend_page and "pass_rate on language=ko" in trend_page
+    assert trend_page.count("<circle") == 3 and ">abc1234<" in trend_page and ">50.0%<" in trend_page
+    assert "<h2>Trends</h2>" not in render_html(comparison=Comparison.model_validate(comparison))
+    keep_screenshot(tmp_path / "gate.png")

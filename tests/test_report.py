@@ -89,8 +89,14 @@ def ko_regression(i: int) -> bool:
     return base_pass(i) and i % 12 != 4
 
 
+ALERTS = {"pass": "TIP", "fail": "CAUTION", "inconclusive": "WARNING", "no-baseline": "NOTE"}
+
+
 def first_line(md: str) -> str:
-    return md.split("\n", 1)[0]
+    """The banner's sentence: the line under the GitHub alert marker the comment opens with."""
+    marker, line = md.split("\n", 2)[:2]
+    assert re.fullmatch(r"> \[!(TIP|CAUTION|WARNING|NOTE|IMPORTANT)\]", marker), marker
+    return line
 
 
 @pytest.fixture(scope="module")
@@ -101,18 +107,22 @@ def regression() -> Comparison:
 def test_regression_report_names_the_slice_and_the_flipped_cases(regression: Comparison) -> None:
     assert regression.verdict == "fail"
     md = render_markdown(regression)
-    assert re.match(r"### ❌ evalgate FAIL: \S", first_line(md))
+    assert re.match(r"> \*\*❌ evalgate FAIL:\*\* \S", first_line(md))
     regressed_section = md.split("#### 🔻 Regressed", 1)[1].split("\n\n", 2)[1]
     assert "language=ko" in regressed_section
     flipped = [e.id for e in regression.case_diff.pass_to_fail]
     assert len(flipped) == 20 and regression.case_diff.n_pass_to_fail == 27
     for case_id in flipped:
-        assert f"<summary>{case_id}" in md
-    assert "pass → fail: 27 cases (showing 20)" in md
-    assert "fail → pass: 1 case" in md and "<summary>q-030" in md
+        assert f"**{case_id}** · language=ko · pass → fail" in md
+    # The first three are open, before any fold; the rest are in the case diff's fold, said so.
+    before_folds = md.split("<details>", 1)[0]
+    assert "#### Cases that broke (showing 3 of 27)" in before_folds
+    assert [f"**{i}**" in before_folds for i in flipped[:4]] == [True, True, True, False]
+    assert "**pass → fail**: 27 cases, besides the 3 shown above (showing 17 of 24)" in md
+    assert "**fail → pass**: 1 case" in md and "**q-030**" in md
     # Excerpts of input, expected and both outputs of a flipped case.
-    entry = md.split(f"<summary>{flipped[0]}", 1)[1].split("</details>", 1)[0]
-    for label in ("input:", "expected:", "baseline output:", "candidate output:"):
+    entry = before_folds.split(f"**{flipped[0]}**", 1)[1].split(f"**{flipped[1]}**", 1)[0]
+    for label in ("| input |", "| expected |", "| baseline output |", "| candidate output |"):
         assert label in entry
     assert "FINAL ANSWER: -1" in entry
     assert problems(md) == []
@@ -120,22 +130,40 @@ def test_regression_report_names_the_slice_and_the_flipped_cases(regression: Com
 
 def test_sections_come_in_the_documented_order(regression: Comparison) -> None:
     md = render_markdown(regression)
-    order = ["evalgate FAIL", "#### 🔻 Regressed", "```mermaid", "<summary>All units", "### Case diff"]
-    order += ["### What changed", "### Baseline"]
+    order = ["evalgate FAIL", "#### 🔻 Regressed", "#### Cases that broke", "<summary>All units"]
+    order += ["<summary>Case diff", "<summary>What changed", "<summary>Baseline"]
     positions = [md.index(marker) for marker in order]
     assert positions == sorted(positions)
 
 
-def test_chart_of_per_slice_deltas(regression: Comparison) -> None:
+def bar_cells(md: str, section: str) -> dict[str, tuple[str, int]]:
+    """Unit → (Δ, bar length in eighths of a cell) from the units table after ``section``."""
+    table = md.split(section, 1)[1].split("\n\n", 2)[1]
+    head, _rule, *rows = [line for line in table.split("\n") if line.startswith("|")]
+    names = [c.strip() for c in head.strip("|").split(" | ")]
+    out = {}
+    for row in rows:
+        cells = dict(zip(names, [c.strip() for c in row.strip("|").split(" | ")], strict=True))
+        bar = cells["\\|Δ\\|"]
+        out[cells["Unit"]] = (
+            cells["Δ"],
+            8 * bar.count("█") + (" ▏▎▍▌▋▊▉".index(bar[-1]) if bar and bar[-1] != "█" else 0),
+        )
+    return out
+
+
+def test_delta_bars_are_as_long_as_the_change(regression: Comparison) -> None:
+    """No chart drawn up from an axis minimum: a text bar per unit whose length is |Δ|, the worst
+    slice the longest (the mermaid chart drew language=ko, −27 pp, as the shortest bar)."""
     md = render_markdown(regression)
-    chart = md.split("```mermaid\n", 1)[1].split("```", 1)[0]
-    assert chart.startswith("xychart-beta")
-    assert 'x-axis ["language=de", "language=en", "language=ja", "language=ko"]' in chart
-    bars = [float(x) for x in re.search(r"bar \[(.*)\]", chart).group(1).split(", ")]
-    ko = next(u for u in regression.units if u.unit == "language=ko" and u.metric == "pass_rate")
-    assert bars[3] == pytest.approx(100 * ko.delta, abs=0.01) and bars[3] < 0
-    no_slices = compare(results(BASE, base_pass, slices=False), results(CAND, ko_regression, slices=False))
-    assert "```mermaid" not in render_markdown(no_slices)
+    assert "mermaid" not in md
+    bars = bar_cells(md, "<summary>All units")
+    deltas = {u.unit: abs(u.delta) for u in regression.units}
+    by_length = sorted(bars, key=lambda unit: bars[unit][1])
+    assert by_length == sorted(deltas, key=lambda unit: (deltas[unit], by_length.index(unit)))
+    assert bars["language=ko"] == ("−27.0 pp", 160) and bars["language=de"][1] == 0
+    assert bars["overall"][1] == round(160 * 6.5 / 27)
+    assert bar_cells(md, "#### 🔻 Regressed") == {u: bars[u] for u in ("overall", "language=ko")}
 
 
 def test_all_units_table_and_what_changed(regression: Comparison) -> None:
@@ -143,11 +171,11 @@ def test_all_units_table_and_what_changed(regression: Comparison) -> None:
     table = md.split("<summary>All units", 1)[1].split("</details>", 1)[0]
     rows = [line for line in table.split("\n") if line.startswith("| ") and "Unit" not in line]
     assert len(rows) == len(regression.units) == 5
-    header = "| Unit | Metric | Baseline | Candidate | Δ | CI | MDE | n | Test | Role | p / q | Verdict |"
+    header = "| Unit | Metric | Baseline | Candidate | Δ | \\|Δ\\| | CI | MDE | n | Test | Role | p / q | Verdict |"
     assert header in table
     overall = next(r for r in rows if r.startswith("| overall |"))
     assert "| 400 |" in overall and "blocking" in overall
-    changed = md.split("### What changed", 1)[1]
+    changed = md.split("<summary>What changed", 1)[1]
     assert "| model | openai:gpt-4o-mini | openai:gpt-4.1-mini |" in changed
     assert "| git\\_sha |" in changed
 
@@ -181,9 +209,10 @@ def test_every_verdict_renders_with_its_line_first(verdict: str, emoji: str, wor
     assert comparison.verdict == verdict
     for kind in ("comment", "summary", "full"):
         md = render_markdown(comparison, kind=kind)
+        assert md.startswith(f"> [!{ALERTS.get(verdict, 'IMPORTANT')}]\n")
         line = first_line(md)
-        assert line.startswith(f"### {emoji} evalgate {word}: ")
-        assert len(line) > len(f"### {emoji} evalgate {word}: ") + 10  # a reason follows
+        assert line.startswith(f"> **{emoji} evalgate {word}:** ")
+        assert len(line) > len(f"> **{emoji} evalgate {word}:** ") + 10  # a sentence follows
         assert problems(md) == []
         assert "{{" not in md and "None" not in md
     md = render_markdown(comparison)
@@ -200,7 +229,8 @@ def test_inconclusive_configured_to_fail_shows_a_failing_mark() -> None:
     small = results(BASE, base_pass, n=40)
     comparison = compare(small, results(CAND, lambda i: base_pass(i) and i not in (1, 2), n=40), inconclusive="fail")
     assert comparison.verdict == "inconclusive" and comparison.exit_code == 1
-    assert first_line(render_markdown(comparison)).startswith("### ❌ evalgate INCONCLUSIVE:")
+    md = render_markdown(comparison)
+    assert md.startswith("> [!CAUTION]\n") and first_line(md).startswith("> **❌ evalgate INCONCLUSIVE:** ")
 
 
 def test_improved_units_are_listed() -> None:
@@ -229,12 +259,13 @@ def snapshot_ref(days_old: float) -> BaselineRef:
 def test_baseline_used_and_its_age() -> None:
     fresh = compare(results(BASE, base_pass), results(CAND, base_pass), baseline_ref=snapshot_ref(2))
     md = render_markdown(fresh)
-    baseline = md.split("### Baseline", 1)[1]
+    baseline = md.split("<summary>Baseline", 1)[1]
+    assert baseline.startswith(" aaaaaaaaaa, 2 days old</summary>")
     assert "- Source: github-release:eval-baseline; commit aaaaaaaaaa" in baseline
     assert "commit aaaaaaaaaa" in baseline and "2.0 days ago" in baseline
     assert "by octocat" in baseline and "@\u200drelease" in baseline
     assert "days old (more than" not in md
-    assert "vs baseline aaaaaaaaaa (2 days old)" in first_line(md.split("\n\n", 1)[1])
+    assert "vs baseline aaaaaaaaaa (2 days old)" in md.split("\n\n", 2)[1]
     old = compare(results(BASE, base_pass), results(CAND, base_pass), baseline_ref=snapshot_ref(45))
     md = render_markdown(old)
     assert "The baseline is 45 days old (more than baseline.max\\_age\\_days = 30)" in md
@@ -265,6 +296,18 @@ def test_drift_guard_failure_is_reported() -> None:
     assert "Drift guard against the last blessed baseline cccccccccc: **failed**" in md
 
 
+def test_drift_guard_is_not_repeated_when_the_baseline_is_the_blessed_one() -> None:
+    """The drift guard's failure against the baseline the gate used is the headline again."""
+    base = results(BASE, base_pass)
+    comparison = compare(
+        base, results(CAND, ko_regression), blessed=base, blessed_ref=BaselineRef(source="github-release:x")
+    )
+    assert comparison.drift is not None and not comparison.drift.ok and comparison.verdict == "fail"
+    md = render_markdown(comparison)
+    assert "[!WARNING]" not in md and "Drift guard:" not in md
+    assert "Drift guard against the last blessed baseline aaaaaaaaaa: that is this baseline" in md
+
+
 # ------------------------------------------------------------------------------------ size tiers
 
 
@@ -281,12 +324,12 @@ def many_flips() -> Comparison:
 
 def test_tiers_step_down_and_say_what_was_cut(many_flips: Comparison) -> None:
     full = render_markdown(many_flips, kind="full", max_cases=2000)
-    assert "Shortened" not in full and full.count("<summary>q-") == 1000
+    assert "Shortened" not in full and len(re.findall(r"^\*\*q-\d+\*\* ·", full, re.M)) == 1000
     seen = []
     for limit in (100_000, 20_000, 4_000, 3_000, 1_000):
         md = render_markdown(many_flips, max_chars=limit, max_cases=2000)
         assert len(md.encode()) <= limit
-        assert first_line(md).startswith("### ❌ evalgate FAIL:")
+        assert first_line(md).startswith("> **❌ evalgate FAIL:** ")
         assert problems(md) == []
         m = re.search(r"✂️ Shortened to fit ([\d,]+) bytes \((\w+) view\): left out (.+)\. The full report", md)
         assert m, md[-500:]
@@ -320,15 +363,14 @@ def test_compact_tier_leaves_out_unchanged_units() -> None:
     table = md.split("<summary>All units", 1)[1].split("</details>", 1)[0]
     rows = [line.split(" | ")[0] for line in table.split("\n") if line.startswith("| ") and "Unit" not in line]
     assert rows == ["| overall", "| topic=topic-007"]
-    assert '"topic=topic-007"' in md.split("```mermaid", 1)[1].split("```", 1)[0]
-    assert "- t-00007 (no excerpts recorded)" in md
+    assert "**t-00007** · topic=topic-007 · pass → fail\n\n(no excerpts recorded)" in md
 
 
 def test_regressions_tier_lists_ids_without_excerpts(many_flips: Comparison) -> None:
     md = render_markdown(many_flips, max_chars=3_000, max_cases=2000)
     assert "(regressions view)" in md
-    assert "```text" not in md
-    assert re.search(r"^- q-\d{3}", md, re.M)
+    assert "```text" not in md and "| candidate output |" not in md.split("<details>", 1)[1]
+    assert re.search(r"^language=\w\w: q-\d{3} \(", md, re.M)
 
 
 def test_hard_cut_when_even_the_headline_is_too_big(many_flips: Comparison) -> None:
@@ -370,7 +412,7 @@ def test_100k_cases_fit_a_comment_and_a_summary() -> None:
     for kind, limit in (("comment", 65_536), ("summary", 1_048_576)):
         md = render_markdown(comparison, kind=kind, max_cases=3000)
         assert len(md.encode()) <= limit
-        assert first_line(md).startswith("### ❌ evalgate FAIL:")
+        assert first_line(md).startswith("> **❌ evalgate FAIL:** ")
         assert f"Shortened to fit {limit:,} bytes" in md
         assert "The full report (report.md) and comparison.json are in this workflow run" in md.replace("\\", "")
         assert problems(md) == []
@@ -453,7 +495,7 @@ def test_junit_xml(regression: Comparison) -> None:
 
 def test_write_reports(tmp_path: Path, regression: Comparison) -> None:
     write_reports(regression, report=tmp_path / "r.md", json_path=tmp_path / "c.json", junit=tmp_path / "junit.xml")
-    assert (tmp_path / "r.md").read_text().startswith("### ❌ evalgate FAIL:")
+    assert first_line((tmp_path / "r.md").read_text()).startswith("> **❌ evalgate FAIL:** ")
     assert Comparison.model_validate_json((tmp_path / "c.json").read_text()) == regression
     ET.fromstring((tmp_path / "junit.xml").read_text())
 
@@ -484,9 +526,9 @@ def test_seed_workflow_command_writes_the_report(tmp_path: Path, python_exe: str
     )
     assert proc.returncode == 1, proc.stderr
     md = (tmp_path / "report.md").read_text()
-    assert first_line(md).startswith("### ❌ evalgate FAIL:")
-    assert "language=ko" in md.split("#### 🔻 Regressed", 1)[1].split("###", 1)[0]
-    assert "<summary>q-004" in md
+    assert first_line(md).startswith("> **❌ evalgate FAIL:** ")
+    assert "language=ko" in md.split("#### 🔻 Regressed", 1)[1].split("####", 1)[0]
+    assert "**q-004**" in md
     suite = ET.fromstring((tmp_path / "junit.xml").read_text())
     assert any(f.get("type") == "regressed" for f in suite.iter("failure"))
 

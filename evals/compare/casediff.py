@@ -4,6 +4,7 @@ drops, with input, expected and output excerpts."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,36 @@ def _excerpt(value: Any, limit: int) -> str | None:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def _first_output(case: CaseResult, limit: int) -> tuple[str | None, str | None]:
+@dataclass(frozen=True)
+class _Side:
+    """What the case diff shows of one side's first valid attempt."""
+
+    output: str | None = None
+    error: str | None = None
+    reasoning: str | None = None
+    scores: dict[str, float] = field(default_factory=dict)
+
+
+def _reasoning(metadata: dict[str, Any]) -> Any:
+    # Our judge keeps ``metadata.judge.reasoning``; importers keep a grader's ``reason``.
+    judge = metadata.get("judge")
+    if isinstance(judge, dict) and judge.get("reasoning"):
+        return judge["reasoning"]
+    return metadata.get("reason") or None
+
+
+def _side(case: CaseResult, limit: int) -> _Side:
     valid = [a for a in case.attempts if not a.is_infra_error] or case.attempts
+    if not valid:
+        return _Side()
     error = next((f"{a.error.kind}: {a.error.message}" for a in valid if a.error), None)
-    return (_excerpt(valid[0].output, limit) if valid else None), (_excerpt(error, limit) if error else None)
+    first = valid[0]
+    return _Side(
+        output=_excerpt(first.output, limit),
+        error=_excerpt(error, limit) if error else None,
+        reasoning=_excerpt(_reasoning(first.metadata), limit),
+        scores=dict(first.scores),
+    )
 
 
 def case_diff(
@@ -46,8 +73,7 @@ def case_diff(
 
     def entry(k: int) -> CaseDiffEntry:
         b_case, c_case = baseline.cases[pairing.base_rows[k]], candidate.cases[pairing.cand_rows[k]]
-        b_out, _ = _first_output(b_case, excerpt)
-        c_out, c_err = _first_output(c_case, excerpt)
+        b_side, c_side = _side(b_case, excerpt), _side(c_case, excerpt)
 
         def num(x: float) -> float | None:
             return None if np.isnan(x) else float(x)
@@ -64,9 +90,13 @@ def case_diff(
             score_delta=num(drop[k]),
             input=_excerpt(c_case.input if c_case.input is not None else b_case.input, excerpt),
             expected=_excerpt(c_case.expected if c_case.expected is not None else b_case.expected, excerpt),
-            baseline_output=b_out,
-            candidate_output=c_out,
-            candidate_error=c_err,
+            baseline_output=b_side.output,
+            candidate_output=c_side.output,
+            candidate_error=c_side.error,
+            baseline_reasoning=b_side.reasoning,
+            candidate_reasoning=c_side.reasoning,
+            baseline_scores=b_side.scores,
+            candidate_scores=c_side.scores,
             candidate_trace=failed_tail(c_case.attempts),
         )
 

@@ -185,7 +185,7 @@ def describe_unit(u: UnitResult) -> str:
     )
 
 
-def _bad_side(u: UnitResult) -> tuple[float, str]:
+def bad_side(u: UnitResult) -> tuple[float, str]:
     """The unit's worst plausible oriented delta: the bad end of the reported interval or of the
     smoothed one, whichever is worse (a bootstrap interval is 0 wide when every case has the same
     delta), and that interval as the reason shows it, so the number it quotes is the one it prints."""
@@ -223,18 +223,18 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
     for u in overall:
         if u.n < 2 or u.ci_low is None or u.ci_high is None:
             return "inconclusive", f"{u.metric}: fewer than 2 paired cases, nothing to compare"
-        bad_side, interval = _bad_side(u)
-        if bad_side < -u.tolerance:
+        worst, interval = bad_side(u)
+        if worst < -u.tolerance:
             if u.no_change_seen:
                 return "inconclusive", (
                     f"{u.metric} overall: no change seen, but its {u.n} paired cases resolve only "
-                    f"±{-bad_side:.4g} ({interval}), more than the tolerance {u.tolerance:.4g}"
+                    f"±{-worst:.4g} ({interval}), more than the tolerance {u.tolerance:.4g}"
                     + (f"; {u.cases_to_certify} paired cases would certify it" if u.cases_to_certify else "")
                     + " (`evalgate plan` shows what a suite can certify before a run)"
                 )
             detect = f"; this run can detect drops of {u.mde:.3g} or more" if u.mde is not None else ""
             return "inconclusive", (
-                f"no significant regression, but {u.metric} overall could be down by up to {-bad_side:.4g} "
+                f"no significant regression, but {u.metric} overall could be down by up to {-worst:.4g} "
                 f"({interval}, n={u.n}) — more than the tolerance {u.tolerance:.4g}{detect}{certify_clause(u)}"
             )
     names = ", ".join(u.metric for u in overall)

@@ -136,6 +136,14 @@ class CaseDiffEntry(_Model):
     baseline_output: str | None = None
     candidate_output: str | None = None
     candidate_error: str | None = Field(default=None, description='"kind: message" of the first erroring attempt.')
+    baseline_reasoning: str | None = Field(
+        default=None, description="RAW: the judge's (or imported grader's) reasoning on the first valid attempt."
+    )
+    candidate_reasoning: str | None = None
+    baseline_scores: dict[str, float] = Field(
+        default_factory=dict, description="Named scores of the first valid attempt."
+    )
+    candidate_scores: dict[str, float] = Field(default_factory=dict)
     candidate_trace: list[dict[str, Any]] = Field(
         default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
     )

@@ -16,6 +16,8 @@ from evals.common import escape
 from evals.compare.model import UnitResult
 
 RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@")
+BAR_CELLS = 20
+_EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
 class Safe(str):
@@ -93,8 +95,39 @@ def fmt_int(x: int | None) -> Safe:
     return Safe("–" if x is None else f"{x:,}")
 
 
+def fmt_age(days: float | None) -> Safe:
+    """How old a baseline is, in the unit a person would say it."""
+    if not finite(days):
+        return Safe("–")
+    if days < 1:
+        hours = max(0, round(24 * days))
+        return Safe(f"{hours} hour{'s' if hours != 1 else ''} old")
+    whole = round(days)
+    return Safe(f"{whole:,} day{'s' if whole != 1 else ''} old")
+
+
+def bar(delta: float | None, scale: float) -> Safe:
+    """A text bar whose length is |Δ| / ``scale`` of ``BAR_CELLS`` cells (eighths of a cell), so
+    bars order as |Δ| at a glance whatever the sign; the sign is in the Δ column beside it."""
+    if delta is None or not math.isfinite(delta) or scale <= 0 or delta == 0:
+        return Safe("")
+    eighths = max(1, round(8 * BAR_CELLS * min(1.0, abs(delta) / scale)))
+    full, part = divmod(eighths, 8)
+    return Safe("█" * full + (_EIGHTHS[part] if part else ""))
+
+
 def short_sha(sha: str | None) -> Safe:
     return Safe(escape.cell(sha[:10])) if sha else Safe("–")
+
+
+ONE_LINE_CHARS = 160
+
+
+def one_line(entry: Any) -> bool:
+    """A case diff entry whose excerpts are all short single lines: a two-column table shows it
+    in a quarter of the height of code blocks."""
+    texts = [entry.input, entry.expected, entry.baseline_output, entry.candidate_output]
+    return all(t is None or (len(t) <= ONE_LINE_CHARS and "\n" not in t) for t in texts)
 
 
 def finalize(value: Any) -> Any:
@@ -130,6 +163,9 @@ def filters() -> dict[str, Callable[..., Any]]:
         "count": fmt_int,
         "fixed": fmt_fixed,
         "sha": short_sha,
+        "age": fmt_age,
+        "bar": bar,
+        "one_line": one_line,
         # For template authors' own trusted text only; never for anything from a case.
         "raw": Safe,
     }

@@ -1,68 +1,152 @@
-"""``--html FILE``: one self-contained HTML report (SPEC §13) — verdict, per-slice table, the
-comparison's units and a searchable case list — that opens from disk and makes no network
-request: styles and the search script are inline, nothing is linked, and a Content-Security-Policy
-(``default-src 'none'``) makes the browser refuse any load a case's text could smuggle in.
+"""``--html FILE``: one self-contained HTML report (SPEC §6, §13) that says everything the markdown
+report says — the verdict in words, warnings, units by severity with MDE and the underpowered
+ones, the case diff with named scores, judge reasoning and traces, what changed, the baseline —
+plus searchable case lists with a failures-only toggle.
 
-Everything from a case (ids, slice values, inputs, outputs, error messages) goes through jinja's
-autoescape; the search reads the rows' text, never HTML."""
+It opens from disk and makes no network request: style and script are inline, nothing is linked,
+and the Content-Security-Policy (``default-src 'none'``) allows exactly the page's one stylesheet
+and one script by their sha256, so nothing a case's text could smuggle in would run or load.
+
+Everything from a case (ids, slice values, inputs, outputs, error messages, reasoning, traces)
+goes through jinja's autoescape; the search reads the rows' text, never HTML."""
 
 from __future__ import annotations
 
+import base64
+import functools
+import hashlib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
-from evals.results.model import Results, atomic_write
+from evals.report import facts, glance
+from evals.report.filters import (
+    fmt_age,
+    fmt_band,
+    fmt_ci,
+    fmt_delta,
+    fmt_fixed,
+    fmt_int,
+    fmt_mde,
+    fmt_p,
+    fmt_value,
+    short_sha,
+)
+from evals.report.markdown import STATUS, TREND_POINTS, UNIT_STATUS
+from evals.results.model import Attempt, CaseResult, Results, atomic_write
 from evals.results.summary import ResultsSummary, case_values
 
 if TYPE_CHECKING:
-    from evals.compare.model import Comparison
+    from evals.compare.model import CaseDiffEntry, Comparison
 
 TEMPLATE = "report.html.j2"
 TEMPLATE_DIR = Path(__file__).parent / "templates"
 # A page for a browser: beyond this many case rows the file stops being pleasant to open.
 MAX_CASE_ROWS = 5000
 EXCERPT_CHARS = 400
+TRACE_EVENTS = 40
+TRACE_CHARS = 300
+BAR_WIDTH = 120
 
 
-def _excerpt(value: Any) -> str:
+@functools.cache
+def _asset(name: str) -> tuple[str, str]:
+    """(text, CSP source) of a file inlined into the page: the source pins it by sha256."""
+    text = (TEMPLATE_DIR / name).read_text(encoding="utf-8")
+    digest = base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+    return text, f"'sha256-{digest}'"
+
+
+def _excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
     if value is None:
         return ""
-    import json
-
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= EXCERPT_CHARS else text[:EXCERPT_CHARS] + "…"
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _events(attempt: Attempt | None) -> list[dict[str, Any]]:
+    if attempt is None or not attempt.trace:
+        return []
+    return [
+        {"seq": e.seq, "kind": e.kind, "name": e.name or "", "content": _excerpt(e.content, TRACE_CHARS)}
+        for e in attempt.trace[:TRACE_EVENTS]
+    ]
+
+
+def _reasoning(attempt: Attempt | None) -> str:
+    if attempt is None:
+        return ""
+    judge = attempt.metadata.get("judge")
+    found = judge.get("reasoning") if isinstance(judge, dict) else None
+    return _excerpt(found or attempt.metadata.get("reason"))
 
 
 def _case_rows(results: Results) -> list[dict[str, Any]]:
+    return [_case_row(case) for case in results.cases[:MAX_CASE_ROWS]]
+
+
+def _case_row(case: CaseResult) -> dict[str, Any]:
+    passed, score, errored = case_values(case)
+    valid = [a for a in case.attempts if not a.is_infra_error]
+    first = valid[0] if valid else (case.attempts[0] if case.attempts else None)
+    failed = next((a for a in valid if a.passed is False or a.error is not None), None)
+    error = next((a.error for a in case.attempts if a.error is not None), None)
+    state = "infra error" if errored else ("pass" if passed == 1.0 else "fail" if passed == 0.0 else "partial")
+    if passed is None and not errored:
+        state = "—"
+    shown = failed or first
+    return {
+        "id": case.id,
+        "slices": ", ".join(f"{k}={v}" for k, v in sorted(case.slices.items())),
+        "state": state,
+        "failing": state in ("fail", "partial", "infra error"),
+        "pass_rate": passed,
+        "score": score,
+        "scores": dict(shown.scores) if shown else {},
+        "input": _excerpt(case.input),
+        "expected": _excerpt(case.expected),
+        "output": _excerpt(shown.output if shown else None),
+        "error": f"{error.kind}: {_excerpt(error.message)}" if error else "",
+        "reasoning": _reasoning(shown),
+        "trace": _events(shown),
+        "attempts": len(case.attempts),
+    }
+
+
+def _unit_rows(c: Comparison) -> list[dict[str, Any]]:
+    units = sorted(c.units, key=glance.severity_order)
+    scales = glance.bar_scales(units)
     rows = []
-    for case in results.cases[:MAX_CASE_ROWS]:
-        passed, score, errored = case_values(case)
-        first = case.attempts[0] if case.attempts else None
-        error = next((a.error for a in case.attempts if a.error is not None), None)
-        state = "infra error" if errored else ("pass" if passed == 1.0 else "fail" if passed == 0.0 else "partial")
-        if passed is None and not errored:
-            state = "—"
-        rows.append(
-            {
-                "id": case.id,
-                "slices": ", ".join(f"{k}={v}" for k, v in sorted(case.slices.items())),
-                "state": state,
-                "pass_rate": passed,
-                "score": score,
-                "input": _excerpt(case.input),
-                "expected": _excerpt(case.expected),
-                "output": _excerpt(first.output if first else None),
-                "error": f"{error.kind}: {_excerpt(error.message)}" if error else "",
-            }
-        )
+    for u in units:
+        scale = scales.get(u.metric, 0.0)
+        width = 0.0 if not scale or u.delta is None else BAR_WIDTH * min(1.0, abs(u.delta) / scale)
+        better = u.delta is not None and (u.delta > 0 if u.direction == "higher" else u.delta < 0)
+        rows.append({"u": u, "state": glance.unit_state(u), "bar": round(width, 1), "better": better})
     return rows
 
 
-def render_html(
-    *, results: Results | None = None, summary: ResultsSummary | None = None, comparison: Comparison | None = None
-) -> str:
+def _diff_rows(c: Comparison) -> list[dict[str, Any]]:
+    d = c.case_diff
+    rows = []
+    for change, entries, total, failing in (
+        ("pass → fail", d.pass_to_fail, d.n_pass_to_fail, True),
+        ("fail → pass", d.fail_to_pass, d.n_fail_to_pass, False),
+        ("score drop", d.score_drops, d.n_score_drops, True),
+    ):
+        rows.extend({"change": change, "failing": failing, "entry": e, "scores": _score_pairs(e)} for e in entries)
+        if total > len(entries):
+            rows.append({"change": change, "failing": failing, "more": total - len(entries), "total": total})
+    return rows
+
+
+def _score_pairs(e: CaseDiffEntry) -> list[tuple[str, float | None, float | None]]:
+    names = list(dict.fromkeys([*e.baseline_scores, *e.candidate_scores]))
+    return [(n, e.baseline_scores.get(n), e.candidate_scores.get(n)) for n in names]
+
+
+def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATE_DIR),
         autoescape=True,
@@ -70,22 +154,76 @@ def render_html(
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    diff_rows = []
-    if comparison is not None:
-        diff = comparison.case_diff
-        for change, entries in (
-            ("pass → fail", diff.pass_to_fail),
-            ("fail → pass", diff.fail_to_pass),
-            ("score drop", diff.score_drops),
-        ):
-            diff_rows.extend({"change": change, "entry": e} for e in entries)
-    return env.get_template(TEMPLATE).render(
-        summary=summary,
-        comparison=comparison,
-        diff_rows=diff_rows,
-        cases=_case_rows(results) if results is not None else [],
-        n_cases=len(results.cases) if results is not None else 0,
-        max_rows=MAX_CASE_ROWS,
+    env.filters.update(
+        value=fmt_value,
+        delta=fmt_delta,
+        band=fmt_band,
+        ci=fmt_ci,
+        mde=fmt_mde,
+        pval=fmt_p,
+        count=fmt_int,
+        fixed=fmt_fixed,
+        age=fmt_age,
+        sha=short_sha,
+    )
+    return env
+
+
+def _comparison_context(c: Comparison) -> dict[str, Any]:
+    baseline = facts.baseline_info(c)
+    emoji, word = STATUS[c.verdict]
+    d = c.case_diff
+    unpaired = [
+        (label, ids, total)
+        for label, ids, total in (
+            ("added", d.added, d.n_added),
+            ("removed", d.removed, d.n_removed),
+            ("changed input or expected", d.changed, d.n_changed),
+            ("no valid attempt", d.errored, d.n_errored),
+        )
+        if total
+    ]
+    return {
+        "word": word,
+        "failing_gate": c.exit_code == 1,
+        "sentence": glance.headline(c, markdown=False),
+        "notices": facts.notices(c, baseline),
+        "baseline": baseline,
+        "baseline_source": facts.display_source(c.baseline.source) if c.baseline else None,
+        "drift_reason": facts.drift_reason(c),
+        "drift_is_headline": facts.drift_repeats_headline(c, baseline),
+        "unit_rows": _unit_rows(c),
+        "unit_status": {k: v.split(" ", 1)[-1] if k != "unchanged" else v for k, v in UNIT_STATUS.items()},
+        "diff_rows": _diff_rows(c),
+        "unpaired": unpaired,
+        "trends": [t for t in c.trends if len(t.values) >= TREND_POINTS],
+        "emoji": emoji,
+    }
+
+
+def render_html(
+    *, results: Results | None = None, summary: ResultsSummary | None = None, comparison: Comparison | None = None
+) -> str:
+    css, style_src = _asset("report.css")
+    script, script_src = _asset("report.js")
+    return (
+        _environment()
+        .get_template(TEMPLATE)
+        .render(
+            summary=summary,
+            comparison=comparison,
+            view=_comparison_context(comparison) if comparison is not None else None,
+            cases=_case_rows(results) if results is not None else [],
+            n_cases=len(results.cases) if results is not None else 0,
+            max_rows=MAX_CASE_ROWS,
+            bar_width=BAR_WIDTH,
+            css=css,
+            script=script,
+            csp=(
+                f"default-src 'none'; style-src {style_src}; script-src {script_src}; img-src data:; "
+                "base-uri 'none'; form-action 'none'"
+            ),
+        )
     )
 
 

@@ -1,8 +1,10 @@
-"""The markdown regression report of a Comparison (SPEC §6). The formatters and filters are in
-``evals.report.filters``, annotations and JUnit XML in ``evals.report.ci_outputs``.
+"""The markdown regression report of a Comparison (SPEC §6): tiers, the template context, rendering.
+The banner's sentence and the bars are in ``evals.report.glance``, the baseline and warnings in
+``evals.report.facts``, formatters and filters in ``evals.report.filters``, annotations and JUnit
+XML in ``evals.report.ci_outputs``.
 
 Templates are jinja2 ``.md.j2`` files. Markdown is not HTML, so jinja's autoescape is off; instead
-every ``{{ ... }}`` output goes through ``reportfmt.finalize``, which escapes any plain value as a
+every ``{{ ... }}`` output goes through ``filters.finalize``, which escapes any plain value as a
 table cell (the strictest inline context). Filters (``md``, ``cell``, ``code``, ``html``,
 ``mermaid`` and the number formatters) return ``Safe`` text that ``finalize`` passes through. So a
 template that forgets a filter still renders case data inert; it only looks less tidy.
@@ -16,8 +18,6 @@ Any tier below full says what it left out and where the full report is.
 from __future__ import annotations
 
 import functools
-import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,14 +29,19 @@ from jinja2.sandbox import SandboxedEnvironment
 from evals.common import escape
 from evals.common.errors import InputFileError
 from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
+from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
-from evals.report.filters import Safe, filters, finalize, finite, is_rate, unit_order
+from evals.report.filters import Safe, filters, finalize, unit_order
 from evals.results.model import atomic_write
 from evals.suite.config import SuiteConfig
 
 Kind = Literal["comment", "summary", "full"]
 MAX_CHARS = {"comment": 65_536, "summary": 1_048_576, "full": None}
 DEFAULT_TEMPLATE = "report.md.j2"
+# Flipped cases shown with their excerpts before any fold: a reviewer sees what broke without a click.
+TOP_CASES = 3
+# A trend needs this many points (baselines, then the candidate) to say more than the Δ does.
+TREND_POINTS = 3
 FULL_REPORT_HINT = "The full report (report.md) and comparison.json are in this workflow run's artifacts"
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 
@@ -74,7 +79,8 @@ class Tier:
     excerpt_chars: int
     id_list: int
     unit_rows: int
-    chart: bool
+    top_cases: int
+    top_excerpt_chars: int
     cut: tuple[str, ...] = field(default=())
 
 
@@ -91,7 +97,8 @@ def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
             excerpt_chars=excerpt_chars + 1,
             id_list=50,
             unit_rows=2_000,
-            chart=True,
+            top_cases=TOP_CASES,
+            top_excerpt_chars=excerpt_chars + 1,
         ),
         Tier(
             name="compact",
@@ -102,7 +109,8 @@ def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
             excerpt_chars=min(excerpt_chars, 120),
             id_list=20,
             unit_rows=200,
-            chart=True,
+            top_cases=TOP_CASES,
+            top_excerpt_chars=min(excerpt_chars, 200),
             cut=("unchanged units", "most case excerpts"),
         ),
         Tier(
@@ -114,8 +122,9 @@ def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
             excerpt_chars=0,
             id_list=0,
             unit_rows=50,
-            chart=False,
-            cut=("improved and unchanged units", "case excerpts", "the per-slice chart", "provenance details"),
+            top_cases=1,
+            top_excerpt_chars=min(excerpt_chars, 120),
+            cut=("improved and unchanged units", "most case excerpts", "trends", "provenance details"),
         ),
         Tier(
             name="headline",
@@ -126,7 +135,8 @@ def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
             excerpt_chars=0,
             id_list=0,
             unit_rows=0,
-            chart=False,
+            top_cases=0,
+            top_excerpt_chars=0,
             cut=("all details",),
         ),
     ]
@@ -162,104 +172,44 @@ def _grouped(entries: list[CaseDiffEntry], limit: int) -> list[dict[str, Any]]:
     return [{"slice": name, "entries": items} for name, items in sorted(groups.items())]
 
 
-def _case_sections(c: Comparison, tier: Tier) -> list[dict[str, Any]]:
+def _top_cases(c: Comparison, tier: Tier) -> dict[str, Any] | None:
+    """The first flipped cases, shown open: pass → fail, or the largest score drops without any."""
+    d = c.case_diff
+    if d.pass_to_fail:
+        title, entries, total = "Cases that broke", d.pass_to_fail, d.n_pass_to_fail
+    elif d.score_drops:
+        title, entries, total = "Largest score drops", d.score_drops, d.n_score_drops
+    else:
+        return None
+    shown = entries[: tier.top_cases]
+    return {"title": title, "entries": shown, "total": total} if shown else None
+
+
+def _case_sections(c: Comparison, tier: Tier, top: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The rest of the case diff, for the fold: the top cases are not repeated there."""
     d = c.case_diff
     sections = [
         ("pass → fail", d.pass_to_fail, d.n_pass_to_fail),
         ("fail → pass", d.fail_to_pass if tier.improved else [], d.n_fail_to_pass if tier.improved else 0),
-        ("largest score drops (other cases)" if d.n_pass_to_fail else "largest score drops", d.score_drops, None),
+        ("other score drops" if d.n_pass_to_fail else "largest score drops", d.score_drops, d.n_score_drops),
     ]
     out = []
     for title, entries, total in sections:
-        if not entries and not total:
+        skipped = len(top["entries"]) if top and top["entries"] and entries and top["entries"][0] is entries[0] else 0
+        rest = entries[skipped:]
+        if not rest and total <= skipped:
             continue
-        shown = min(len(entries), tier.case_entries)
-        out.append({"title": title, "total": total, "shown": shown, "groups": _grouped(entries, shown)})
+        shown = min(len(rest), tier.case_entries)
+        out.append(
+            {
+                "title": title,
+                "total": total,
+                "skipped": skipped,
+                "shown": shown,
+                "groups": _grouped(rest, shown),
+            }
+        )
     return out
-
-
-def _baseline_info(c: Comparison) -> dict[str, Any] | None:
-    if c.baseline is None and c.baseline_run is None:
-        return None
-    snap = c.baseline.snapshot if c.baseline else None
-    age = snap.age_days() if snap else None
-    max_age = c.gate.max_age_days
-    run = c.baseline_run
-    return {
-        "source": c.baseline.source if c.baseline else None,
-        "sha": (snap.sha if snap else None) or (run.git_sha if run else None),
-        "created_at": (snap.created_at if snap else None) or (run.ended_at if run else None),
-        "age_days": age,
-        "max_age_days": max_age,
-        "too_old": age is not None and age > max_age,
-        "verdict": snap.verdict if snap else None,
-        "reason": snap.reason if snap else None,
-        "actor": snap.actor if snap else None,
-        "blessed": snap.blessed if snap else False,
-        "legacy": c.baseline.legacy if c.baseline else False,
-        "note": c.baseline.note if c.baseline else None,
-    }
-
-
-def _drift_reason(c: Comparison) -> str:
-    reason = c.drift.reason if c.drift else ""
-    return re.sub(r"^drift guard:\s*", "", reason, flags=re.IGNORECASE)
-
-
-def _notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
-    """Things a reader must not miss, in plain text (escaped when rendered)."""
-    notes = []
-    run = c.candidate_run
-    if not run.complete:
-        notes.append(
-            f"The candidate run is partial (status {run.status}, {run.completed_cases:,} of {run.total_cases:,} "
-            "cases completed): its numbers do not describe the whole suite."
-            + (f" {run.message}" if run.message else "")
-        )
-    if baseline and baseline["too_old"]:
-        notes.append(
-            f"The baseline is {baseline['age_days']:.0f} days old (more than baseline.max_age_days = "
-            f"{baseline['max_age_days']}): differences may come from elsewhere than this change."
-        )
-    if c.drift is not None and not c.drift.ok:
-        notes.append(f"Drift guard: {_drift_reason(c) or 'the candidate drifted below the last blessed baseline'}.")
-    if run.cases_with_infra_retries or run.infra_errors:
-        text = (
-            f"Infra recovery: {run.cases_with_infra_retries:,} "
-            f"{'case' if run.cases_with_infra_retries == 1 else 'cases'} needed infra retries "
-            f"({run.infra_retries:,} {'retry' if run.infra_retries == 1 else 'retries'})"
-        )
-        if run.infra_errors:
-            text += f"; {run.infra_errors:,} attempts still ended in an infra error (not counted as wrong answers)"
-        notes.append(text + ".")
-    # compare's own warnings (partial baseline, blunt overall test, skipped drift guard, ...).
-    notes.extend(c.warnings)
-    return notes
-
-
-def _chart(c: Comparison) -> dict[str, Any] | None:
-    """Per-slice deltas of the first gated metric, at most 30 slices (the worst ones)."""
-    gated = [m.metric for m in c.gate.metrics if m.gate] or [m.metric for m in c.gate.metrics]
-    if not gated:
-        return None
-    metric = gated[0]
-    units = [u for u in c.units if u.metric == metric and u.slice_key is not None and finite(u.delta)]
-    if not any(u.delta for u in units):  # a row of zero bars tells nothing
-        return None
-    units = sorted(units, key=lambda u: -abs(u.delta))[:30]
-    units.sort(key=lambda u: u.unit)
-    scale = 100.0 if is_rate(metric) else 1.0
-    values = [round(scale * u.delta, 2) for u in units]
-    bound = max(1.0, *(abs(v) for v in values))
-    return {
-        "metric": metric,
-        "unit": "pp" if scale == 100.0 else "",
-        "labels": [u.unit for u in units],
-        "deltas": [Safe(repr(v)) for v in values],
-        "min": Safe(repr(-math.ceil(bound))),
-        "max": Safe(repr(math.ceil(bound))),
-        "omitted": max(0, len([u for u in c.units if u.metric == metric and u.slice_key is not None]) - len(units)),
-    }
 
 
 def build_context(
@@ -287,10 +237,12 @@ def build_context(
         table = [u for u in units if u.verdict != "unchanged" or u.unit == "overall"]
     else:
         table = []
-    baseline = _baseline_info(c)
+    baseline = facts.baseline_info(c)
     emoji, word = STATUS[c.verdict]
     if c.verdict == "inconclusive" and c.exit_code == 1:
         emoji = STATUS["fail"][0]
+    top = _top_cases(c, spec)
+    shown_units = table[: spec.unit_rows]
     return {
         "c": c,
         "tier": tier,
@@ -298,25 +250,36 @@ def build_context(
         "kind": kind,
         "max_chars": max_chars,
         "status": {"emoji": Safe(emoji), "word": Safe(word)},
+        "banner": {
+            "alert": Safe(glance.alert(c)),
+            "emoji": Safe(emoji),
+            "word": Safe(word),
+            "sentence": glance.headline(c),
+        },
         "unit_status": UNIT_STATUS,
         "regressed": [u for u in units if u.verdict == "regressed"],
         "improved": [u for u in units if u.verdict == "improved"] if spec.improved else [],
         "inconclusive_units": [u for u in units if u.verdict == "inconclusive" and not u.no_change_seen],
         "no_change_units": [u for u in units if u.verdict == "inconclusive" and u.no_change_seen],
-        "units": table[: spec.unit_rows],
+        "units": shown_units,
+        # One scale per metric for every table, so a bar means the same length of Δ throughout.
+        "scales": glance.bar_scales(units),
         "slice_roles": [
             {"unit": u.unit, "metric": u.metric, "why": blocking_reason(u, c.gate)}
-            for u in table[: spec.unit_rows]
+            for u in shown_units
             if u.unit != "overall" and u.gated
         ],
-        "units_omitted": len(units) - min(len(table), spec.unit_rows),
-        "case_sections": _case_sections(c, spec),
+        "units_omitted": len(units) - len(shown_units),
+        "top_cases": top,
+        "case_sections": _case_sections(c, spec, top),
+        "trends": [t for t in c.trends if len(t.values) >= TREND_POINTS] if spec.name in ("full", "compact") else [],
         "baseline": baseline,
-        "notices": _notices(c, baseline),
-        "chart": _chart(c) if spec.chart else None,
+        "baseline_source": facts.display_source(c.baseline.source) if c.baseline else None,
+        "notices": facts.notices(c, baseline),
         "cut": list(spec.cut),
         "full_report": full_report,
-        "drift_reason": _drift_reason(c),
+        "drift_reason": facts.drift_reason(c),
+        "drift_is_headline": facts.drift_repeats_headline(c, baseline),
     }
 
 

@@ -1,6 +1,7 @@
 // Open an evalgate HTML report in headless Chromium (@sparticuz/chromium + puppeteer-core) and
-// report what a reader would see: every request the page made, the verdict, how many case rows
-// show before and after typing into each search box, and a screenshot.
+// report what a reader would see: every request the page made, the verdict, the units in the
+// order shown, how many rows show before and after typing into each search box and after ticking
+// each failures-only toggle, and a screenshot.
 // Usage: node check_report.mjs REPORT.html SCREENSHOT.png SEARCH_TEXT
 import chromium from '@sparticuz/chromium';
 import puppeteer from 'puppeteer-core';
@@ -34,12 +35,24 @@ try {
     await page.type(`input[data-table="${id}"]`, query);
     after[id] = await visible(id);
   }
+  const toggled = {};
+  for (const box of await page.$$('input.only-failures')) {
+    const id = await box.evaluate((el) => el.dataset.table);
+    await page.$$eval('input.filter', (boxes) => boxes.forEach((b) => { b.value = ''; b.dispatchEvent(new Event('input')); }));
+    await box.click();
+    toggled[id] = await visible(id);
+    await box.click();
+  }
   await page.screenshot({ path: screenshot, fullPage: true });
+  const units = await page
+    .$$eval('#units tbody tr', (rows) => rows.map((r) => [r.cells[0].textContent, r.cells[12].textContent]))
+    .catch(() => []);
+  const csp = await page.$eval('meta[http-equiv="Content-Security-Policy"]', (m) => m.content);
   const verdict = await page.$eval('#verdict', (el) => el.textContent).catch(() => null);
   const slices = await page.$$eval('#slices tbody tr', (rows) => rows.map((r) => r.cells[0].textContent));
   const text = await page.evaluate(() => document.body.innerText);
   const scripts = await page.$$eval('script', (s) => s.length);
-  console.log(JSON.stringify({ requests, errors, verdict, slices, before, after, tables, text, scripts }));
+  console.log(JSON.stringify({ requests, errors, verdict, slices, before, after, toggled, units, csp, tables, text, scripts }));
 } finally {
   await browser.close();
 }

@@ -1,0 +1,151 @@
+"""What a reviewer reads in the first seconds (SPEC §6): the verdict as a GitHub alert with one
+sentence in words and percentage points, and Δ bars whose length is |Δ|.
+
+The gate's own ``Comparison.reason`` is for logs and machines (raw decimals, method names); the
+sentence here says the same thing for a person, from the same units."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from evals.common import escape
+from evals.compare.decide import bad_side
+from evals.compare.model import Comparison, UnitResult
+from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_value
+
+# GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
+# gate could not judge at all, green for a pass.
+ALERT = {
+    "pass": "TIP",
+    "fail": "CAUTION",
+    "inconclusive": "WARNING",
+    "no-baseline": "NOTE",
+    "incomplete": "IMPORTANT",
+    "incompatible": "IMPORTANT",
+}
+
+
+def alert(c: Comparison) -> str:
+    return "CAUTION" if c.verdict == "inconclusive" and c.exit_code == 1 else ALERT[c.verdict]
+
+
+def metric_name(metric: str) -> str:
+    return "pass rate" if metric == "pass_rate" else metric
+
+
+def _tolerance(u: UnitResult) -> str:
+    return fmt_delta(u.tolerance, u.metric).lstrip("+±")
+
+
+class _Style:
+    """Markdown (escaped, bold) or plain text (for the HTML page, which escapes it itself)."""
+
+    def __init__(self, markdown: bool):
+        self.markdown = markdown
+
+    def text(self, value: str, limit: int = 160) -> str:
+        return escape.inline(value, limit=limit) if self.markdown else value
+
+    def strong(self, value: str) -> str:
+        return f"**{value}**" if self.markdown else value
+
+
+def _subject(u: UnitResult, st: _Style) -> str:
+    return st.text(f"{metric_name(u.metric)} {'overall' if u.unit == 'overall' else 'on ' + u.unit}")
+
+
+def _moved(u: UnitResult) -> str:
+    if u.delta is None:
+        return "changed"
+    worse = u.delta < 0 if u.direction == "higher" else u.delta > 0
+    verb = ("fell" if u.delta < 0 else "rose") if worse or u.delta else "moved"
+    return f"{verb} {fmt_delta(abs(u.delta), u.metric).lstrip('+')}"
+
+
+def _regressed_sentence(units: Sequence[UnitResult], st: _Style) -> str:
+    first, *rest = units
+    parts = [
+        f"{st.strong(f'{_subject(first, st)} {_moved(first)}')} ({fmt_value(first.baseline, first.metric)} → "
+        f"{fmt_value(first.candidate, first.metric)}, CI {fmt_ci(first)}, {first.n:,} paired cases)"
+    ]
+    if rest:
+        named = ", ".join(f"{_subject(u, st)} {fmt_delta(u.delta, u.metric)}" for u in rest[:3])
+        more = f" and {len(rest) - 3:,} more" if len(rest) > 3 else ""
+        parts.append(f"also regressed: {named}{more}")
+    return "; ".join(parts) + "."
+
+
+def _certify(u: UnitResult) -> str:
+    if u.certifiable is None:
+        return ""
+    need = f"; about {u.cases_to_certify:,} paired cases would certify {_tolerance(u)}" if u.cases_to_certify else ""
+    return f" This suite can certify {fmt_band(u.certifiable, u.metric)}{need} (`evalgate plan` shows it per slice)."
+
+
+def _amount(x: float, u: UnitResult) -> str:
+    return fmt_delta(abs(x), u.metric).lstrip("+±")
+
+
+def _inconclusive_sentence(u: UnitResult, st: _Style) -> str:
+    worst, _ = bad_side(u)
+    if u.no_change_seen:
+        seen = st.strong(f"no change seen on {u.n:,} paired cases")
+        return (
+            f"{seen}, but they resolve only {fmt_band(-worst, u.metric)}, more than the {_tolerance(u)} "
+            f"tolerance.{_certify(u)}"
+        )
+    down = st.strong(f"{_subject(u, st)} could be down by up to {_amount(worst, u)}")
+    return (
+        f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, CI {fmt_ci(u)}, "
+        f"{u.n:,} paired cases), more than the {_tolerance(u)} tolerance.{_certify(u)}"
+    )
+
+
+def headline(c: Comparison, *, markdown: bool = True) -> str:
+    """The banner's sentence: escaped markdown (``Safe``), or plain text with ``markdown=False``.
+    Falls back to the gate's reason where the units cannot tell the story (a special verdict, a
+    gate with nothing compared)."""
+    st = _Style(markdown)
+    wrap = Safe if markdown else str
+    failing = [u for u in c.units if u.blocking and u.gated and u.verdict == "regressed"]
+    overall = [u for u in c.units if u.unit == "overall" and u.gated]
+    if c.verdict == "fail" and failing:
+        failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
+        return wrap(_regressed_sentence(failing, st))
+    if c.verdict == "inconclusive":
+        for u in overall:
+            if u.n >= 2 and u.ci_low is not None and u.ci_high is not None and bad_side(u)[0] < -u.tolerance:
+                return wrap(_inconclusive_sentence(u, st))
+    if c.verdict == "pass" and overall:
+        slices = len({u.unit for u in c.units if u.unit != "overall" and u.gated})
+        where = f"overall and in {slices:,} slice{'s' if slices != 1 else ''}" if slices else "overall"
+        bands = ", ".join(f"{metric_name(u.metric)} within {_tolerance(u)}" for u in overall)
+        return wrap(st.text(f"no regression beyond tolerance {where}: {bands} ({overall[0].n:,} paired cases).", 1000))
+    return wrap(st.text(c.reason[:1].upper() + c.reason[1:], 1000))
+
+
+def bar_scales(units: Sequence[UnitResult]) -> dict[str, float]:
+    """Per metric, the largest |Δ| among ``units``: bars compare within a metric, never across
+    units of measure."""
+    scales: dict[str, float] = {}
+    for u in units:
+        if u.delta is not None and math.isfinite(u.delta):
+            scales[u.metric] = max(scales.get(u.metric, 0.0), abs(u.delta))
+    return scales
+
+
+_SEVERITY = {"regressed": 0, "inconclusive": 1, "improved": 2, "no-change": 3, "unchanged": 4}
+
+
+def unit_state(u: UnitResult) -> str:
+    """The unit's verdict as a reader sees it: an inconclusive unit whose runs agree on every
+    case is "no-change" (SPEC §5), not a doubt."""
+    return "no-change" if u.verdict == "inconclusive" and u.no_change_seen else u.verdict
+
+
+def severity_order(u: UnitResult) -> tuple:
+    """Worst first: regressed, inconclusive, improved, no change, unchanged; then blocking before
+    advisory, overall first, the largest change."""
+    worse = -(u.delta or 0.0) if u.direction == "higher" else (u.delta or 0.0)
+    return (_SEVERITY[unit_state(u)], not u.blocking, u.unit != "overall", -worse, u.unit)
