@@ -19,9 +19,21 @@ from evals.results.model import Results
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
     from evals.store.baseline import BaselineStore
-    from evals.store.write import PromotionResult
+    from evals.store.write import GatedOn, PromotionResult
 
 SEED_REASON = "seeded: first baseline"
+
+
+def gated_on(comparison: Comparison) -> GatedOn:
+    """The baseline ``comparison`` is about, as the store's promotion rule checks it."""
+    from evals.store.write import GatedOn
+
+    ref = comparison.baseline
+    if ref is None:
+        return GatedOn(None, "no baseline")
+    if ref.snapshot is None:
+        return GatedOn(None, f"{ref.source} ({'legacy baseline.json' if ref.legacy else 'not a stored snapshot'})")
+    return GatedOn(ref.snapshot, f"{ref.snapshot.sha[:12]} of {ref.source}")
 
 
 @dataclass
@@ -64,7 +76,15 @@ def promote_candidate(
         if not allowed:
             return PromotionOutcome(False, f"not promoted: {why}")
         verdict, reason, blessed = comparison.verdict, None, False
-    result = store.promote(candidate, sha=sha, verdict=verdict, reason=reason, actor=actor, blessed=blessed)
+    result = store.promote(
+        candidate,
+        sha=sha,
+        verdict=verdict,
+        reason=reason,
+        actor=actor,
+        blessed=blessed,
+        gated_on=gated_on(comparison),
+    )
     for line in result.warnings:
         print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
     if not result.promoted:
