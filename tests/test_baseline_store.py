@@ -998,62 +998,69 @@ def gate_of(store: BaselineStore, candidate: Results):
     return load_baselines(store, GATED).compare(candidate, GATED)
 
 
+def promote(store: BaselineStore, candidate: Results, comparison, *, on_missing: str = "warn"):
+    from evals.store.promotion import promote_candidate
+
+    sha = candidate.run.git_sha
+    return promote_candidate(store, candidate, comparison, config=GATED, sha=sha, actor="bot", on_missing=on_missing)
+
+
 GATED = SuiteConfig(suite="demo", cases="c.jsonl")
 HALF = [i % 2 == 0 for i in range(60)]
 
 
-def test_a_promotion_never_lands_on_a_baseline_its_gate_did_not_compare_with(github_api: GitHubServer, history):
+def test_a_promotion_is_gated_again_against_a_baseline_that_landed_meanwhile(github_api: GitHubServer, history):
     """Issue 20 (8b): two full gates on main read the same baseline. The first promotes a much
     better run; the second candidate — no worse than the baseline it was gated on, clearly worse
     than the new one — lost the manifest clash, re-read, and promoted on top of it: a regression
-    no gate ever saw."""
+    no gate ever saw. Now it is gated again against what landed, and refused on that verdict."""
     from evals.compare.analysis import compare
-    from evals.store.promotion import promote_candidate
 
     gh, (repo, shas) = github_api, history
     gh_store(gh, repo).promote(results_for(shas[0], HALF), sha=shas[0], verdict="pass")
     better, same = results_for(shas[1], [True] * 60), results_for(shas[2], HALF)
     gate_better, gate_same = gate_of(gh_store(gh, repo), better), gate_of(gh_store(gh, repo), same)
     assert gate_better.verdict == "pass" and gate_same.verdict in ("pass", "inconclusive")
-    assert compare(better, same, GATED).verdict == "fail"  # what the second gate would say now
+    assert compare(better, same, GATED).verdict == "fail"  # what a gate after the first promotion says
 
     def first_lands(name: str) -> None:  # the second writer has read the store and uploaded its snapshot
         if name.startswith("manifest-") and not first_lands.done:
             first_lands.done = True
-            done = promote_candidate(gh_store(gh, repo), better, gate_better, sha=shas[1], actor="a", on_missing="warn")
+            done = promote(gh_store(gh, repo), better, gate_better)
             assert done.promoted, done.message
 
     first_lands.done = False
-    writer = gh_store(gh, repo, before_create=first_lands)
-    outcome = promote_candidate(writer, same, gate_same, sha=shas[2], actor="b", on_missing="warn")
+    outcome = promote(gh_store(gh, repo, before_create=first_lands), same, gate_same)
     assert first_lands.done and not outcome.promoted
-    assert f"{shas[1][:12]} became the baseline" in outcome.message and "re-run the gate" in outcome.message
-    assert f"compared the candidate with {shas[0][:12]}" in outcome.message
+    assert f"{shas[1][:12]} became the baseline while this candidate was gated" in outcome.message
+    assert "gated again against it: verdict 'fail' is never promoted" in outcome.message, outcome.message
+    assert outcome.comparison.verdict == "fail" and outcome.comparison.baseline.snapshot.sha == shas[1]
     assert gh_store(gh, repo).latest().results.run.git_sha == shas[1]
-    # Later, without a race, the stale comparison is refused the same way; a fresh gate decides.
-    assert not promote_candidate(
-        gh_store(gh, repo), same, gate_same, sha=shas[2], actor="b", on_missing="warn"
-    ).promoted
-    assert gate_of(gh_store(gh, repo), same).verdict == "fail"
+    # Later, without a race, the stale comparison meets the same check.
+    assert not promote(gh_store(gh, repo), same, gate_same).promoted
+
+    # A candidate that also holds against the baseline that landed is promoted on that verdict.
+    late, first = results_for(shas[4], [True] * 60), results_for(shas[3], [True] * 60)
+    gate_late = gate_of(gh_store(gh, repo), late)
+    assert promote(gh_store(gh, repo), first, gate_of(gh_store(gh, repo), first)).promoted
+    done = promote(gh_store(gh, repo), late, gate_late)
+    assert done.promoted and f"gated again against {shas[3][:12]}" in done.message, done.message
+    assert done.comparison.baseline.snapshot.sha == shas[3]
 
 
-def test_a_seed_that_another_run_beat_is_not_stacked_on_it(tmp_path: Path, history):
-    from evals.store.promotion import promote_candidate
-
+def test_a_seed_that_another_run_beat_is_gated_against_it(tmp_path: Path, history):
     repo, shas = history
     store = local(tmp_path, repo)
     gate = gate_of(store, results_for(shas[2], HALF))
     assert gate.verdict == "no-baseline"
     store.promote(results_for(shas[1], [True] * 60), sha=shas[1], verdict="seed", blessed=True)
-    outcome = promote_candidate(store, results_for(shas[2], HALF), gate, sha=shas[2], actor="b", on_missing="seed")
-    assert not outcome.promoted and "compared the candidate with no baseline" in outcome.message
+    outcome = promote(store, results_for(shas[2], HALF), gate, on_missing="seed")
+    assert not outcome.promoted and "gated again against it: verdict 'fail'" in outcome.message, outcome.message
 
 
 def test_a_newer_entry_that_fails_verification_does_not_block_the_promotion(tmp_path: Path, history):
     """The gate compared with the previous snapshot because the newest is corrupt; promoting
     over the corrupt one is how the store heals, so it is no baseline the candidate missed."""
-    from evals.store.promotion import promote_candidate
-
     repo, shas = history
     store = local(tmp_path, repo)
     for sha in shas[:2]:
@@ -1063,5 +1070,5 @@ def test_a_newer_entry_that_fails_verification_does_not_block_the_promotion(tmp_
     victim.write_bytes(encode_snapshot(results_for(shas[1], [False] * 60)))
     gate = gate_of(store, results_for(shas[2], HALF))
     assert gate.baseline.snapshot.sha == shas[0]
-    outcome = promote_candidate(store, results_for(shas[2], HALF), gate, sha=shas[2], actor="c", on_missing="warn")
-    assert outcome.promoted, outcome.message
+    outcome = promote(store, results_for(shas[2], HALF), gate)
+    assert outcome.promoted and "gated again" not in outcome.message, outcome.message

@@ -59,8 +59,9 @@ class GatedOn:
 class PromotionResult:
     """What ``promote`` did. ``promoted`` is True when the candidate is now the latest baseline
     (also when an identical snapshot of the same commit already was); False when the rule refused
-    (an older commit, or a different run of the latest's own commit without a reset): not an error,
-    the gate's verdict stands."""
+    (an older commit, a different run of the latest's own commit without a reset, or a baseline
+    that landed on top of the one the gate compared with: ``moved``): not an error, the gate's
+    verdict stands."""
 
     promoted: bool
     reason: str
@@ -68,6 +69,7 @@ class PromotionResult:
     manifest: Manifest  # the current manifest after the call
     warnings: list[str] = field(default_factory=list)
     basis: str | None = None  # how the candidate was found newer, when git ancestry did not decide
+    moved: SnapshotInfo | None = None  # the baseline that landed after the one the gate compared with
 
 
 @dataclass
@@ -197,7 +199,7 @@ class StoreWriter:
                     True, "already the latest baseline (identical snapshot)", same, current, warnings
                 )
             if gated_on is not None and (landed := self._landed_since(state, gated_on.entry)) is not None:
-                return PromotionResult(False, gated_on.moved(landed), None, current, warnings)
+                return PromotionResult(False, gated_on.moved(landed), None, current, warnings, moved=landed)
             if uncommitted:
                 warnings.append(
                     f"HEAD {sha[:12]} is stored as the baseline while the working tree has uncommitted changes to "
