@@ -1,12 +1,15 @@
 """The baseline store as GitHub release assets (SPEC §7), in one of two layouts:
 
 - **one release** (``assets``, the default): every snapshot and manifest is an asset of the
-  release ``<tag>``, created as a prerelease that never becomes the repository's latest release;
+  release ``<tag>``, a prerelease that never becomes the repository's latest release. The first
+  write creates it as a draft, uploads its snapshot and manifest, then publishes it: a release is
+  never published empty, which immutable releases would keep so (and burn its tag) for good;
 - **one release per promotion** (``releases``), for repositories with GitHub's immutable releases,
   where a published release's assets can no longer change and a tag can never be reused: each
   promotion creates a draft ``<tag>-draft-<random>``, uploads its snapshot and manifest there, and
   publishes it as ``<tag>-g<generation>``. The tag is created on publishing, so it is the
-  compare-and-swap between concurrent writers (a 422 ``already_exists`` is ``NameTaken``).
+  compare-and-swap between concurrent writers (a 422 ``already_exists`` is ``NameTaken``). A
+  write that ends without publishing its draft deletes it (``abandon``).
 
 The layout is detected, not configured: a 422 "Cannot upload assets to an immutable release", an
 ``immutable`` main release, or an existing ``<tag>-g<n>`` release switch a writer to one release per
