@@ -874,6 +874,17 @@ def test_a_failed_first_promotion_under_immutable_releases_leaves_no_release_beh
     assert asset_names(gh) == [snapshot_name(shas[0]), manifest_name(1)]
 
 
+def test_a_burned_main_tag_sends_the_first_write_to_a_generation_release(github_api: GitHubServer, history):
+    """The main release was deleted by hand under immutable releases (or by an older version's
+    cleanup): its tag can never hold a release again, so the first write publishes ``-g<n>``."""
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    gh._burned_tags.add(TAG)
+    assert gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass").promoted
+    assert [r["tag_name"] for r in gh.releases()] == [f"{TAG}-g00000001"]
+    assert gh_store(gh, repo).latest().results.run.git_sha == shas[0]
+
+
 def test_a_failed_or_refused_promotion_deletes_its_draft(github_api: GitHubServer, history):
     gh, (repo, shas) = github_api, history
     gh.immutable_releases = True
