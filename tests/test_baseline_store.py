@@ -827,27 +827,86 @@ def generation_releases(gh: GitHubServer) -> list[str]:
 
 
 def test_immutable_releases_switch_to_one_release_per_promotion(github_api: GitHubServer, history):
-    """With immutable releases on, the release is published before any asset can be added: the 422
-    switches the store to one release per promotion (a draft, its assets, then published as
+    """With immutable releases on, a published release can take no asset: the first promotion
+    publishes its draft, snapshot and manifest in, as the main release; seeing it immutable, the
+    store switches to one release per promotion (a draft, its assets, then published as
     <tag>-g<generation>), read by every store — a read-only token's too."""
     gh, (repo, shas) = github_api, history
     gh.immutable_releases = True
     store = gh_store(gh, repo)
     for sha in shas[:3]:
         assert store.promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
-    assert any(r.status == 422 and r.server == "uploads" for r in gh.requests)  # detected by the 422
-    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (1, 2, 3)]
-    assert all(not r["draft"] and r["immutable"] for r in gh.releases())
+    assert asset_names(gh) == [snapshot_name(shas[0]), manifest_name(1)]  # the first promotion's release
+    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (2, 3)]
+    assert all(not r["draft"] and r["immutable"] and r["prerelease"] for r in gh.releases())
     assert gh.latest_release_id is None  # none of them became the repository's "Latest release"
-    assert asset_names(gh) == []  # the main release stayed empty: nothing could be added to it
+    assert {r["name"] for r in gh.releases()} == {
+        "evalgate baselines",
+        *(f"evalgate baseline, manifest generation {g}" for g in (2, 3)),
+    }
 
     reader = GitHubReleaseStore(gh.client(token=gh.read_token), tag=TAG, repo=repo, settle_s=0.0)
     assert reader.latest().results.run.git_sha == shas[2]
-    assert reader.select(base_sha=shas[1]).results.run.git_sha == shas[1]
+    assert reader.select(base_sha=shas[0]).results.run.git_sha == shas[0]
     assert [e.sha for e in reader.list().snapshots] == shas[:3]
     # Another writer (nothing cached) starts from the per-promotion layout right away.
     assert gh_store(gh, repo).promote(results_for(shas[3], [True]), sha=shas[3], verdict="pass").promoted
     assert generation_releases(gh)[-1] == f"{TAG}-g00000004"
+
+
+@pytest.mark.parametrize("step", ["upload", "manifest"])
+def test_a_failed_first_promotion_under_immutable_releases_leaves_no_release_behind(
+    github_api: GitHubServer, history, step: str
+):
+    """Issue 20 (8a): the release used to be published empty before its first upload — with
+    immutable releases an empty release on the base tag for good (its tag burned) — and a failed
+    upload into the draft left the draft behind for an hour."""
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    with pytest.raises(InfraError):
+        gh_store(gh, repo, before_create=arm(gh, step, "502", times=50)).promote(
+            results_for(shas[0], [True]), sha=shas[0], verdict="pass"
+        )
+    assert gh.releases() == []
+    gh.faults.clear()
+    assert gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass").promoted
+    assert [(r["tag_name"], r["draft"]) for r in gh.releases()] == [(TAG, False)]
+    assert asset_names(gh) == [snapshot_name(shas[0]), manifest_name(1)]
+
+
+def test_a_burned_main_tag_sends_the_first_write_to_a_generation_release(github_api: GitHubServer, history):
+    """The main release was deleted by hand under immutable releases (or by an older version's
+    cleanup): its tag can never hold a release again, so the first write publishes ``-g<n>``."""
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    gh._burned_tags.add(TAG)
+    assert gh_store(gh, repo).promote(results_for(shas[0], [True]), sha=shas[0], verdict="pass").promoted
+    assert [r["tag_name"] for r in gh.releases()] == [f"{TAG}-g00000001"]
+    assert gh_store(gh, repo).latest().results.run.git_sha == shas[0]
+
+
+def test_a_failed_or_refused_promotion_deletes_its_draft(github_api: GitHubServer, history):
+    gh, (repo, shas) = github_api, history
+    gh.immutable_releases = True
+    gh_store(gh, repo).promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
+    with pytest.raises(InfraError):
+        gh_store(gh, repo, before_create=arm(gh, "manifest", "502", times=50)).promote(
+            results_for(shas[2], [True]), sha=shas[2], verdict="pass"
+        )
+    gh.faults.clear()
+    assert not [r for r in gh.releases() if r["draft"]]
+
+    def older_lands_first(name: str) -> None:  # between the snapshot upload and the manifest's
+        if name.startswith("manifest-") and not older_lands_first.done:
+            older_lands_first.done = True
+            assert gh_store(gh, repo).promote(results_for(shas[3], [True]), sha=shas[3], verdict="pass").promoted
+
+    older_lands_first.done = False
+    refused = gh_store(gh, repo, before_create=older_lands_first).promote(
+        results_for(shas[2], [True]), sha=shas[2], verdict="pass"
+    )
+    assert not refused.promoted and "is older than the current baseline" in refused.reason, refused.reason
+    assert not [r for r in gh.releases() if r["draft"]]
 
 
 def test_a_deleted_generation_release_burns_its_tag_and_the_next_promotion_goes_above_it(
@@ -864,7 +923,7 @@ def test_a_deleted_generation_release_burns_its_tag_and_the_next_promotion_goes_
     assert newest is not None and gh.client().delete_release(newest)
     store = gh_store(gh, repo)
     assert store.promote(results_for(shas[2], [True]), sha=shas[2], verdict="pass").promoted
-    assert generation_releases(gh) == [f"{TAG}-g00000001", f"{TAG}-g00000003"]
+    assert generation_releases(gh) == [f"{TAG}-g00000003"]  # generation 1 is in the main release
     assert [e.sha for e in gh_store(gh, repo).list().snapshots] == [shas[0], shas[2]]
     assert not [r for r in gh.releases() if r["draft"]]
 
@@ -899,7 +958,7 @@ def test_per_promotion_tag_is_the_compare_and_swap_between_concurrent_writers(gi
         results_for(shas[2], [True]), sha=shas[2], verdict="pass"
     )
     assert result.promoted and result.manifest.generation == 3
-    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (1, 2, 3)]
+    assert generation_releases(gh) == [f"{TAG}-g{g:08d}" for g in (2, 3)]
     assert [e.sha for e in gh_store(gh, repo).list().snapshots] == shas[:3]
     assert not [r for r in gh.releases() if r["draft"]]  # the loser's draft was published under the next tag
 
@@ -912,7 +971,7 @@ def test_per_promotion_rerun_after_a_failed_publish_and_pruning(github_api: GitH
     with pytest.raises(InfraError):
         gh_store(gh, repo, keep=2).promote(results_for(shas[1], [True]), sha=shas[1], verdict="pass")
     gh.faults.clear()
-    assert [r["draft"] for r in gh.releases()].count(True) == 1  # the failed run's draft
+    assert not [r for r in gh.releases() if r["draft"]]  # the failed run deleted its draft
     for sha in shas[1:5]:  # "re-run failed jobs", then more promotions
         assert gh_store(gh, repo, keep=2).promote(results_for(sha, [True]), sha=sha, verdict="pass").promoted
     final = gh_store(gh, repo, keep=2).list()
@@ -938,3 +997,89 @@ def test_a_local_store_inside_actions_is_called_out(tmp_path: Path, monkeypatch,
     monkeypatch.delenv("GITHUB_ACTIONS")
     open_store_for(config, argparse.Namespace())
     assert capsys.readouterr().err == ""
+
+
+# ------------------------------------------------------------------------------------- promotion vs its gate
+
+
+def gate_of(store: BaselineStore, candidate: Results):
+    """The comparison a full gate on main makes: the candidate against the store's latest."""
+    from evals.store.selection import load_baselines
+
+    return load_baselines(store, GATED).compare(candidate, GATED)
+
+
+def promote(store: BaselineStore, candidate: Results, comparison, *, on_missing: str = "warn"):
+    from evals.store.promotion import promote_candidate
+
+    sha = candidate.run.git_sha
+    return promote_candidate(store, candidate, comparison, config=GATED, sha=sha, actor="bot", on_missing=on_missing)
+
+
+GATED = SuiteConfig(suite="demo", cases="c.jsonl")
+HALF = [i % 2 == 0 for i in range(60)]
+
+
+def test_a_promotion_is_gated_again_against_a_baseline_that_landed_meanwhile(github_api: GitHubServer, history):
+    """Issue 20 (8b): two full gates on main read the same baseline. The first promotes a much
+    better run; the second candidate — no worse than the baseline it was gated on, clearly worse
+    than the new one — lost the manifest clash, re-read, and promoted on top of it: a regression
+    no gate ever saw. Now it is gated again against what landed, and refused on that verdict."""
+    from evals.compare.analysis import compare
+
+    gh, (repo, shas) = github_api, history
+    gh_store(gh, repo).promote(results_for(shas[0], HALF), sha=shas[0], verdict="pass")
+    better, same = results_for(shas[1], [True] * 60), results_for(shas[2], HALF)
+    gate_better, gate_same = gate_of(gh_store(gh, repo), better), gate_of(gh_store(gh, repo), same)
+    assert gate_better.verdict == "pass" and gate_same.verdict in ("pass", "inconclusive")
+    assert compare(better, same, GATED).verdict == "fail"  # what a gate after the first promotion says
+
+    def first_lands(name: str) -> None:  # the second writer has read the store and uploaded its snapshot
+        if name.startswith("manifest-") and not first_lands.done:
+            first_lands.done = True
+            done = promote(gh_store(gh, repo), better, gate_better)
+            assert done.promoted, done.message
+
+    first_lands.done = False
+    outcome = promote(gh_store(gh, repo, before_create=first_lands), same, gate_same)
+    assert first_lands.done and not outcome.promoted
+    assert f"{shas[1][:12]} became the baseline while this candidate was gated" in outcome.message
+    assert "gated again against it: verdict 'fail' is never promoted" in outcome.message, outcome.message
+    assert outcome.comparison.verdict == "fail" and outcome.comparison.baseline.snapshot.sha == shas[1]
+    assert gh_store(gh, repo).latest().results.run.git_sha == shas[1]
+    # Later, without a race, the stale comparison meets the same check.
+    assert not promote(gh_store(gh, repo), same, gate_same).promoted
+
+    # A candidate that also holds against the baseline that landed is promoted on that verdict.
+    late, first = results_for(shas[4], [True] * 60), results_for(shas[3], [True] * 60)
+    gate_late = gate_of(gh_store(gh, repo), late)
+    assert promote(gh_store(gh, repo), first, gate_of(gh_store(gh, repo), first)).promoted
+    done = promote(gh_store(gh, repo), late, gate_late)
+    assert done.promoted and f"gated again against {shas[3][:12]}" in done.message, done.message
+    assert done.comparison.baseline.snapshot.sha == shas[3]
+
+
+def test_a_seed_that_another_run_beat_is_gated_against_it(tmp_path: Path, history):
+    repo, shas = history
+    store = local(tmp_path, repo)
+    gate = gate_of(store, results_for(shas[2], HALF))
+    assert gate.verdict == "no-baseline"
+    store.promote(results_for(shas[1], [True] * 60), sha=shas[1], verdict="seed", blessed=True)
+    outcome = promote(store, results_for(shas[2], HALF), gate, on_missing="seed")
+    assert not outcome.promoted and "gated again against it: verdict 'fail'" in outcome.message, outcome.message
+
+
+def test_a_newer_entry_that_fails_verification_does_not_block_the_promotion(tmp_path: Path, history):
+    """The gate compared with the previous snapshot because the newest is corrupt; promoting
+    over the corrupt one is how the store heals, so it is no baseline the candidate missed."""
+    repo, shas = history
+    store = local(tmp_path, repo)
+    for sha in shas[:2]:
+        store.promote(results_for(sha, HALF), sha=sha, verdict="pass")
+    victim = tmp_path / "store" / snapshot_name(shas[1])
+    victim.unlink()
+    victim.write_bytes(encode_snapshot(results_for(shas[1], [False] * 60)))
+    gate = gate_of(store, results_for(shas[2], HALF))
+    assert gate.baseline.snapshot.sha == shas[0]
+    outcome = promote(store, results_for(shas[2], HALF), gate)
+    assert outcome.promoted and "gated again" not in outcome.message, outcome.message

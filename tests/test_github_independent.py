@@ -643,16 +643,20 @@ def test_immutable_releases_one_release_per_promotion(origin: Origin, tmp_path: 
         assert not [r for r in gh.releases.values() if r["draft"]], "a draft was left behind"
         assert all(r["immutable"] for r in gh.releases.values() if not r["draft"])
 
-        # Two hours later, one more reset: old generations are pruned as whole releases, and their
+        # Two hours later, two more resets: old generations are pruned as whole releases, and their
         # tags stay burned (the next generation never reuses one).
         gh.age(2 * 3600)
-        reset = world.dispatch(world.fixed_sha, "rubric 3", inputs=keep2)
-        assert reset.code == 0, reset.log
+        for reason in ("rubric 3", "rubric 4"):
+            reset = world.dispatch(world.fixed_sha, reason, inputs=keep2)
+            assert reset.code == 0, reset.log
         manifest, _ = _generation_store(gh)
-        assert manifest["snapshots"][-1]["reason"] == "rubric 3"
+        assert manifest["snapshots"][-1]["reason"] == "rubric 4"
         published = {r["tag_name"] for r in gh.releases.values() if not r["draft"]}
-        assert f"{TAG}-g00000001" not in published and f"{TAG}-g00000001" in gh.burned_tags, published
-        assert f"{TAG}-g00000006" in published, published
+        assert f"{TAG}-g00000003" not in published and f"{TAG}-g00000003" in gh.burned_tags, published
+        assert f"{TAG}-g00000007" in published, published
+        # The first write published its draft as the main release, holding generation 1 (never an
+        # empty release); being immutable, it stays.
+        assert TAG in published and f"{TAG}-g00000001" not in gh.burned_tags, published
 
         again = world.pull_request(world.bad_sha, world.main_sha, inputs=keep2)
         assert again.code == 1, again.log

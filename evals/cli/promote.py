@@ -44,12 +44,18 @@ def main(args: argparse.Namespace) -> int:
     if not sha:
         raise UsageError(f"{args.results}: run.git_sha is empty; pass --sha COMMIT")
     outcome = promote_candidate(
-        store, candidate, comparison, sha=sha, actor=actor_name(args.actor), on_missing=config.baseline.on_missing
+        store,
+        candidate,
+        comparison,
+        config=config,
+        sha=sha,
+        actor=actor_name(args.actor),
+        on_missing=config.baseline.on_missing,
     )
     from evals.history import record_promotion
 
     record_promotion(
-        candidate, outcome.result.snapshot if outcome.result else None, config=config, comparison=comparison
+        candidate, outcome.result.snapshot if outcome.result else None, config=config, comparison=outcome.comparison
     )
     print(f"evalgate promote: {log_value(outcome.message, limit=None)}")
     return EXIT_PASS if outcome.promoted else EXIT_FAIL

@@ -11,7 +11,8 @@ Public API (C2 and C3 code against this):
     client.create_release(tag, name=None, body="", target_commitish=None) -> Release   # race-safe: 422 -> fetch
     client.list_releases() -> list[Release]                    # all pages, newest first
     client.create_draft_release(tag, name=...) -> Release      # immutable-releases layout: assets go in first,
-    client.publish_release(release, tag) -> Release            # then publish (422 already_exists: tag taken)
+    client.publish_release(release, tag, name=None, body=None) -> Release   # then publish (422 already_exists:
+                                                               # tag taken)
     client.delete_release(release) -> bool
     client.list_assets(release) -> list[Asset]                 # all pages
     client.find_asset(release, name) -> Asset | None
@@ -288,11 +289,15 @@ class GitHubClient(Transport):
             self._json("POST", self._repo_url("/releases"), op, json_body=payload, recover=recover)
         )
 
-    def publish_release(self, release: Release, tag: str) -> Release:
-        """Publish a draft under ``tag`` (created now), never as the repository's latest release.
-        ``ValidationFailed`` with ``already_exists`` when the tag is taken (by a release, or — with
-        immutable releases — by one that was deleted): the tag is the compare-and-swap."""
-        payload = {"tag_name": tag, "draft": False, "make_latest": "false"}
+    def publish_release(
+        self, release: Release, tag: str, *, name: str | None = None, body: str | None = None
+    ) -> Release:
+        """Publish a draft under ``tag`` (created now), never as the repository's latest release;
+        ``name`` and ``body`` replace the draft's. ``ValidationFailed`` with ``already_exists`` when
+        the tag is taken (by a release, or — with immutable releases — by one that was deleted):
+        the tag is the compare-and-swap."""
+        payload: dict[str, Any] = {"tag_name": tag, "draft": False, "make_latest": "false"}
+        payload.update({k: v for k, v in (("name", name), ("body", body)) if v is not None})
         op = Op(f"publish release {tag!r}", "contents: write")
 
         def recover() -> dict[str, Any] | None:

@@ -140,12 +140,15 @@ def run_gate(
             store,
             candidate,
             comparison,
+            config=config,
             sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None)),
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
         print(f"evalgate gate: {log_value(done.message, limit=None)}", file=sys.stderr)
-        record_promotion(candidate, done.result.snapshot if done.result else None, config=config, comparison=comparison)
+        record_promotion(
+            candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
+        )
         outputs["promoted"] = "true" if done.promoted else "false"
         if activity.in_actions:
             set_outputs_safely({"promoted": outputs["promoted"]})

@@ -29,10 +29,10 @@ from evals.common.errors import InfraError, InputFileError, UsageError
 from evals.results.manifest import LEGACY_NAME, MANIFEST_RE, BaselineRef, Manifest, SnapshotInfo
 from evals.results.model import Results, gunzip, parse_results
 from evals.store import ancestry
-from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs
+from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs, say
 from evals.store.releases import ReleaseBlobs
 from evals.store.snapshot_order import parse_time
-from evals.store.write import StoreState, StoreWriter, say, sha256_digest
+from evals.store.write import StoreState, StoreWriter, sha256_digest
 from evals.suite.config import SuiteConfig
 
 if TYPE_CHECKING:

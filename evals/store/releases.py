@@ -1,12 +1,15 @@
 """The baseline store as GitHub release assets (SPEC §7), in one of two layouts:
 
 - **one release** (``assets``, the default): every snapshot and manifest is an asset of the
-  release ``<tag>``, created as a prerelease that never becomes the repository's latest release;
+  release ``<tag>``, a prerelease that never becomes the repository's latest release. The first
+  write creates it as a draft, uploads its snapshot and manifest, then publishes it: a release is
+  never published empty, which immutable releases would keep so (and burn its tag) for good;
 - **one release per promotion** (``releases``), for repositories with GitHub's immutable releases,
   where a published release's assets can no longer change and a tag can never be reused: each
   promotion creates a draft ``<tag>-draft-<random>``, uploads its snapshot and manifest there, and
   publishes it as ``<tag>-g<generation>``. The tag is created on publishing, so it is the
-  compare-and-swap between concurrent writers (a 422 ``already_exists`` is ``NameTaken``).
+  compare-and-swap between concurrent writers (a 422 ``already_exists`` is ``NameTaken``). A
+  write that ends without publishing its draft deletes it (``abandon``).
 
 The layout is detected, not configured: a 422 "Cannot upload assets to an immutable release", an
 ``immutable`` main release, or an existing ``<tag>-g<n>`` release switch a writer to one release per
@@ -20,13 +23,19 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from evals.results.manifest import MANIFEST_RE
-from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken
+from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
 
 if TYPE_CHECKING:
     from evals.github.client import Asset, GitHubClient, Release
 
 
 DRAFT_GRACE = timedelta(hours=1)  # another writer's draft younger than this may still be in use
+MAIN_TITLE = "evalgate baselines"
+MAIN_BODY = (
+    "Baseline snapshots and their manifest, managed by evalgate. Do not edit the assets by hand; "
+    "see docs/baseline-store.md."
+)
+DRAFT_BODY = "A baseline promotion, managed by evalgate; see docs/baseline-store.md."
 
 
 class ReleaseBlobs(Blobs):
@@ -85,36 +94,29 @@ class ReleaseBlobs(Blobs):
     def create(self, name: str, data: bytes) -> Blob:
         from evals.github.transport import ImmutableRelease
 
-        if not self._per_promotion:
+        if not self._per_promotion and self._main is not None:
+            self.abandon()  # a first write's draft that lost the tag to a concurrent first writer
             try:
-                return self._create_in_main(name, data)
+                return self._create_in_main(self._main, name, data)
             except ImmutableRelease:
                 # Immutable releases are on: from now on one release per promotion.
                 self._per_promotion = True
-        return self._create_per_promotion(name, data)
+        return self._create_in_draft(name, data)
 
-    def _create_in_main(self, name: str, data: bytes) -> Blob:
+    def _create_in_main(self, release: Release, name: str, data: bytes) -> Blob:
         from evals.github.transport import AssetExists
 
-        release = self._main or self.client.get_release_by_tag(self.tag)
-        if release is None:
-            release = self.client.create_release(
-                self.tag,
-                name="evalgate baselines",
-                body="Baseline snapshots and their manifest, managed by evalgate. Do not edit the assets by hand; "
-                "see docs/baseline-store.md.",
-                prerelease=True,
-            )
-        self._main = release
         try:
             return _asset_blob(self.client.upload_asset(release, name, data, _content_type(name)))
         except AssetExists:
             raise NameTaken(name) from None
 
-    def _create_per_promotion(self, name: str, data: bytes) -> Blob:
+    def _create_in_draft(self, name: str, data: bytes) -> Blob:
         """Snapshots go into this writer's draft; a manifest goes there too and then publishes the
-        draft as ``<tag>-g<generation>``: a taken tag means another writer published that
-        generation first (``NameTaken``, the manifest is taken out of the draft for the retry)."""
+        draft: as ``<tag>-g<generation>``, or — the store's first write — as ``<tag>`` itself, the
+        main release. Never an empty published release: with immutable releases on it could never
+        take an asset, and its tag would be burned. A taken tag means another writer published
+        first (``NameTaken``; the manifest is taken out of the draft for the retry)."""
         from evals.github.transport import AssetExists, ValidationFailed
 
         match = MANIFEST_RE.match(name)
@@ -128,27 +130,49 @@ class ReleaseBlobs(Blobs):
         if match is None:
             self._draft_assets[name] = asset
             return _asset_blob(asset)
-        tag = f"{self.tag}-g{int(match.group(1)):08d}"
+        generation = int(match.group(1))
+        first = not self._per_promotion  # no main release yet (else create() wrote into it)
+        tag = self.tag if first else f"{self.tag}-g{generation:08d}"
+        title, body = (
+            (MAIN_TITLE, MAIN_BODY) if first else (f"evalgate baseline, manifest generation {generation}", DRAFT_BODY)
+        )
         try:
-            published = self.client.publish_release(draft, tag)
+            published = self.client.publish_release(draft, tag, name=title, body=body)
         except ValidationFailed as exc:
             burned = "used by an immutable release" in str(exc).lower()
             if "already_exists" not in exc.codes and not burned:
                 raise
-            if burned:
+            if burned and first:
+                self._per_promotion = True  # the main tag can never hold a release again
+            elif burned:
                 self._burned.add(name)
             self.client.delete_asset(asset)  # the draft is still a draft: its assets can change
             raise NameTaken(name) from None
         self._draft, self._draft_assets = None, {}
         self._release_of[name] = published
+        if first:
+            self._main = published
+            self._per_promotion = published.immutable
         return _asset_blob(asset)
+
+    def abandon(self) -> None:
+        """Delete this writer's unpublished draft (its promotion failed or was refused): left, it
+        would wait an hour for another writer's sweep. A failure here is only a line in the log:
+        the promotion's own outcome stands, and the sweep is the fallback."""
+        from evals.common.errors import InfraError
+
+        draft, self._draft, self._draft_assets = self._draft, None, {}
+        if draft is None:
+            return
+        try:
+            self.client.delete_release(draft)
+        except InfraError as exc:
+            say(f"could not delete the unpublished draft {draft.tag_name!r} ({exc}); a later promotion sweeps it")
 
     def _new_draft(self) -> Release:
         self._sweep_abandoned_drafts()
         self._draft = self.client.create_draft_release(
-            f"{self.tag}-draft-{secrets.token_hex(6)}",
-            name="evalgate baseline (being written)",
-            body="A baseline promotion in progress, managed by evalgate; see docs/baseline-store.md.",
+            f"{self.tag}-draft-{secrets.token_hex(6)}", name="evalgate baseline (being written)", body=DRAFT_BODY
         )
         self._draft_assets = {}
         return self._draft

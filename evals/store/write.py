@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import random
-import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -19,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.common.errors import InfraError, InputFileError
-from evals.common.escape import log_value
 from evals.common.gitinfo import uncommitted_changes
 from evals.results.manifest import MANIFEST_RE, SNAPSHOT_RE, Manifest, SnapshotInfo, manifest_name, snapshot_name
 from evals.results.model import Results, RunInfo, dump_results
 from evals.store import ancestry
-from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken
+from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
 from evals.store.snapshot_order import Checkout, order
 
 MANIFESTS_KEPT = 3  # current + 2 earlier generations: readers fall back to them if the newest is damaged
@@ -41,17 +39,29 @@ class _Stored:
     adopted: bool = False  # an earlier, interrupted promotion's snapshot of the same commit
 
 
-def say(message: str) -> None:
-    """One line about the store in the job log (stderr): what a writer retried or cleaned up."""
-    print(f"evalgate: baseline store: {log_value(message, limit=None)}", file=sys.stderr, flush=True)
+@dataclass(frozen=True)
+class GatedOn:
+    """The baseline a gate's verdict is about: the manifest entry it compared the candidate with
+    (None when it had none), and how the refusal names it (``what``)."""
+
+    entry: SnapshotInfo | None
+    what: str
+
+    def moved(self, landed: SnapshotInfo) -> str:
+        return (
+            f"{landed.sha[:12]} became the baseline ({landed.verdict}, {landed.created_at}) after this gate compared "
+            f"the candidate with {self.what}: the candidate was never compared with it, so it does not replace it; "
+            "re-run the gate to compare with the new baseline (a concurrent promotion or reset landed first)"
+        )
 
 
 @dataclass
 class PromotionResult:
     """What ``promote`` did. ``promoted`` is True when the candidate is now the latest baseline
     (also when an identical snapshot of the same commit already was); False when the rule refused
-    (an older commit, or a different run of the latest's own commit without a reset): not an error,
-    the gate's verdict stands."""
+    (an older commit, a different run of the latest's own commit without a reset, or a baseline
+    that landed on top of the one the gate compared with: ``moved``): not an error, the gate's
+    verdict stands."""
 
     promoted: bool
     reason: str
@@ -59,6 +69,7 @@ class PromotionResult:
     manifest: Manifest  # the current manifest after the call
     warnings: list[str] = field(default_factory=list)
     basis: str | None = None  # how the candidate was found newer, when git ancestry did not decide
+    moved: SnapshotInfo | None = None  # the baseline that landed after the one the gate compared with
 
 
 @dataclass
@@ -119,6 +130,26 @@ class StoreWriter:
         reason: str | None = None,
         actor: str | None = None,
         blessed: bool = False,
+        gated_on: GatedOn | None = None,
+    ) -> PromotionResult:
+        """``_promote``; whatever its end, a release draft it left unpublished is deleted."""
+        try:
+            return self._promote(
+                results, sha=sha, verdict=verdict, reason=reason, actor=actor, blessed=blessed, gated_on=gated_on
+            )
+        finally:
+            self._blobs.abandon()
+
+    def _promote(
+        self,
+        results: Results,
+        *,
+        sha: str,
+        verdict: str,
+        reason: str | None,
+        actor: str | None,
+        blessed: bool,
+        gated_on: GatedOn | None,
     ) -> PromotionResult:
         """Store ``results`` as the snapshot of commit ``sha`` and make it the latest.
 
@@ -129,7 +160,11 @@ class StoreWriter:
         no git repository at all, outside Actions, by time). A reset passes ``blessed=True`` (it may
         re-bless the latest's own commit, never an older one; when nothing can tell, it goes ahead
         with a note). A local promotion of HEAD from a working tree with uncommitted changes to
-        tracked files goes ahead with a warning, noted in the entry's ``reason``. Protocol: upload
+        tracked files goes ahead with a warning, noted in the entry's ``reason``. A gate's
+        promotion passes ``gated_on``, the baseline its verdict is about: when another baseline
+        landed on top of that one meanwhile (a concurrent promotion or reset, seen on the first
+        read or on a retry after a lost manifest clash), it is refused, since the candidate was
+        never compared with the baseline it would replace. Protocol: upload
         the snapshot (an existing identical one is fine, a different one is never clobbered) and
         read it back, then publish the next manifest generation exclusively; a name clash means a
         concurrent writer → re-read and retry. Finally prune manifests and snapshots beyond
@@ -163,6 +198,8 @@ class StoreWriter:
                 return PromotionResult(
                     True, "already the latest baseline (identical snapshot)", same, current, warnings
                 )
+            if gated_on is not None and (landed := self._landed_since(state, gated_on.entry)) is not None:
+                return PromotionResult(False, gated_on.moved(landed), None, current, warnings, moved=landed)
             if uncommitted:
                 warnings.append(
                     f"HEAD {sha[:12]} is stored as the baseline while the working tree has uncommitted changes to "
@@ -208,6 +245,22 @@ class StoreWriter:
             f"baseline store {self._blobs.where}: {WRITE_ATTEMPTS} attempts to publish a manifest lost to concurrent "
             "writers; the previous baseline is intact; retry the promotion"
         )
+
+    def _landed_since(self, state: StoreState, gated: SnapshotInfo | None) -> SnapshotInfo | None:
+        """The newest baseline that landed after ``gated`` (all of them when the gate had none, or
+        one this store does not list), or None. An entry that fails verification does not count:
+        no gate could have compared with it (readers skip it too), so it does not block healing
+        the store by the next promotion."""
+        entries = state.manifest.snapshots
+        keys = [(e.name, e.digest) for e in entries]
+        key = None if gated is None else (gated.name, gated.digest)
+        for entry in reversed(entries[keys.index(key) + 1 :] if key in keys else entries):
+            try:
+                self.load(entry, state=state)
+            except InputFileError:
+                continue
+            return entry
+        return None
 
     def _settled_state(self) -> StoreState:
         """The state a writer builds on. A damaged generation above the current one may be a

@@ -2,9 +2,17 @@
 case's input, reference answer (if any) and the output against a rubric, and answers with a JSON
 verdict. The verdict and the judge's reasoning are kept in the attempt (``metadata.judge``).
 
+The graded output is written by the system under test, so it may try to grade itself: carry a
+heading that looks like the prompt's rubric, a verdict line, a ready-made reply. The prompt
+therefore gives its instructions first and frames the input, reference and output as data between
+marker lines that carry a random nonce drawn for each call (redrawn if any framed text contains
+it), so no framed text can close its block or forge the next one. The verdict is read only from
+the judge's own reply: the whole reply must be one JSON object carrying that call's nonce; a JSON
+object found somewhere in prose (it may be quoted from the output) is never taken.
+
 A judge that cannot give a verdict — unreachable, 408/409/429/5xx or a timeout after its retries,
-a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply with no verdict in it —
-raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answer.
+a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply not in that format —
+raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answer (nor a pass).
 
 ```yaml
 scorers:
@@ -21,6 +29,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -34,7 +43,8 @@ from evals.suite.cases import Case
 
 PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
 EXCERPT_CHARS = 300
-_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+NONCE_BYTES = 8
+_FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)  # the one wrapper models add unasked
 
 
 class JudgeParams(BaseModel):
@@ -90,28 +100,34 @@ class Judge:
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
         self.template = env.from_string(PROMPT_TEMPLATE.read_text(encoding="utf-8"))
 
-    def prompt(self, output: Any, case: Case) -> str:
-        return self.template.render(
-            rubric=self.rubric,
-            input=as_text(case.input),
-            expected=None if case.expected is None else as_text(case.expected),
-            output=as_text(output),
-        )
-
-    async def __call__(self, output: Any, case: Case) -> Score:
-        p = self.params
-        body: dict[str, Any] = {
-            "model": p.model.split(":", 1)[1],
-            "messages": [{"role": "user", "content": self.prompt(output, case)}],
+    def prompt(self, output: Any, case: Case) -> tuple[str, str]:
+        """(the prompt, its nonce). The nonce is fresh for every call: one seen in an earlier
+        prompt (or reply) is of no use to an output graded later."""
+        framed = {
+            "input": as_text(case.input),
+            "expected": None if case.expected is None else as_text(case.expected),
+            "output": as_text(output),
         }
+        nonce = secrets.token_hex(NONCE_BYTES)
+        while any(text is not None and nonce in text for text in framed.values()):
+            nonce = secrets.token_hex(NONCE_BYTES)
+        return self.template.render(rubric=self.rubric, nonce=nonce, **framed), nonce
+
+    def _request(self, prompt: str) -> bytes:
+        p = self.params
+        body: dict[str, Any] = {"model": p.model.split(":", 1)[1], "messages": [{"role": "user", "content": prompt}]}
         if p.temperature is not None:
             body["temperature"] = p.temperature
         if p.max_tokens is not None:
             body["max_tokens"] = p.max_tokens
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    async def __call__(self, output: Any, case: Case) -> Score:
+        p = self.params
         problems: list[str] = []
         for attempt in range(p.retries + 1):
-            problem, retry_after = await self._ask(data)
+            prompt, nonce = self.prompt(output, case)
+            problem, retry_after = await self._ask(self._request(prompt), nonce)
             if isinstance(problem, Score):
                 return problem
             problems.append(problem)
@@ -123,7 +139,7 @@ class Judge:
             f"call(s): {problems[-1]}"
         )
 
-    async def _ask(self, data: bytes) -> tuple[Score | str, float | None]:
+    async def _ask(self, data: bytes, nonce: str) -> tuple[Score | str, float | None]:
         """(the verdict, or what went wrong, and whether to retry: None = no, else the wait in s, 0 = default)."""
         try:
             async with asyncio.timeout(self.params.timeout_s):
@@ -141,16 +157,16 @@ class Judge:
                 f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]} (check the judge's model, key and base_url)",
                 None,
             )
-        return self._verdict(reply)
+        return self._verdict(reply, nonce)
 
-    def _verdict(self, reply: Reply) -> tuple[Score | str, float | None]:
+    def _verdict(self, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
         try:
             content = json.loads(reply.body)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return f"malformed response: {reply.text[:EXCERPT_CHARS] or '(empty body)'}", 0.0
-        found = _judgement(content if isinstance(content, str) else as_text(content))
-        if found is None:
-            return f"the reply holds no JSON verdict: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+        found = _judgement(content if isinstance(content, str) else as_text(content), nonce)
+        if isinstance(found, str):
+            return f"{found}: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
         passed, score, reasoning, verdict = found
         if passed is None:
             if score is None:
@@ -165,17 +181,23 @@ class Judge:
         await self.pool.aclose()
 
 
-def _judgement(text: str) -> tuple[bool | None, float | None, str, str | None] | None:
-    """(passed, score, reasoning, verdict word) from the judge's reply, or None without a JSON object."""
-    obj: Any = None
-    for candidate in (text, *(m.group(0) for m in _OBJECT.finditer(text))):
-        try:
-            obj = json.loads(candidate.strip().removeprefix("```json").removesuffix("```"))
-            break
-        except ValueError:
-            continue
+def _judgement(text: str, nonce: str) -> tuple[bool | None, float | None, str, str | None] | str:
+    """(passed, score, reasoning, verdict word) from the judge's reply, or what is wrong with its
+    format. Only a reply that is, as a whole (inside one code fence at most), a JSON object with
+    this call's nonce counts: anything else may be text the judge quoted from the output."""
+    text = text.strip()
+    fenced = _FENCED.fullmatch(text)
+    try:
+        obj = json.loads(fenced.group(1) if fenced else text)
+    except ValueError:
+        obj = None
     if not isinstance(obj, dict):
-        return None
+        return "the reply is not one JSON object, as the prompt asks (its verdict is never looked for in other text)"
+    if obj.get("nonce") != nonce:
+        return (
+            f"the reply's nonce is {obj.get('nonce')!r}, not this call's {nonce!r}: not the judge's own reply in the "
+            "asked format (it may repeat a reply written into the output)"
+        )
     verdict = obj.get("verdict", obj.get("passed"))
     word = str(verdict).strip().lower() if verdict is not None else None
     passed = {"pass": True, "true": True, "yes": True, "fail": False, "false": False, "no": False}.get(word or "")
