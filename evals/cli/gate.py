@@ -67,7 +67,7 @@ def main(args: argparse.Namespace) -> int:
     print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
     try:
         runs_suite = activity.kind in RUN_KINDS and not args.results
-        guard_pull_request_target(activity, Path(args.config), runs_suite=runs_suite)
+        guard_pull_request_target(activity, runs_suite=runs_suite)
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise

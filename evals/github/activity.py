@@ -3,7 +3,7 @@ python-coverage-comment-action: one action, one ``mode: auto`` input, and the ev
 
 ``auto``:
 - ``pull_request`` / ``pull_request_target`` → smoke gate, no promotion (``pull_request_target``
-  refuses to run the suite unless the workflow opts in: see ``evals.pipeline.exposure``);
+  never runs the suite, only ``mode: comment`` or a given results file: see ``evals.pipeline.exposure``);
 - ``push`` to the default branch (``repository.default_branch`` in the event payload) → full gate,
   promotion when it passes; a push to any other branch → smoke gate, no promotion (full runs are
   what main pays for);
@@ -55,6 +55,7 @@ class Activity(BaseModel):
     base_sha: str | None = None
     base_ref: str | None = None
     head_sha: str | None = None
+    head_ref: str | None = None
     head_repo: str | None = None
     fork: bool = False
     reason: str | None = None
@@ -127,6 +128,7 @@ def detect(
         "base_sha": _get(pr, "base", "sha"),
         "base_ref": _get(pr, "base", "ref"),
         "head_sha": _get(pr, "head", "sha"),
+        "head_ref": _get(pr, "head", "ref"),
         "head_repo": head_repo,
         # A deleted fork leaves head.repo null; its token is read-only all the same.
         "fork": pr is not None and (head_repo is None or head_repo != base_repo),
