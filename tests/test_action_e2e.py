@@ -858,7 +858,9 @@ def answer(question):
 def test_the_code_under_test_never_sees_the_token(world: World) -> None:
     """A python target runs the code under test; it must find no GitHub token anywhere it can look,
     even with the token also under the gh CLI's name, as a runner's INPUT_ variable and under a
-    name of the user's own. A token-shaped canary in its environment shows the search works."""
+    name of the user's own. A token-shaped canary in its environment shows the search works. This
+    is the defence inside one job, so it is tested where it matters most: a single job that holds
+    a write token, which the workflow accepted (allow-write-token-with-suite: true)."""
     gh = world.gh
     world.seed()
     feature = world.checkout("feature")
@@ -878,7 +880,8 @@ def test_the_code_under_test_never_sees_the_token(world: World) -> None:
         "INPUT_GITHUB-TOKEN": gh.write_token,
         "MY_PAT": f"token {gh.write_token}",
     }
-    run = world.runner.run(job)
+    inputs = {"config": CONFIG, "allow-write-token-with-suite": "true"}
+    run = world.runner.action(job, world.tmp / "spied", _temp(world, "spied"), inputs)
     assert run.returncode == 0, run.log
     assert run.outputs["verdict"] == "pass" and run.outputs["comment-url"]  # the gate itself had the token
     found = json.loads(spy_out.read_text(encoding="utf-8"))
