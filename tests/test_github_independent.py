@@ -694,7 +694,7 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
     """Phase 1: the fork PR's gate (read-only token) cannot comment and stores the report.
     Phase 2: a ``workflow_run`` job with a write token posts it (``mode: comment``), once."""
     world.seeded()
-    head = {"sha": world.bad_sha, "repo": {"full_name": "forker/app"}}
+    head = {"sha": world.bad_sha, "ref": "feature", "repo": {"full_name": "forker/app"}}
     world.gh.pulls[PR] = {"head": head, "base": {"sha": world.main_sha, "repo": {"full_name": world.gh.repo}}}
     fork = world.pull_request(world.bad_sha, world.main_sha, fork=True)
     assert fork.code == 1, fork.log
@@ -703,7 +703,14 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
 
     def phase2() -> Run:
         payload = {
-            "workflow_run": {"id": 99, "event": "pull_request", "head_sha": world.bad_sha, "conclusion": "failure"},
+            "workflow_run": {
+                "id": 99,
+                "event": "pull_request",
+                "head_sha": world.bad_sha,
+                "head_branch": "feature",
+                "head_repository": {"full_name": "forker/app"},
+                "conclusion": "failure",
+            },
             "repository": world.repository(),
         }
         inputs = {"mode": "comment", "report-dir": str(report)}

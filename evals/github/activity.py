@@ -55,7 +55,6 @@ class Activity(BaseModel):
     base_sha: str | None = None
     base_ref: str | None = None
     head_sha: str | None = None
-    head_ref: str | None = None
     head_repo: str | None = None
     fork: bool = False
     reason: str | None = None
@@ -128,7 +127,6 @@ def detect(
         "base_sha": _get(pr, "base", "sha"),
         "base_ref": _get(pr, "base", "ref"),
         "head_sha": _get(pr, "head", "sha"),
-        "head_ref": _get(pr, "head", "ref"),
         "head_repo": head_repo,
         # A deleted fork leaves head.repo null; its token is read-only all the same.
         "fork": pr is not None and (head_repo is None or head_repo != base_repo),

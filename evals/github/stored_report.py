@@ -179,7 +179,7 @@ class Head(BaseModel):
 
     def describe(self) -> str:
         where = f"{log_value(self.repo or '(no repository)', limit=100)}:{log_value(self.branch or '(no branch)')}"
-        return f"{where} at {log_value(self.sha or '(no commit)', limit=12)}"
+        return f"{where} at {log_value((self.sha or '(no commit)')[:12])}"
 
 
 def pull_request_head(client: GitHubClient, number: int) -> Head:

@@ -95,8 +95,8 @@ def guard_exposed(
         if can and not accepted:
             raise UsageError(
                 f"this job's token can write to {client.repo} (its permissions as GET /repos/{client.repo} reports "
-                f"them), and the suite ({activity.kind}) would run in this job: the suite's code can reach the token "
-                "(a process cannot hide it from code running as the same user). Run the suite in a job with "
+                f"them), and evalgate would run the suite ({activity.kind}) in this job, where its code can reach the "
+                "token (a process cannot hide it from code running as the same user). Run the suite in a job with "
                 'permissions contents: read and github-token: "" (mode: run) and gate its results in a second job '
                 '(docs/github-action.md, "Threat model"), or set allow-write-token-with-suite: true on the action to '
                 "accept that the suite can use this token"
