@@ -15,9 +15,9 @@ What is simulated and how:
   being guessed.
 - Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
   actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
-  into a fresh virtualenv, the workflows' "Install ..." steps): they need the package index, and
-  evalgate and pytest are already installed in the interpreter running these tests, which is what
-  the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
+  into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
+  need the package index, and evalgate and pytest are already installed in the interpreter running
+  these tests, which is what the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
   ``shell: bash`` step: ``bash --noprofile --norc -eo pipefail`` on the script, with only its
   resolved ``env:`` and the runner's variables (GITHUB_EVENT_NAME/PATH, GITHUB_OUTPUT,
   GITHUB_STEP_SUMMARY, GITHUB_API_URL pointing at the fake server, ...).
@@ -162,6 +162,7 @@ class StepRun:
     summary: str
     out_dir: Path
     run_id: int = 0  # the workflow run it belonged to (artifacts are per run)
+    steps: list[str] = field(default_factory=list)  # the action's steps that ran (or were reached), by id
 
     @property
     def log(self) -> str:
@@ -350,9 +351,15 @@ class Runner:
         env_base = self.runner_env(job, home, runner_temp) | {"GITHUB_ACTION_PATH": str(ROOT)}
         output_file, summary_file = home / "output", home / "summary.md"
         done = None
+        ran: list[str] = []
         for step in ACTION["runs"]["steps"]:
-            if "uses" in step or step.get("id") == "install":
-                continue  # setup-python and the install step: see the module docstring
+            if "if" in step and not Expr(contexts).value(str(step["if"])):
+                continue
+            if "uses" in step or step.get("id") in ("install", "install-suite"):
+                if step.get("id") == "install-suite":
+                    ran.append(step["id"])  # reached: it would install the suite's dependencies here
+                continue  # setup-python and the install steps: see the module docstring
+            ran.append(step["id"])
             assert step.get("shell") == "bash"
             assert "${{" not in step["run"], "expressions must reach run: through env:"
             env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
@@ -366,7 +373,7 @@ class Runner:
         summary = summary_file.read_text(encoding="utf-8") if summary_file.exists() else ""
         for secret in (self.gh.write_token, self.gh.read_token):
             assert secret not in done.stdout + done.stderr + summary, "the token leaked into the log"
-        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]))
+        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]), steps=ran)
 
 
 # ------------------------------------------------------------------------------------------ the repository
@@ -1463,6 +1470,39 @@ def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: Worl
     own = gate("pat-as-itself", gh.user_token, "octo-user")
     assert own.returncode == 0 and own.outputs["comment-url"], own.log
     assert gh.comments(PR)[0]["body"] != text and gh.comments(PR)[1]["body"] == text
+
+
+def test_a_job_that_installs_the_suites_dependencies_is_checked_before_they_are_installed(world: World) -> None:
+    """Installing the `install` input runs the repository's code (its build) into evalgate's
+    virtualenv, where a .pth file would run at the start of the Gate step, with the token, before
+    any refusal there. So the refusals come in a step before that install: a token that can write,
+    pull_request_target, a mode that runs no suite."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+
+    def job_with_install(name: str, token: str, event: str = "pull_request", **inputs: str) -> StepRun:
+        job = world.pull_request(feature, head)
+        job.token, job.event_name = token, event
+        given = {"config": CONFIG, "install": "-r requirements.txt", **inputs}
+        return world.runner.action(job, world.tmp / name, _temp(world, name), given)
+
+    writer = job_with_install("write-token", gh.write_token)
+    assert writer.returncode == 2 and "token can write to octo/evals" in writer.stderr, writer.log
+    assert writer.steps == ["preflight"]  # stopped before the suite's dependencies were installed
+    target = job_with_install("target", gh.read_token, event="pull_request_target")
+    assert target.returncode == 2 and "pull_request_target" in target.stderr, target.log
+    assert target.steps == ["preflight"]
+    comment = job_with_install("comment", gh.write_token, mode="comment", **{"report-dir": str(world.tmp)})
+    assert comment.returncode == 2 and "install is for the job that runs the suite" in comment.stderr
+    assert comment.steps == ["preflight"]
+
+    reader = job_with_install("read-token", gh.read_token)
+    assert reader.returncode == 0 and reader.outputs["verdict"] == "pass", reader.log
+    assert reader.steps == ["preflight", "install-suite", "gate"]
+    plain = world.runner.action(world.pull_request(feature, head), world.tmp / "plain", _temp(world, "plain"), {})
+    assert plain.steps == ["gate"]  # no install input: no check step of its own
 
 
 def test_a_token_that_cannot_see_the_repository_is_exit_3_not_no_baseline(world: World) -> None:

@@ -17,7 +17,9 @@ promote in a second job that runs no suite code.
 - ``guard_exposed``: in a job that runs the suite, a token that can write (the repository's
   ``permissions`` as the API reports them for this token) is refused unless the workflow accepts
   it (``allow-write-token-with-suite: true``), and then the step summary says so; a persisted git
-  credential (``http.<url>.extraheader`` in a checkout's git config) is a warning."""
+  credential (``http.<url>.extraheader`` in a checkout's git config) is a warning.
+- ``guard_install``: the same refusals, earlier: before the action installs the suite's own
+  dependencies, whose build is the repository's code too."""
 
 from __future__ import annotations
 
@@ -81,7 +83,6 @@ def guard_exposed(
     printed as ``::warning``; an accepted write token is also said in the step summary)."""
     from evals.github.publish import warn, write_step_summary
 
-    accepted = _opt_in(env)
     found = []
     for folder in _suite_folders(config, env):
         if persisted_credential(folder):
@@ -90,33 +91,62 @@ def guard_exposed(
                 "the suite can read it and push with it. Set persist-credentials: false on the checkout"
             )
             break
-    if client is not None and client.has_token:
-        can = client.token_can_write()
-        if can and not accepted:
-            raise UsageError(
-                f"this job's token can write to {client.repo} (its permissions as GET /repos/{client.repo} reports "
-                f"them), and evalgate would run the suite ({activity.kind}) in this job, where its code can reach the "
-                "token (a process cannot hide it from code running as the same user). Run the suite in a job with "
-                'permissions contents: read and github-token: "" (mode: run) and gate its results in a second job '
-                '(docs/github-action.md, "Threat model"), or set allow-write-token-with-suite: true on the action to '
-                "accept that the suite can use this token"
-            )
-        if can:
-            note = (
-                f"allow-write-token-with-suite: the suite ran in a job whose token can write to {client.repo}; the "
-                "suite's code could reach that token"
-            )
-            found.append(note)
-            write_step_summary(f"> **evalgate:** {note}.\n")
-        elif can is None:
-            print(
-                "evalgate: could not tell whether this job's token can write (the API did not say); if it can, run "
-                "the suite in a job of its own with contents: read",
-                file=sys.stderr,
-            )
+    if client is not None and refuse_write_token(activity, client, env):
+        note = (
+            f"allow-write-token-with-suite: the suite ran in a job whose token can write to {client.repo}; the "
+            "suite's code could reach that token"
+        )
+        found.append(note)
+        write_step_summary(f"> **evalgate:** {note}.\n")
     for message in found:
         warn(message)
     return found
+
+
+def guard_install(
+    activity: Activity, client: GitHubClient | None, *, runs_suite: bool, env: Mapping[str, str] = os.environ
+) -> None:
+    """Before the action installs the suite's own dependencies (its ``install`` input) into the
+    virtualenv evalgate runs from: installing runs the repository's code (a build backend,
+    ``setup.py``) and can leave a ``.pth`` file that every later start of that Python runs, ``-I``
+    or not, with the token in the environment. So everything that would refuse the suite refuses
+    here, before that: ``pull_request_target``, a mode that runs no suite (nothing to install for),
+    a token that can write."""
+    if activity.event_name == "pull_request_target":
+        raise UsageError(
+            "pull_request_target: the input install runs the repository's code (its build), and under this event "
+            f"that can be the pull request's, with the base repository's token and secrets. {TWO_PHASE}"
+        )
+    if not runs_suite:
+        raise UsageError(
+            f"the input install is for the job that runs the suite; this one does not ({activity.why}): remove it"
+        )
+    refuse_write_token(activity, client, env)
+
+
+def refuse_write_token(activity: Activity, client: GitHubClient | None, env: Mapping[str, str] = os.environ) -> bool:
+    """Refuse (exit 2) a token that can write in a job that runs the suite, unless the workflow set
+    allow-write-token-with-suite: true. True when the token can write and that was accepted."""
+    accepted = _opt_in(env)
+    if client is None or not client.has_token:
+        return False
+    can = client.token_can_write()
+    if can is None:
+        print(
+            "evalgate: could not tell whether this job's token can write (the API did not say); if it can, run "
+            "the suite in a job of its own with contents: read",
+            file=sys.stderr,
+        )
+    if can and not accepted:
+        raise UsageError(
+            f"this job's token can write to {client.repo} (its permissions as GET /repos/{client.repo} reports "
+            f"them), and evalgate would run the suite ({activity.kind}) in this job, where its code can reach the "
+            "token (a process cannot hide it from code running as the same user). Run the suite in a job with "
+            'permissions contents: read and github-token: "" (mode: run) and gate its results in a second job '
+            '(docs/github-action.md, "Threat model"), or set allow-write-token-with-suite: true on the action to '
+            "accept that the suite can use this token"
+        )
+    return bool(can)
 
 
 def _opt_in(env: Mapping[str, str]) -> bool:
