@@ -115,7 +115,7 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
         raise UsageError(
             f"{where} was made in {log_value(meta.repository, limit=100)}, this workflow runs in {activity.repository}"
         )
-    trigger = triggering_head(activity)
+    trigger = _triggering_head(activity)
     if trigger is not None and trigger.sha != meta.head_sha:
         raise UsageError(
             f"{where} is for commit {meta.head_sha[:12]}, the triggering run was for "
@@ -191,7 +191,7 @@ def pull_request_head(client: GitHubClient, number: int) -> Head:
     )
 
 
-def triggering_head(activity: Activity) -> Head | None:
+def _triggering_head(activity: Activity) -> Head | None:
     """The head of the run that produced the artifact, from the trusted event payload: a
     ``workflow_run``'s ``head_repository.full_name``, ``head_branch``, ``head_sha``; None for
     other events (a maintainer naming the PR by hand)."""
