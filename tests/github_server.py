@@ -730,10 +730,13 @@ class GitHubServer:
         return comment
 
     def _comment_json(self, comment: dict[str, Any]) -> dict[str, Any]:
+        bot = comment["login"].endswith("[bot]")
         return {
             "id": comment["id"],
             "body": comment["body"],
-            "user": {"login": comment["login"], "type": "Bot" if comment["login"].endswith("[bot]") else "User"},
+            "user": {"login": comment["login"], "type": "Bot" if bot else "User"},
+            # An app's bot comments through its installation; GITHUB_TOKEN's app is "github-actions".
+            "performed_via_github_app": {"slug": comment["login"][: -len("[bot]")]} if bot else None,
             "html_url": f"{self.origin}/{self.repo}/pull/{comment['issue']}#issuecomment-{comment['id']}",
             "url": f"{self.api_url}/repos/{self.repo}/issues/comments/{comment['id']}",
             "created_at": comment["created_at"],

@@ -15,9 +15,9 @@ What is simulated and how:
   being guessed.
 - Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
   actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
-  into a fresh virtualenv, the workflows' "Install ..." steps): they need the package index, and
-  evalgate and pytest are already installed in the interpreter running these tests, which is what
-  the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
+  into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
+  need the package index, and evalgate and pytest are already installed in the interpreter running
+  these tests, which is what the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
   ``shell: bash`` step: ``bash --noprofile --norc -eo pipefail`` on the script, with only its
   resolved ``env:`` and the runner's variables (GITHUB_EVENT_NAME/PATH, GITHUB_OUTPUT,
   GITHUB_STEP_SUMMARY, GITHUB_API_URL pointing at the fake server, ...).
@@ -43,6 +43,7 @@ import yaml
 from github_server import GitHubServer, _error, _ok
 from suites import echo_cases, git, read_output_file, write_suite
 
+from evals.github.publish import sticky_body
 from evals.results.manifest import manifest_name
 from evals.results.model import load_results
 from evals.store.baseline import GitHubReleaseStore
@@ -161,6 +162,7 @@ class StepRun:
     summary: str
     out_dir: Path
     run_id: int = 0  # the workflow run it belonged to (artifacts are per run)
+    steps: list[str] = field(default_factory=list)  # the action's steps that ran (or were reached), by id
 
     @property
     def log(self) -> str:
@@ -349,9 +351,15 @@ class Runner:
         env_base = self.runner_env(job, home, runner_temp) | {"GITHUB_ACTION_PATH": str(ROOT)}
         output_file, summary_file = home / "output", home / "summary.md"
         done = None
+        ran: list[str] = []
         for step in ACTION["runs"]["steps"]:
-            if "uses" in step or step.get("id") == "install":
-                continue  # setup-python and the install step: see the module docstring
+            if "if" in step and not Expr(contexts).value(str(step["if"])):
+                continue
+            if "uses" in step or step.get("id") in ("install", "install-suite"):
+                if step.get("id") == "install-suite":
+                    ran.append(step["id"])  # reached: it would install the suite's dependencies here
+                continue  # setup-python and the install steps: see the module docstring
+            ran.append(step["id"])
             assert step.get("shell") == "bash"
             assert "${{" not in step["run"], "expressions must reach run: through env:"
             env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
@@ -365,7 +373,7 @@ class Runner:
         summary = summary_file.read_text(encoding="utf-8") if summary_file.exists() else ""
         for secret in (self.gh.write_token, self.gh.read_token):
             assert secret not in done.stdout + done.stderr + summary, "the token leaked into the log"
-        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]))
+        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]), steps=ran)
 
 
 # ------------------------------------------------------------------------------------------ the repository
@@ -547,6 +555,28 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
     assert world.latest_sha() == world.origin.main_sha  # a PR never promotes
 
 
+def workflow_run_job(
+    world: World, run_id: int, head_sha: str, *, repo: str = "forker/evals", branch: str = "feature"
+) -> Job:
+    """eval-gate-fork-comment.yml triggered by the gate run ``run_id`` of a PR from ``repo``'s
+    ``branch`` at ``head_sha`` (the event's ``workflow_run`` as GitHub sends it, in part)."""
+    payload = {
+        "workflow_run": {
+            "id": run_id,
+            "event": "pull_request",
+            "conclusion": "success",
+            "head_sha": head_sha,
+            "head_branch": branch,
+            "head_repository": {"full_name": repo},
+        },
+        "repository": {"full_name": world.gh.repo, "default_branch": "main"},
+    }
+    base = world.checkout(f"base-{run_id}")
+    job = Job("workflow_run", payload, base, world.origin.main_sha, "refs/heads/main", world.gh.write_token)
+    job.workflow = WORKFLOWS / "eval-gate-fork-comment.yml"
+    return job
+
+
 def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: World) -> None:
     gh = world.gh
     world.seed()
@@ -563,20 +593,7 @@ def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: Worl
 
     # Phase two: eval-gate-fork-comment.yml, triggered by that run, downloads its artifact and posts.
     def workflow_run(run_id: int, head_sha: str) -> Job:
-        payload = {
-            "workflow_run": {
-                "id": run_id,
-                "event": "pull_request",
-                "conclusion": "success",
-                "head_sha": head_sha,
-                "head_repository": {"full_name": "forker/evals"},
-            },
-            "repository": {"full_name": gh.repo, "default_branch": "main"},
-        }
-        base = world.checkout(f"base-{run_id}")
-        job = Job("workflow_run", payload, base, world.origin.main_sha, "refs/heads/main", gh.write_token)
-        job.workflow = WORKFLOWS / "eval-gate-fork-comment.yml"
-        return job
+        return workflow_run_job(world, run_id, head_sha)
 
     posted = world.runner.run(workflow_run(run.run_id, head))
     assert posted.returncode == 0, posted.log
@@ -606,6 +623,39 @@ def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: Worl
     stale = world.runner.run(workflow_run(run.run_id, head))
     assert stale.returncode == 0 and "not posted" in stale.stderr
     assert len(our_comments(gh)) == 1 and our_comments(gh)[0]["body"] == comments[0]["body"]
+
+
+def test_a_fork_artifact_cannot_retarget_the_comment_of_another_pr_with_the_same_head_commit(world: World) -> None:
+    """Issue 20 item 3: a victim's fork PR fails and its comment says so. Anyone can push that same
+    commit to a fork of their own and open a PR; their gate's artifact (their workflow, their
+    files) names the victim's PR. The sha checks all hold, so it used to overwrite the FAIL comment
+    with a PASS. The comment job now posts only to the PR whose head repository, branch and sha are
+    the triggering run's."""
+    gh = world.gh
+    world.seed()
+    fork = world.checkout("fork")
+    head = world.commit(fork, "a contribution from a fork")
+    victim = world.runner.run(regressed(world.pull_request(fork, head, fork=True)))
+    assert victim.outputs["verdict"] == "fail", victim.log
+    posted = world.runner.run(workflow_run_job(world, victim.run_id, head))
+    assert posted.returncode == 0, posted.log
+    (failed_comment,) = our_comments(gh)
+    assert "fail" in failed_comment["body"].lower()
+
+    copy = world.pull_request(fork, head, fork=True, number=PR + 1)  # mallory/evals:copy, the same commit
+    copy.payload["pull_request"]["head"] |= {"repo": {"full_name": "mallory/evals"}, "ref": "copy"}
+    attacker = world.runner.run(copy)
+    assert attacker.outputs["verdict"] == "pass", attacker.log
+    artifact = world.runner.artifacts / str(attacker.run_id) / "evalgate-report" / "comment.json"
+    meta = json.loads(artifact.read_text(encoding="utf-8"))
+    artifact.write_text(json.dumps(meta | {"pr_number": PR}), encoding="utf-8")
+
+    retargeted = world.runner.run(workflow_run_job(world, attacker.run_id, head, repo="mallory/evals", branch="copy"))
+    assert retargeted.returncode == 2, retargeted.log
+    assert f"names PR #{PR}, whose head is forker/evals:feature" in retargeted.stderr
+    assert "the run that made the artifact was for mallory/evals:copy" in retargeted.stderr
+    assert our_comments(gh) == [failed_comment]  # the FAIL stands, untouched
+    assert not [r for r in gh.requests if "/issues/comments/" in r.path and r.method == "PATCH"]
 
 
 def test_push_promotes_and_dispatch_reset_blesses_with_reason(world: World) -> None:
@@ -818,7 +868,9 @@ def answer(question):
 def test_the_code_under_test_never_sees_the_token(world: World) -> None:
     """A python target runs the code under test; it must find no GitHub token anywhere it can look,
     even with the token also under the gh CLI's name, as a runner's INPUT_ variable and under a
-    name of the user's own. A token-shaped canary in its environment shows the search works."""
+    name of the user's own. A token-shaped canary in its environment shows the search works. This
+    is the defence inside one job, so it is tested where it matters most: a single job that holds
+    a write token, which the workflow accepted (allow-write-token-with-suite: true)."""
     gh = world.gh
     world.seed()
     feature = world.checkout("feature")
@@ -838,7 +890,8 @@ def test_the_code_under_test_never_sees_the_token(world: World) -> None:
         "INPUT_GITHUB-TOKEN": gh.write_token,
         "MY_PAT": f"token {gh.write_token}",
     }
-    run = world.runner.run(job)
+    inputs = {"config": CONFIG, "allow-write-token-with-suite": "true"}
+    run = world.runner.action(job, world.tmp / "spied", _temp(world, "spied"), inputs)
     assert run.returncode == 0, run.log
     assert run.outputs["verdict"] == "pass" and run.outputs["comment-url"]  # the gate itself had the token
     found = json.loads(spy_out.read_text(encoding="utf-8"))
@@ -863,22 +916,14 @@ def test_tolerance_input_overrides_rate_metrics_and_keeps_the_baseline_comparabl
     assert {m["metric"]: m["tolerance"] for m in gate["metrics"]} == {"pass_rate": 0.03, "format_valid": 0.05}
 
 
-def test_pull_request_target_refuses_to_run_the_suite_unless_the_workflow_opts_in(world: World) -> None:
-    """pull_request_target has the base repository's write token and secrets: without the opt-in a
-    run mode is refused (exit 2) before anything runs, even on the base branch's checkout."""
-    gh = world.gh
-    world.seed()
-    base = world.checkout("base")  # actions/checkout's default on pull_request_target: the base branch
-    job = world.pull_request(base, world.commit(world.checkout("feature"), "untrusted change"))
-    job.event_name = "pull_request_target"
-    requests_before = len(gh.requests)
-    refused = world.runner.action(job, world.tmp / "no-opt-in", _temp(world, "no-opt-in"), {"config": CONFIG})
-    assert refused.returncode == 2, refused.log
-    assert "allow-pull-request-target: true" in refused.stderr and "workflow_run" in refused.stderr
-    assert "never run here" not in refused.log  # the old, untrue reassurance
-    assert refused.outputs["verdict"] == "error" and "workflow_run" in refused.summary
-    assert len(gh.requests) == requests_before  # no store read, no comment
-    assert not (base / refused.out_dir / "results.json").exists()
+# Appended to the PR's bot.py: proof that the pull request's code ran (it is imported by the target).
+PR_CODE = """
+import os
+from pathlib import Path
+
+Path(os.environ["PR_CODE_RAN"]).write_text("the pull request's bot.py ran with this job's token in reach")
+"""
+BOT = "examples/quickstart/bot.py"
 
 
 def _temp(world: World, name: str) -> Path:
@@ -887,77 +932,110 @@ def _temp(world: World, name: str) -> Path:
     return temp
 
 
-def test_pull_request_target_opted_in_still_refuses_any_checkout_of_the_pr(world: World) -> None:
-    """With the opt-in, every folder the suite can run from is checked: the PR's head at the
-    workspace root, or — the usual layout — the base branch at the root and the PR checked out into
-    ``pr/`` with the target importing from there, are both refused; only the base branch alone is
-    gated, with a warning that says what is true."""
+def _pr_code_in_a_base_checkout(world: World, layout: str) -> tuple[Path, str]:
+    """A pull_request_target job's workspace: the base branch checked out (HEAD is main), with the
+    PR's code brought in one of the ways issue 20 found passing the old opt-in's commit checks."""
+    feature = world.checkout("feature")
+    (feature / BOT).write_text((feature / BOT).read_text(encoding="utf-8") + PR_CODE, encoding="utf-8")
+    head = world.commit(feature, "untrusted change")
+    base = world.checkout(f"base-{layout}")
+    quickstart = base / "examples" / "quickstart"
+    if layout == "checkout-file":  # git checkout <head> -- file: the PR's file in the tree, HEAD unchanged
+        git(base, "fetch", "-q", str(feature), "HEAD")
+        git(base, "checkout", head, "--", BOT)
+    elif layout == "git-apply":  # gh pr diff | git apply
+        diff = subprocess.run(
+            ["git", "diff", world.origin.main_sha, head], cwd=feature, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["git", "apply"], cwd=base, input=diff, check=True)
+    else:  # a clone under a folder the old scan skipped, or the PR's sources without .git
+        pr = base / "node_modules" / "pr" if layout == "clone-in-node_modules" else base / "pr-sources"
+        if layout == "clone-in-node_modules":
+            git(world.tmp, "clone", "-q", str(feature), str(pr))
+        else:
+            shutil.copytree(feature, pr, ignore=shutil.ignore_patterns(".git"))
+        config = yaml.safe_load((quickstart / "evalgate.yml").read_text(encoding="utf-8"))
+        config["target"]["path"] = [str(pr / "examples" / "quickstart")]
+        (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    assert git(base, "rev-parse", "HEAD") == world.origin.main_sha
+    return base, head
+
+
+LAYOUTS = ["checkout-file", "git-apply", "clone-in-node_modules", "sources-without-git"]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_pull_request_target_never_runs_the_suite_even_with_the_removed_opt_in(world: World, layout: str) -> None:
+    """Issue 20 item 1: under pull_request_target with allow-pull-request-target: true, the old guard
+    checked commits and ran the PR's code in each of these layouts. Now the input is refused with
+    what to do instead, and without it the suite is refused outright: nothing runs, nothing is asked
+    of the API."""
     gh = world.gh
     world.seed()
-    feature = world.checkout("feature")
-    head = world.commit(feature, "untrusted change")
-    opt_in = {"config": CONFIG, "allow-pull-request-target": "true"}
+    base, head = _pr_code_in_a_base_checkout(world, layout)
+    ran = world.tmp / "pr-code-ran"
 
-    def target_run(checkout: Path, name: str) -> StepRun:
-        job = world.pull_request(checkout, head)
+    def target_run(name: str, inputs: dict[str, str]) -> StepRun:
+        job = world.pull_request(base, head)
         job.event_name = "pull_request_target"
-        return world.runner.action(job, world.tmp / name, _temp(world, name), opt_in)
+        job.extra_env["PR_CODE_RAN"] = str(ran)
+        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
 
     requests_before = len(gh.requests)
-    refused = target_run(feature, "pr-head")
-    assert refused.returncode == 2, refused.log
-    assert f"holds the PR's head {head[:12]}" in refused.stderr
-    assert len(gh.requests) == requests_before
-
-    # Base at the workspace root, the PR in pr/, the target's import path pointing there.
-    base = world.checkout("base-with-pr")
-    git(world.tmp, "clone", "-q", str(feature), str(base / "pr"))
-    quickstart = base / "examples" / "quickstart"
-    config = yaml.safe_load((quickstart / "evalgate.yml").read_text(encoding="utf-8"))
-    config["target"]["path"] = ["../../pr/examples/quickstart"]
-    (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    nested = target_run(base, "pr-nested")
-    assert nested.returncode == 2, nested.log
-    assert str(base / "pr") in nested.stderr and "holds the PR's head" in nested.stderr
-    assert not (base / nested.out_dir / "results.json").exists()
-    # The same with the target's path not naming it: every checkout under the workspace counts.
-    config["target"].pop("path")
-    (quickstart / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    assert target_run(base, "pr-nested-unused").returncode == 2
-
-    clean = world.checkout("base")
-    gated = target_run(clean, "base-branch")
-    assert gated.returncode == 0, gated.log
-    assert gated.outputs["verdict"] == "pass"
-    assert "::warning" in gated.stdout and "gates the base branch's code" in gated.stdout
-    assert "still readable by that code" in gated.stdout
+    opted_in = target_run("opted-in", {"allow-pull-request-target": "true"})
+    assert opted_in.returncode == 2, opted_in.log
+    assert "allow-pull-request-target ('true') was removed" in opted_in.stderr
+    assert "workflow_run job with mode: comment" in opted_in.stderr
+    assert "Migrating from allow-pull-request-target" in opted_in.stderr
+    assert opted_in.outputs["verdict"] == "error" and "workflow_run" in opted_in.summary
+    plain = target_run("plain", {})
+    assert plain.returncode == 2, plain.log
+    assert "pull_request_target: evalgate does not run the suite (smoke)" in plain.stderr
+    assert "only mode: comment runs" in plain.stderr and "workflow_run" in plain.stderr
+    assert not ran.exists(), ran.read_text()
+    assert len(gh.requests) == requests_before  # no store read, no comment
+    assert not (base / opted_in.out_dir / "results.json").exists()
 
 
-def test_pull_request_target_refuses_a_shallow_merge_checkout_it_cannot_clear(world: World) -> None:
-    """``ref: refs/pull/N/merge`` with fetch-depth 1: the merge commit's files are the PR's, but its
-    parents (the PR head among them) are not in the clone, so git cannot say. That is refused too."""
+def test_pull_request_target_refuses_every_mode_that_runs_the_suite_and_still_posts_a_stored_report(
+    world: World,
+) -> None:
+    """run, smoke, full and reset are refused like auto; the removed input is refused in mode
+    comment too (it must not pass silently anywhere). mode: comment itself still posts there."""
+    gh = world.gh
     world.seed()
-    feature = world.checkout("feature")
-    head = world.commit(feature, "untrusted change")
-    git(feature, "checkout", "-q", "-b", "pr-merge", world.origin.main_sha)
-    git(feature, "merge", "-q", "--no-ff", "-m", "merge the PR", head)
-    merge = world.tmp / "checkouts" / "merge-depth-1"
-    git(world.tmp, "clone", "-q", "--depth", "1", "--branch", "pr-merge", f"file://{feature}", str(merge))
-    assert git(merge, "rev-parse", "--is-shallow-repository") == "true"
+    base, head = _pr_code_in_a_base_checkout(world, "checkout-file")
+    ran = world.tmp / "pr-code-ran"
 
-    job = world.pull_request(merge, head)
-    job.event_name = "pull_request_target"
-    requests_before = len(world.gh.requests)
-    temp = world.tmp / "merge-temp"
-    temp.mkdir()
-    refused = world.runner.action(
-        job, world.tmp / "merge-run", temp, {"config": CONFIG, "allow-pull-request-target": "true"}
+    def target_run(name: str, inputs: dict[str, str]) -> StepRun:
+        job = world.pull_request(base, head)
+        job.event_name = "pull_request_target"
+        job.extra_env["PR_CODE_RAN"] = str(ran)
+        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
+
+    for mode in ("run", "smoke", "full", "reset"):
+        refused = target_run(mode, {"mode": mode, "reason": "try it"})
+        assert refused.returncode == 2, refused.log
+        assert f"does not run the suite ({mode})" in refused.stderr
+    assert not ran.exists()
+
+    # A report gated from a results file (no suite run), stored as the fork flow stores it ...
+    gated_job = world.pull_request(base, head)
+    gated = world.runner.action(
+        gated_job,
+        world.tmp / "gated",
+        _temp(world, "gated"),
+        {"config": CONFIG, "results": str(world.origin.baseline_results), "comment": "off"},
     )
-    assert refused.returncode == 2, refused.log
-    assert "cannot rule out" in refused.stderr and "fetch-depth: 0" in refused.stderr
-    assert refused.outputs["verdict"] == "error"
-    assert len(world.gh.requests) == requests_before
-    assert not (merge / refused.out_dir / "results.json").exists()
+    assert gated.returncode == 0, gated.log
+    report = {"mode": "comment", "report-dir": str(base / gated.out_dir), "pr-number": str(PR)}
+    with_old_input = target_run("comment-old-input", report | {"allow-pull-request-target": "true"})
+    assert with_old_input.returncode == 2 and "was removed" in with_old_input.stderr
+    assert our_comments(gh) == []
+    # ... is posted by mode: comment under pull_request_target.
+    posted = target_run("comment", report)
+    assert posted.returncode == 0, posted.log
+    assert posted.outputs["comment-url"] and len(our_comments(gh)) == 1
 
 
 def test_a_reset_dispatched_on_a_side_branch_is_refused(world: World) -> None:
@@ -1295,29 +1373,139 @@ def test_the_action_refuses_install_in_a_job_that_gates_a_results_file(tmp_path:
     assert not (tmp_path / "evalgate-venv").exists()  # refused before anything was installed
 
 
-def test_a_single_job_that_runs_the_suite_warns_about_a_write_token_and_a_persisted_credential(world: World) -> None:
+# Appended to the PR's bot.py: what the suite's code finds of the credential actions/checkout persisted.
+CREDENTIAL_SPY = """
+import os
+import subprocess
+from pathlib import Path
+
+found = subprocess.run(["git", "config", "--get-regexp", "extraheader"], capture_output=True, text=True).stdout
+Path(os.environ["SPY_OUT"]).write_text(found)
+"""
+PERSISTED = "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0"  # what actions/checkout leaves in .git/config by default
+
+
+def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_workflow_accepts_it(
+    world: World,
+) -> None:
+    """Issue 20 item 6: a single job that runs the suite with a token that can write was warned
+    about, then the suite ran and reached the token (here: the credential checkout persisted).
+    Now it is refused (exit 2) before the suite or the store, unless the workflow sets
+    allow-write-token-with-suite: true, and then the step summary says what the suite could reach."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    (feature / BOT).write_text((feature / BOT).read_text(encoding="utf-8") + CREDENTIAL_SPY, encoding="utf-8")
+    head = world.commit(feature, "a bot that looks for a credential")
+    git(feature, "config", "http.https://github.com/.extraheader", PERSISTED)
+    spy = world.tmp / "spy.txt"
+
+    def single_job(name: str, token: str, **inputs: str) -> StepRun:
+        job = world.pull_request(feature, head)
+        job.token = token
+        job.extra_env["SPY_OUT"] = str(spy)
+        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
+
+    requests_before = len(gh.requests)
+    refused = single_job("write-token", gh.write_token)
+    assert refused.returncode == 2, refused.log
+    assert "this job's token can write to octo/evals" in refused.stderr
+    assert 'github-token: "" (mode: run)' in refused.stderr and "allow-write-token-with-suite: true" in refused.stderr
+    assert refused.outputs["verdict"] == "error" and "allow-write-token-with-suite" in refused.summary
+    assert not spy.exists(), "the suite ran"
+    assert [r.path for r in gh.requests[requests_before:]] == [f"/api/v3/repos/{gh.repo}"]  # only the permissions
+    misspelt = single_job("misspelt", gh.write_token, **{"allow-write-token-with-suite": "yes"})
+    assert misspelt.returncode == 2 and "use true or false" in misspelt.stderr
+    assert not spy.exists()
+
+    accepted = single_job("accepted", gh.write_token, **{"allow-write-token-with-suite": "true"})
+    assert accepted.returncode == 0, accepted.log
+    assert accepted.outputs["verdict"] == "pass"
+    assert "the suite's code could reach that token" in accepted.summary and "::warning" in accepted.stdout
+    assert "persisted git credential" in accepted.stdout
+    assert "eC1hY2Nlc3M6c2VjcmV0" in spy.read_text(encoding="utf-8")  # what the refusal keeps from the PR's code
+    spy.unlink()
+
+    reader = single_job("read-token", gh.read_token)
+    assert reader.returncode == 0, reader.log
+    assert "token can write" not in reader.log and "could reach" not in reader.summary
+    assert "persisted git credential" in reader.stdout and "persist-credentials: false" in reader.stdout
+    assert "eC1hY2Nlc3M6c2VjcmV0" not in reader.log
+
+
+def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: World) -> None:
+    """Issue 20 item 7: EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
+    evalgate edit their comment that carried the marker. An installation token (GET /user: 403)
+    comments as a bot, so a person's login is refused; a personal token comments as the login
+    GET /user returns, so any other is refused. The comment is left alone, the verdict stands;
+    mode: comment, whose only job is the comment, exits 2."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    head = world.commit(feature, "change")
+    text = sticky_body("my review notes, pasted with evalgate's marker", "quickstart")[0]
+    persons = gh.add_comment(PR, text, login="octo-user")
+    others = gh.add_comment(PR, text, login="someone-else")
+
+    def gate(name: str, token: str, login: str, **inputs: str) -> StepRun:
+        job = world.pull_request(feature, head)
+        job.token = token
+        job.extra_env["EVALGATE_GITHUB_LOGIN"] = login
+        given = {"config": CONFIG, "results": str(world.origin.baseline_results), **inputs}
+        return world.runner.action(job, world.tmp / name, _temp(world, name), given)
+
+    as_person = gate("app-as-person", gh.write_token, "octo-user")
+    assert as_person.returncode == 0, as_person.log
+    assert as_person.outputs["verdict"] == "pass" and as_person.outputs["comment-url"] == ""
+    assert "::warning" in as_person.stdout and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in as_person.stdout
+    assert "installation token" in as_person.stdout
+    as_other = gate("pat-as-other", gh.user_token, "someone-else")
+    assert as_other.returncode == 0 and as_other.outputs["verdict"] == "pass", as_other.log
+    assert "this token is 'octo-user''s" in as_other.stdout
+    report = {"mode": "comment", "report-dir": str(feature / as_other.out_dir), "pr-number": str(PR)}
+    stored = gate("comment-as-person", gh.write_token, "octo-user", **report)
+    assert stored.returncode == 2 and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in stored.stderr, stored.log
+    by_id = {c["id"]: c for c in gh.comments(PR)}
+    assert by_id[persons["id"]]["body"] == text and by_id[others["id"]]["body"] == text
+    assert len(by_id) == 2 and not [r for r in gh.requests if "/issues/" in r.path and r.method != "GET"]
+
+    # The token's own identity named: octo-user's personal token may update octo-user's comment.
+    own = gate("pat-as-itself", gh.user_token, "octo-user")
+    assert own.returncode == 0 and own.outputs["comment-url"], own.log
+    assert gh.comments(PR)[0]["body"] != text and gh.comments(PR)[1]["body"] == text
+
+
+def test_a_job_that_installs_the_suites_dependencies_is_checked_before_they_are_installed(world: World) -> None:
+    """Installing the `install` input runs the repository's code (its build) into evalgate's
+    virtualenv, where a .pth file would run at the start of the Gate step, with the token, before
+    any refusal there. So the refusals come in a step before that install: a token that can write,
+    pull_request_target, a mode that runs no suite."""
+    gh = world.gh
     world.seed()
     feature = world.checkout("feature")
     head = world.commit(feature, "change")
 
-    def single_job(name: str, token: str) -> StepRun:
+    def job_with_install(name: str, token: str, event: str = "pull_request", **inputs: str) -> StepRun:
         job = world.pull_request(feature, head)
-        job.token = token
-        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG})
+        job.token, job.event_name = token, event
+        given = {"config": CONFIG, "install": "-r requirements.txt", **inputs}
+        return world.runner.action(job, world.tmp / name, _temp(world, name), given)
 
-    writer = single_job("write-token", world.gh.write_token)
-    assert writer.returncode == 0, writer.log
-    assert "::warning" in writer.stdout and "token that can write to octo/evals" in writer.stdout
-    reader = single_job("read-token", world.gh.read_token)
-    assert reader.returncode == 0, reader.log
-    assert "token that can write" not in reader.log and "persisted git credential" not in reader.log
+    writer = job_with_install("write-token", gh.write_token)
+    assert writer.returncode == 2 and "token can write to octo/evals" in writer.stderr, writer.log
+    assert writer.steps == ["preflight"]  # stopped before the suite's dependencies were installed
+    target = job_with_install("target", gh.read_token, event="pull_request_target")
+    assert target.returncode == 2 and "pull_request_target" in target.stderr, target.log
+    assert target.steps == ["preflight"]
+    comment = job_with_install("comment", gh.write_token, mode="comment", **{"report-dir": str(world.tmp)})
+    assert comment.returncode == 2 and "install is for the job that runs the suite" in comment.stderr
+    assert comment.steps == ["preflight"]
 
-    # actions/checkout's default (persist-credentials: true) leaves this in the checkout's git config.
-    git(feature, "config", "http.https://github.com/.extraheader", "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0")
-    persisted = single_job("persisted", world.gh.read_token)
-    assert persisted.returncode == 0, persisted.log
-    assert "persisted git credential" in persisted.stdout and "persist-credentials: false" in persisted.stdout
-    assert "eC1hY2Nlc3M6c2VjcmV0" not in persisted.log
+    reader = job_with_install("read-token", gh.read_token)
+    assert reader.returncode == 0 and reader.outputs["verdict"] == "pass", reader.log
+    assert reader.steps == ["preflight", "install-suite", "gate"]
+    plain = world.runner.action(world.pull_request(feature, head), world.tmp / "plain", _temp(world, "plain"), {})
+    assert plain.steps == ["gate"]  # no install input: no check step of its own
 
 
 def test_a_token_that_cannot_see_the_repository_is_exit_3_not_no_baseline(world: World) -> None:

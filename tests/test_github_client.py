@@ -10,7 +10,7 @@ import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401
 
 from evals.common.errors import UsageError
-from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient
+from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient, LoginMismatch
 from evals.github.publish import set_outputs, upsert_sticky_comment_or_warn, write_step_summary
 from evals.github.transport import (
     AssetExists,
@@ -316,6 +316,17 @@ def test_whoami(github_api: GitHubServer):
     assert gh.client(gh.read_token).whoami() == ACTIONS_BOT_LOGIN
     assert gh.client(gh.user_token).whoami() == "octo-user"
     assert gh.client(login="my-app[bot]").whoami() == "my-app[bot]"
+    assert gh.client(gh.user_token, login="octo-user").whoami() == "octo-user"  # its own login, named
+
+
+def test_a_named_login_that_cannot_be_the_tokens_is_refused(github_api: GitHubServer):
+    """An installation token (GET /user: 403) comments as an app's bot, never as a person; a
+    personal token comments as the user GET /user returns, never as another."""
+    gh = github_api
+    with pytest.raises(LoginMismatch, match=r"installation token .* never edits a person's comment"):
+        gh.client(login="octo-user").whoami()
+    with pytest.raises(LoginMismatch, match="this token is 'octo-user''s"):
+        gh.client(gh.user_token, login="my-app[bot]").whoami()
 
 
 def test_missing_things_are_not_found(github_api: GitHubServer):

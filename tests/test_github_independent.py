@@ -172,6 +172,9 @@ class World:
         given = {name: str(spec.get("default", "")) for name, spec in ACTION["inputs"].items()}
         given["github-token"] = token
         given["out-dir"] = str(home / "out")
+        # These stories run the suite and gate in one job with a write token on purpose (they test the
+        # store and the client, not the job boundary), so they accept what the action otherwise refuses.
+        given["allow-write-token-with-suite"] = "true"
         given.update(inputs or {})
         step_env = {}
         for key, value in GATE_STEP["env"].items():
@@ -695,7 +698,7 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
     """Phase 1: the fork PR's gate (read-only token) cannot comment and stores the report.
     Phase 2: a ``workflow_run`` job with a write token posts it (``mode: comment``), once."""
     world.seeded()
-    head = {"sha": world.bad_sha, "repo": {"full_name": "forker/app"}}
+    head = {"sha": world.bad_sha, "ref": "feature", "repo": {"full_name": "forker/app"}}
     world.gh.pulls[PR] = {"head": head, "base": {"sha": world.main_sha, "repo": {"full_name": world.gh.repo}}}
     fork = world.pull_request(world.bad_sha, world.main_sha, fork=True)
     assert fork.code == 1, fork.log
@@ -704,7 +707,14 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
 
     def phase2() -> Run:
         payload = {
-            "workflow_run": {"id": 99, "event": "pull_request", "head_sha": world.bad_sha, "conclusion": "failure"},
+            "workflow_run": {
+                "id": 99,
+                "event": "pull_request",
+                "head_sha": world.bad_sha,
+                "head_branch": "feature",
+                "head_repository": {"full_name": "forker/app"},
+                "conclusion": "failure",
+            },
             "repository": world.repository(),
         }
         inputs = {"mode": "comment", "report-dir": str(report)}

@@ -10,7 +10,7 @@ from github_server import MAX_COMMENT_CHARS, GitHubServer, github_api_fixture  #
 from suites import read_output_file
 
 from evals.common.errors import UsageError
-from evals.github.client import ACTIONS_BOT_LOGIN
+from evals.github.client import ACTIONS_BOT_LOGIN, App, Comment, Identity, User
 from evals.github.publish import (
     MAX_SUMMARY_BYTES,
     comment_marker,
@@ -77,6 +77,25 @@ def test_same_marker_from_another_login_is_not_ours(github_api: GitHubServer):
     by_id = {c["id"]: c for c in gh.comments(PR)}
     assert by_id[other["id"]]["body"] == text and by_id[quoted["id"]]["body"] == "> " + text
     assert by_id[result.comment_id]["user"]["login"] == ACTIONS_BOT_LOGIN
+
+
+def test_an_identity_owns_only_its_own_kind_of_comment():
+    """An app's identity owns a bot's comment with its login made via that app (GitHub may leave
+    ``performed_via_github_app`` out); a person's identity owns that person's comments only."""
+
+    def comment(login: str, kind: str, via: str | None) -> Comment:
+        app = App(slug=via) if via else None
+        return Comment(id=1, body="", user=User(login=login, type=kind), performed_via_github_app=app)
+
+    app = Identity(login="evalgate-app[bot]", app=True)
+    assert app.wrote(comment("evalgate-app[bot]", "Bot", "evalgate-app"))
+    assert app.wrote(comment("evalgate-app[bot]", "Bot", None))
+    assert not app.wrote(comment("evalgate-app[bot]", "Bot", "another-app"))
+    assert not app.wrote(comment("evalgate-app[bot]", "User", None))
+    assert not app.wrote(comment("other-app[bot]", "Bot", "other-app"))
+    person = Identity(login="octo-user", app=False)
+    assert person.wrote(comment("octo-user", "User", None))
+    assert not person.wrote(comment("someone-else", "User", None))
 
 
 def test_gate_ids_keep_separate_comments_and_cannot_collide(github_api: GitHubServer):

@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 
 from evals.cli.options import add_candidate_options
-from evals.common.errors import EvalgateError, UsageError
+from evals.common.errors import EXIT_PASS, EvalgateError, UsageError
 from evals.common.escape import log_value
-from evals.github.activity import MODES, detect
+from evals.github.activity import MODES, detect, github_client
 from evals.github.publish import report_failure
 from evals.github.stored_report import post_stored
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults
-from evals.pipeline.exposure import RUN_KINDS, guard_pull_request_target
+from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
 from evals.pipeline.flows import run_gate, run_only, run_reset
 
 
@@ -59,6 +59,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--reason", help="why the baseline is reset (mode reset)")
     parser.add_argument("--pr", type=int, metavar="N", help="pull request number (mode comment)")
     parser.add_argument("--report-dir", metavar="DIR", help="stored report to post (mode comment; default --out-dir)")
+    parser.add_argument(
+        "--preflight",
+        action="store_true",
+        help="only check that this job may install and run the suite (the event, the mode, a token that can "
+        "write) and exit: the action runs it before installing the suite's own dependencies",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -67,7 +73,10 @@ def main(args: argparse.Namespace) -> int:
     print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
     try:
         runs_suite = activity.kind in RUN_KINDS and not args.results
-        guard_pull_request_target(activity, Path(args.config), runs_suite=runs_suite)
+        guard_pull_request_target(activity, runs_suite=runs_suite)
+        if args.preflight:
+            guard_install(activity, github_client(activity), runs_suite=runs_suite)
+            return EXIT_PASS
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise

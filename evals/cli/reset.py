@@ -9,7 +9,6 @@ what it accepts — but it does not gate. The work is ``evals.pipeline.flows.run
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from evals.cli.options import add_candidate_options
 from evals.github.activity import detect
@@ -27,5 +26,5 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     isolate_token()
     activity = detect("reset", reason=args.reason)
-    guard_pull_request_target(activity, Path(args.config), runs_suite=not args.results)
+    guard_pull_request_target(activity, runs_suite=not args.results)
     return run_reset(args, activity)

@@ -3,7 +3,7 @@ python-coverage-comment-action: one action, one ``mode: auto`` input, and the ev
 
 ``auto``:
 - ``pull_request`` / ``pull_request_target`` → smoke gate, no promotion (``pull_request_target``
-  refuses to run the suite unless the workflow opts in: see ``evals.pipeline.exposure``);
+  never runs the suite, only ``mode: comment`` or a given results file: see ``evals.pipeline.exposure``);
 - ``push`` to the default branch (``repository.default_branch`` in the event payload) → full gate,
   promotion when it passes; a push to any other branch → smoke gate, no promotion (full runs are
   what main pays for);

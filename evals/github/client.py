@@ -22,9 +22,12 @@ Public API (C2 and C3 code against this):
     client.list_issue_comments(number) -> list[Comment]        # all pages, oldest first
     client.create_issue_comment(number, body) -> Comment
     client.update_issue_comment(comment_id, body) -> Comment
-    client.whoami() -> str                                     # the token's login; "github-actions[bot]" for
-                                                               # installation tokens (GITHUB_TOKEN), unless
-                                                               # EVALGATE_GITHUB_LOGIN names another app's bot
+    client.identity() -> Identity                              # who this token comments as: GET /user's login
+                                                               # (a personal token), else an app's bot:
+                                                               # "github-actions[bot]" (GITHUB_TOKEN), or the
+                                                               # bot EVALGATE_GITHUB_LOGIN names; LoginMismatch
+                                                               # when that cannot be this token's
+    client.whoami() -> str                                     # identity().login
 
 The HTTP layer (retries, redirects, where the token goes, the errors) is ``evals.github.transport``.
 Errors are all ``GitHubError`` (an ``InfraError``, exit 3) with ``status``; subclasses say what
@@ -59,6 +62,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.common.errors import UsageError
 from evals.github.transport import (
     AssetExists,
     GitHubError,
@@ -132,11 +136,16 @@ class User(_ApiModel):
     type: str | None = None
 
 
+class App(_ApiModel):
+    slug: str
+
+
 class Comment(_ApiModel):
     id: int
     body: str | None = None
     html_url: str | None = None
     user: User | None = None
+    performed_via_github_app: App | None = None
     created_at: str | None = None
     updated_at: str | None = None
 
@@ -145,9 +154,34 @@ class Comment(_ApiModel):
         return self.user.login if self.user else None
 
 
+class LoginMismatch(UsageError):
+    """EVALGATE_GITHUB_LOGIN names an identity this token cannot comment as."""
+
+
+class Identity(BaseModel):
+    """Who this token's comments are by. ``app``: an installation token (``GET /user`` answers
+    403), whose comments are a bot's (``user.type`` "Bot", ``<slug>[bot]``), made via that app;
+    otherwise the login ``GET /user`` returned (a personal token), the only human whose comments
+    evalgate may edit."""
+
+    login: str
+    app: bool
+
+    def wrote(self, comment: Comment) -> bool:
+        """Whether ``comment`` is by this identity: same login, and for an app a bot's comment
+        that GitHub says (``performed_via_github_app``, when it says) was made via that app."""
+        user = comment.user
+        if user is None or user.login != self.login:
+            return False
+        if not self.app:
+            return True
+        via = comment.performed_via_github_app
+        return user.type == "Bot" and (via is None or f"{via.slug}[bot]" == self.login)
+
+
 class GitHubClient(Transport):
     """See the module docstring. ``sleep`` is the hook tests replace to skip the waits. ``login``
-    overrides ``whoami()`` (a GitHub App token whose bot login is known)."""
+    (else EVALGATE_GITHUB_LOGIN) names the bot of a GitHub App whose installation token this is."""
 
     def __init__(self, token: str | None, *, login: str | None = None, **kwargs: Any):
         super().__init__(token, **kwargs)
@@ -155,6 +189,7 @@ class GitHubClient(Transport):
         # which cannot read /user; without it, its own comments would not be recognised.
         env = kwargs.get("env")
         self._login = login or (os.environ if env is None else env).get("EVALGATE_GITHUB_LOGIN") or None
+        self._identity: Identity | None = None
         self._repository: Repository | None = None
 
     @classmethod
@@ -430,8 +465,8 @@ class GitHubClient(Transport):
         op = Op(f"comment on #{number}", "pull-requests: write")
 
         def recover() -> dict[str, Any] | None:
-            me = self.whoami()
-            mine = [c for c in self.list_issue_comments(number) if c.login == me and c.body == body]
+            me = self.identity()
+            mine = [c for c in self.list_issue_comments(number) if me.wrote(c) and c.body == body]
             return mine[-1].model_dump() if mine else None
 
         data = self._json(
@@ -449,15 +484,41 @@ class GitHubClient(Transport):
         op = Op(f"read pull request #{int(number)}", "pull-requests: read")
         return self._json("GET", self._repo_url(f"/pulls/{int(number)}"), op)
 
+    def identity(self) -> Identity:
+        """Who comments by this token are by (read once). ``GET /user`` answers a personal token
+        with its user; an installation token gets 403, and its comments are by its app's bot:
+        ``github-actions[bot]`` for GITHUB_TOKEN, or the login named for another app. A named login
+        is checked, never taken as given: it must be the personal token's own login, or a bot's
+        (``<slug>[bot]``) for an installation token. ``LoginMismatch`` otherwise."""
+        if self._identity is None:
+            self._identity = self._read_identity()
+        return self._identity
+
+    def _read_identity(self) -> Identity:
+        named = self._login
+        try:
+            user = User.model_validate(self._json("GET", f"{self.api_url}/user", Op("read /user")))
+        except PermissionDenied:
+            if named is None:
+                return Identity(login=ACTIONS_BOT_LOGIN, app=True)
+            if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9-]*\[bot\]", named):
+                raise LoginMismatch(
+                    f"EVALGATE_GITHUB_LOGIN is {named!r}, but this token is a GitHub App installation token (GET /user "
+                    "answers 403), whose comments are posted by the app's bot, <app-slug>[bot]: evalgate never edits a "
+                    "person's comment with it. Set EVALGATE_GITHUB_LOGIN to the app's bot login, or remove it for the "
+                    "workflow's GITHUB_TOKEN (github-actions[bot])"
+                ) from None
+            return Identity(login=named, app=True)
+        if named is not None and named != user.login:
+            raise LoginMismatch(
+                f"EVALGATE_GITHUB_LOGIN is {named!r}, but this token is {user.login!r}'s (GET /user): evalgate edits "
+                "only comments of the token's own identity. Remove EVALGATE_GITHUB_LOGIN (a personal token needs none)"
+            )
+        return Identity(login=user.login, app=False)
+
     def whoami(self) -> str:
-        """The login comments by this token carry. GITHUB_TOKEN (an app installation token) gets
-        403 on /user: that is ``github-actions[bot]``."""
-        if self._login is None:
-            try:
-                self._login = User.model_validate(self._json("GET", f"{self.api_url}/user", Op("read /user"))).login
-            except PermissionDenied:
-                self._login = ACTIONS_BOT_LOGIN
-        return self._login
+        """The login comments by this token carry (``identity().login``)."""
+        return self.identity().login
 
 
 def _id(obj: Release | Asset | int) -> int:

@@ -23,7 +23,7 @@ from pydantic import BaseModel
 
 from evals.common.errors import EvalgateError, InfraError, UsageError
 from evals.common.escape import workflow_data
-from evals.github.client import Comment, GitHubClient
+from evals.github.client import Comment, GitHubClient, LoginMismatch
 from evals.github.logguard import command
 from evals.github.transport import GitHubError
 
@@ -67,13 +67,14 @@ def sticky_body(body: str, gate_id: str) -> tuple[str, bool]:
 
 
 def find_sticky_comments(client: GitHubClient, pr_number: int, gate_id: str) -> list[Comment]:
-    """Our comments for ``gate_id``, oldest first, searched across all pages: posted by our login
-    and starting with the marker (where ``sticky_body`` puts it, so report text that happens to
-    contain another gate's marker cannot match). Someone else's comment with the same marker
-    (another bot, a user quoting ours) is not ours."""
+    """Our comments for ``gate_id``, oldest first, searched across all pages: by this token's
+    identity (``GitHubClient.identity``: login, and for an app its bot and the app GitHub says the
+    comment was made via) and starting with the marker (where ``sticky_body`` puts it, so report
+    text that happens to contain another gate's marker cannot match). Someone else's comment with
+    the same marker (another bot, a user quoting ours) is not ours."""
     marker = comment_marker(gate_id)
-    me = client.whoami()
-    return [c for c in client.list_issue_comments(pr_number) if c.login == me and (c.body or "").startswith(marker)]
+    me = client.identity()
+    return [c for c in client.list_issue_comments(pr_number) if me.wrote(c) and (c.body or "").startswith(marker)]
 
 
 def upsert_sticky_comment(client: GitHubClient, pr_number: int, body: str, gate_id: str) -> CommentResult:
@@ -108,17 +109,18 @@ def upsert_sticky_comment_or_warn(
     hint: str | None = None,
     stream: TextIO | None = None,
 ) -> CommentResult | None:
-    """``upsert_sticky_comment`` that never raises a GitHub failure: it prints a ``::warning::``
-    workflow command (naming the missing permission on a 403, e.g. a fork PR's read-only token;
-    then ``hint``, what to do about it) and returns None, so the gate's exit code stays the verdict's."""
+    """``upsert_sticky_comment`` that never raises a GitHub failure or a login that cannot be this
+    token's: it prints a ``::warning::`` workflow command (naming the missing permission on a 403,
+    e.g. a fork PR's read-only token; then ``hint``, what to do about it) and returns None, so the
+    gate's exit code stays the verdict's."""
     try:
         return upsert_sticky_comment(client, pr_number, body, gate_id)
-    except GitHubError as err:
+    except (GitHubError, LoginMismatch) as err:
         warn(failure_message(err, f"post the PR comment on #{pr_number}", hint), stream=stream)
         return None
 
 
-def failure_message(err: GitHubError, what: str, hint: str | None = None) -> str:
+def failure_message(err: GitHubError | LoginMismatch, what: str, hint: str | None = None) -> str:
     """What failed and why, and that the verdict is unaffected."""
     text = f"evalgate could not {what}: {err}. The gate's verdict is unaffected; the report is in the job summary."
     return f"{text} {hint}" if hint else text

@@ -10,6 +10,10 @@ The artifact was produced by the fork's code, so nothing in it is trusted:
   must be the ones it names;
 - its head sha must be the head of the triggering run (``workflow_run.head_sha`` in the event) and
   the PR's current head (asked from the API); a report for an older push is not posted;
+- the PR it names must be the triggering run's: the PR's head repository, branch and sha (from the
+  API) must all be the run's (``workflow_run.head_repository.full_name``, ``head_branch``,
+  ``head_sha``). A sha alone does not say which PR: anyone can push the commit of someone else's PR
+  to a fork of their own, open a PR, and have their gate name the other PR in its artifact;
 - the body is not taken from the artifact: it is re-rendered from ``comparison.json`` after
   validating it against the Comparison model, so the escaping of everything that came from a case
   is ours, and the size tiers keep it within GitHub's 65,536 characters;
@@ -111,11 +115,11 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
         raise UsageError(
             f"{where} was made in {log_value(meta.repository, limit=100)}, this workflow runs in {activity.repository}"
         )
-    run_head = _triggering_head_sha(activity)
-    if run_head and run_head != meta.head_sha:
+    trigger = _triggering_head(activity)
+    if trigger is not None and trigger.sha != meta.head_sha:
         raise UsageError(
-            f"{where} is for commit {meta.head_sha[:12]}, the triggering run was for {run_head[:12]}: "
-            "the artifact does not belong to this run"
+            f"{where} is for commit {meta.head_sha[:12]}, the triggering run was for "
+            f"{log_value(trigger.sha or '(none in the event)', limit=40)}: the artifact does not belong to this run"
         )
     comparison_path = report_dir / meta.comparison
     try:
@@ -139,14 +143,20 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
         head = pull_request_head(client, meta.pr_number)
     except NotFound:
         raise UsageError(f"{where}: pull request #{meta.pr_number} does not exist in this repository") from None
-    if head != meta.head_sha:
+    if head.sha != meta.head_sha:
         print(
-            f"evalgate comment: not posted: PR #{meta.pr_number} is at {log_value(head, limit=12)}, the report is for "
-            f"{meta.head_sha[:12]} (an older push, or the report names another PR)",
+            f"evalgate comment: not posted: PR #{meta.pr_number} is at {log_value(head.sha, limit=12)}, the report is "
+            f"for {meta.head_sha[:12]} (an older push, or the report names another PR)",
             file=sys.stderr,
         )
         set_outputs_safely({"verdict": comparison.verdict, "comment-url": ""})
         return EXIT_PASS
+    if trigger is not None and not trigger.matches(head):
+        raise UsageError(
+            f"{where} names PR #{meta.pr_number}, whose head is {head.describe()}, but the run that made the artifact "
+            f"was for {trigger.describe()}: the artifact names a pull request it was not made for. Nothing was "
+            f"posted and PR #{meta.pr_number}'s comment is unchanged"
+        )
     result = upsert_sticky_comment(client, meta.pr_number, body, meta.gate_id)
     url = result.url or ""
     set_outputs_safely({"verdict": comparison.verdict, "comment-url": url})
@@ -154,18 +164,46 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
     return EXIT_PASS
 
 
-def pull_request_head(client: GitHubClient, number: int) -> str | None:
-    """The PR's current head commit, as the API reports it now."""
+class Head(BaseModel):
+    """Where a pull request's (or a run's) code came from: repository, branch, commit; None where
+    GitHub left a field out (a deleted fork's repository)."""
+
+    repo: str | None
+    branch: str | None
+    sha: str | None
+
+    def matches(self, other: Head) -> bool:
+        """Repository, branch and commit all known and equal: a field left out proves nothing."""
+        mine = (self.repo, self.branch, self.sha)
+        return None not in mine and mine == (other.repo, other.branch, other.sha)
+
+    def describe(self) -> str:
+        where = f"{log_value(self.repo or '(no repository)', limit=100)}:{log_value(self.branch or '(no branch)')}"
+        return f"{where} at {log_value((self.sha or '(no commit)')[:12])}"
+
+
+def pull_request_head(client: GitHubClient, number: int) -> Head:
+    """The PR's current head, as the API reports it now (``head.repo.full_name``, ``head.ref``,
+    ``head.sha``)."""
     data = client.get_pull_request(number)
-    head = data.get("head") if isinstance(data, dict) else None
-    sha = head.get("sha") if isinstance(head, dict) else None
-    return sha if isinstance(sha, str) else None
+    return Head(
+        repo=_text(data, "head", "repo", "full_name"), branch=_text(data, "head", "ref"), sha=_text(data, "head", "sha")
+    )
 
 
-def _triggering_head_sha(activity: Activity) -> str | None:
-    """The commit of the run that produced the artifact, from the trusted event payload."""
+def _triggering_head(activity: Activity) -> Head | None:
+    """The head of the run that produced the artifact, from the trusted event payload: a
+    ``workflow_run``'s ``head_repository.full_name``, ``head_branch``, ``head_sha``; None for
+    other events (a maintainer naming the PR by hand)."""
     if activity.event_name != "workflow_run":
         return None
     run = read_event().get("workflow_run")
-    head = run.get("head_sha") if isinstance(run, dict) else None
-    return head if isinstance(head, str) else None
+    return Head(
+        repo=_text(run, "head_repository", "full_name"), branch=_text(run, "head_branch"), sha=_text(run, "head_sha")
+    )
+
+
+def _text(data: object, *keys: str) -> str | None:
+    for key in keys:
+        data = data.get(key) if isinstance(data, dict) else None
+    return data if isinstance(data, str) else None

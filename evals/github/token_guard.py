@@ -7,7 +7,7 @@ the environment block other processes can read (``isolate_token``), the suite's 
 environment without it (``suite_env``), and this process is made non-dumpable (``seal_process``).
 They are not a boundary against code running as the same user (it can rewrite our modules, or
 read our memory as root), which is why a job that runs the suite with a token that can write is
-warned about (``evals.pipeline.exposure``)."""
+refused unless the workflow accepts it (``evals.pipeline.exposure``)."""
 
 from __future__ import annotations
 

@@ -1,27 +1,31 @@
-"""What a job that runs the suite exposes to the code under test (issue 11 items 1 and 2, threat
-model in docs/github-action.md).
+"""What a job that runs the suite exposes to the code under test (issue 11 items 1 and 2, issue 20
+items 1 and 6; threat model in docs/github-action.md).
 
 The suite is code from the repository (a python target, a command, the cases' own helpers), and on
 a pull request it is the PR author's code. It runs as the same user as evalgate, so nothing inside
 the job keeps a token from it: it can rewrite evalgate's modules before the parent imports them,
-read the parent's memory (runners have passwordless sudo), or read a git credential that
-actions/checkout persisted. The boundary is the job: the shipped workflows run the suite in a job
-whose token can only read, and gate/comment/promote in a second job that runs no suite code.
+drop a ``.pth`` file that runs even under ``python -I``, read the parent's memory (runners have
+passwordless sudo), or read a git credential that actions/checkout persisted. The boundary is the
+job: the shipped workflows run the suite in a job whose token can only read, and gate, comment and
+promote in a second job that runs no suite code.
 
 - ``guard_pull_request_target``: that event gives the base repository's write token and secrets
-  to a job triggered by anyone's PR. Run modes are refused there unless the workflow opts in
-  (``allow-pull-request-target: true``); with the opt-in, every checkout under the workspace,
-  the config's folder, the target's import paths and working folder, and the current folder
-  must be provably without the PR's head commit.
-- ``warn_exposed``: in a job that runs the suite, a token that can write (the repository's
-  ``permissions`` as the API reports them for this token) or a persisted git credential
-  (``http.<url>.extraheader`` in a checkout's git config) is a warning naming what to change."""
+  to a job triggered by anyone's PR, and its working tree can hold the PR's code however HEAD
+  looks (files checked out or applied from the PR, a clone in any folder, sources without
+  ``.git``). No check of commits can rule that out, so no mode that runs the suite is allowed
+  there; ``mode: comment`` (which runs none) is. The old opt-in is refused with what to do instead.
+- ``guard_exposed``: in a job that runs the suite, a token that can write (the repository's
+  ``permissions`` as the API reports them for this token) is refused unless the workflow accepts
+  it (``allow-write-token-with-suite: true``), and then the step summary says so; a persisted git
+  credential (``http.<url>.extraheader`` in a checkout's git config) is a warning.
+- ``guard_install``: the same refusals, earlier: before the action installs the suite's own
+  dependencies, whose build is the repository's code too."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,145 +36,139 @@ if TYPE_CHECKING:
     from evals.github.client import GitHubClient
     from evals.suite.config import SuiteConfig
 
-OPT_IN_VAR = "EVALGATE_ALLOW_PULL_REQUEST_TARGET"  # the action's `allow-pull-request-target` input
+# The action's removed `allow-pull-request-target` input still reaches us, so a workflow that sets
+# it learns that it no longer does anything rather than silently losing what it asked for.
+OLD_OPT_IN_VAR = "EVALGATE_ALLOW_PULL_REQUEST_TARGET"
+WRITE_OPT_IN_VAR = "EVALGATE_ALLOW_WRITE_TOKEN_WITH_SUITE"  # the action's `allow-write-token-with-suite`
 RUN_KINDS = ("smoke", "full", "reset", "run")
-_SKIP_DIRS = {"node_modules", ".venv", "venv", ".tox", "__pycache__", ".mypy_cache", ".pytest_cache", ".git"}
-MAX_SCAN_DIRS = 20_000
-MAX_SCAN_DEPTH = 6
+TWO_PHASE = (
+    "Gate pull requests on the pull_request event (a fork's token is read-only there) and post fork comments "
+    "from a workflow_run job with mode: comment, which runs no code of the pull request (docs/github-action.md, "
+    '"Pull requests from forks (two phases)")'
+)
 
 
-def guard_pull_request_target(
-    activity: Activity, config_path: Path, *, runs_suite: bool, env: Mapping[str, str] = os.environ
-) -> None:
-    """Refuse (exit 2) to run the suite under ``pull_request_target`` unless the workflow opted in
-    and no folder the suite can run from holds the PR's code. Modes that run no suite code (a
-    results file given, posting a stored report) are not affected."""
+def guard_pull_request_target(activity: Activity, *, runs_suite: bool, env: Mapping[str, str] = os.environ) -> None:
+    """Refuse (exit 2) the removed ``allow-pull-request-target`` input in any mode, and any mode
+    that runs the suite under ``pull_request_target``. Modes that run no suite code (a results
+    file given, posting a stored report) are not affected by the event."""
+    old = env.get(OLD_OPT_IN_VAR, "").strip()
+    if old and old.lower() != "false":
+        raise UsageError(
+            f"the input allow-pull-request-target ({old!r}) was removed: evalgate no longer runs the suite under "
+            "pull_request_target at all, opted in or not, because that job's working tree can hold the pull "
+            "request's code whatever its HEAD is, with the base repository's token and secrets. Remove the input, "
+            f"and move the suite off pull_request_target. {TWO_PHASE}; migration steps in the same document, "
+            '"Migrating from allow-pull-request-target"'
+        )
     if activity.event_name != "pull_request_target" or not runs_suite:
         return
-    refusal = (
-        "Gate pull requests on the pull_request event (its token is read-only for forks) and post fork comments "
-        "from a workflow_run job with mode: comment (the two-job layout in docs/github-action.md)"
+    raise UsageError(
+        f"pull_request_target: evalgate does not run the suite ({activity.kind}) under this event. This job holds the "
+        "base repository's token and secrets, and its working tree can hold the pull request's code (files checked "
+        "out or applied from the PR, a clone of it in any folder) that no check of commits can see. Under "
+        f"pull_request_target only mode: comment runs. {TWO_PHASE}"
     )
-    if env.get(OPT_IN_VAR) != "true":
-        raise UsageError(
-            "pull_request_target: this job holds the base repository's token and secrets, and the suite evalgate "
-            "would run here is code from the repository; evalgate does not run it under this event unless the "
-            f"workflow opts in with the input allow-pull-request-target: true. {refusal}"
-        )
-    head = activity.head_sha or ""
-    from evals.suite.config import load_config
-
-    folders = suite_folders(load_config(config_path), env)
-    for folder in folders:
-        contains = _contains_commit(folder, head)
-        if contains:
-            raise UsageError(
-                f"pull_request_target: {folder} holds the PR's head {head[:12]}, and the suite would run it with "
-                f"this job's token and secrets. {refusal}"
-            )
-        if contains is None:
-            raise UsageError(
-                f"pull_request_target: cannot rule out that {folder} holds the PR's code (head "
-                f"{head[:12] or '(unknown)'}): it is not in a git checkout, or a shallow one without that commit. "
-                f"Check out the base branch with fetch-depth: 0 to gate it. {refusal}"
-            )
-    from evals.github.publish import warn
-
-    warn(
-        f"pull_request_target (opted in): none of the {len(folders)} folder(s) the suite can run from holds the PR's "
-        f"head {head[:12]}, so this gates the base branch's code, not the pull request's. This job's token and "
-        "secrets are still readable by that code."
-    )
-
-
-def suite_folders(config: SuiteConfig, env: Mapping[str, str] = os.environ) -> list[Path]:
-    """Every folder whose code the suite can run: the current folder, the config's, the target's
-    import paths and working folder, and every git checkout under the workspace."""
-    found: list[Path] = [Path.cwd().resolve(), config.root.resolve()]
-    target = config.target
-    for extra in getattr(target, "path", None) or []:
-        found.append(config.resolve(extra).resolve())
-    cwd = getattr(target, "cwd", None)
-    if cwd:
-        found.append(config.resolve(cwd).resolve())
-    workspace = env.get("GITHUB_WORKSPACE")
-    if workspace:
-        found.extend(_checkouts_under(Path(workspace)))
-    return list(dict.fromkeys(found))
-
-
-def _checkouts_under(root: Path) -> Iterator[Path]:
-    """Folders under ``root`` (itself included) that hold a ``.git`` (a clone, a worktree, a
-    submodule). Too many folders to look through is a refusal, never a partial answer."""
-    seen = 0
-    stack = [(root.resolve(), 0)]
-    while stack:
-        folder, depth = stack.pop()
-        seen += 1
-        if seen > MAX_SCAN_DIRS:
-            raise UsageError(
-                f"pull_request_target: more than {MAX_SCAN_DIRS} folders under {root}; cannot check every checkout"
-            )
-        if (folder / ".git").exists():
-            yield folder
-        if depth >= MAX_SCAN_DEPTH:
-            continue
-        try:
-            children = [p for p in folder.iterdir() if p.is_dir() and not p.is_symlink() and p.name not in _SKIP_DIRS]
-        except OSError:
-            continue
-        stack.extend((child, depth + 1) for child in children)
-
-
-def _contains_commit(folder: Path, sha: str) -> bool | None:
-    """Whether the checkout holding ``folder`` is at ``sha`` or descends from it; None when git
-    cannot tell. A commit missing from a complete (not shallow) history is not an ancestor of HEAD."""
-    from evals.store import ancestry
-
-    if not sha or not folder.is_dir() or ancestry.resolve(folder, "HEAD") is None:
-        return None
-    found = ancestry.is_ancestor(sha, "HEAD", repo=folder)
-    if found is None and ancestry.resolve(folder, sha) is None and not ancestry.is_shallow(folder):
-        return False
-    return found
 
 
 # ---------------------------------------------------------------------------------------------
 # A job that runs the suite
 
 
-def warn_exposed(
+def guard_exposed(
     activity: Activity, config: SuiteConfig, client: GitHubClient | None, env: Mapping[str, str] = os.environ
 ) -> list[str]:
-    """Warnings (also printed as ``::warning``) for a job about to run the suite while holding
-    something the suite could use to write to the repository. Returns them."""
-    from evals.github.publish import warn
+    """Before the suite runs in Actions: refuse (exit 2) a token that can write unless the workflow
+    accepted it, and warn about a persisted git credential. Returns the warnings given (also
+    printed as ``::warning``; an accepted write token is also said in the step summary)."""
+    from evals.github.publish import warn, write_step_summary
 
     found = []
-    for folder in suite_folders(config, env):
+    for folder in _suite_folders(config, env):
         if persisted_credential(folder):
             found.append(
                 f"{folder} has a persisted git credential (actions/checkout without persist-credentials: false): "
                 "the suite can read it and push with it. Set persist-credentials: false on the checkout"
             )
             break
-    if client is not None and client.has_token:
-        can = client.token_can_write()
-        if can:
-            found.append(
-                f"this job runs the suite with a token that can write to {client.repo}: the suite's code can use it "
-                "(a process cannot hide a token from code running as the same user). Run the suite in a job with "
-                "contents: read and gate in a second job (the two-job layout in docs/github-action.md)"
-            )
-        elif can is None:
-            print(
-                "evalgate: could not tell whether this job's token can write (the API did not say); if it can, run "
-                "the suite in a job of its own with contents: read",
-                file=sys.stderr,
-            )
+    if client is not None and refuse_write_token(activity, client, env):
+        note = (
+            f"allow-write-token-with-suite: the suite ran in a job whose token can write to {client.repo}; the "
+            "suite's code could reach that token"
+        )
+        found.append(note)
+        write_step_summary(f"> **evalgate:** {note}.\n")
     for message in found:
         warn(message)
     return found
+
+
+def guard_install(
+    activity: Activity, client: GitHubClient | None, *, runs_suite: bool, env: Mapping[str, str] = os.environ
+) -> None:
+    """Before the action installs the suite's own dependencies (its ``install`` input) into the
+    virtualenv evalgate runs from: installing runs the repository's code (a build backend,
+    ``setup.py``) and can leave a ``.pth`` file that every later start of that Python runs, ``-I``
+    or not, with the token in the environment. So everything that would refuse the suite refuses
+    here, before that: ``pull_request_target``, a mode that runs no suite (nothing to install for),
+    a token that can write."""
+    if activity.event_name == "pull_request_target":
+        raise UsageError(
+            "pull_request_target: the input install runs the repository's code (its build), and under this event "
+            f"that can be the pull request's, with the base repository's token and secrets. {TWO_PHASE}"
+        )
+    if not runs_suite:
+        raise UsageError(
+            f"the input install is for the job that runs the suite; this one does not ({activity.why}): remove it"
+        )
+    refuse_write_token(activity, client, env)
+
+
+def refuse_write_token(activity: Activity, client: GitHubClient | None, env: Mapping[str, str] = os.environ) -> bool:
+    """Refuse (exit 2) a token that can write in a job that runs the suite, unless the workflow set
+    allow-write-token-with-suite: true. True when the token can write and that was accepted."""
+    accepted = _opt_in(env)
+    if client is None or not client.has_token:
+        return False
+    can = client.token_can_write()
+    if can is None:
+        print(
+            "evalgate: could not tell whether this job's token can write (the API did not say); if it can, run "
+            "the suite in a job of its own with contents: read",
+            file=sys.stderr,
+        )
+    if can and not accepted:
+        raise UsageError(
+            f"this job's token can write to {client.repo} (its permissions as GET /repos/{client.repo} reports "
+            f"them), and evalgate would run the suite ({activity.kind}) in this job, where its code can reach the "
+            "token (a process cannot hide it from code running as the same user). Run the suite in a job with "
+            'permissions contents: read and github-token: "" (mode: run) and gate its results in a second job '
+            '(docs/github-action.md, "Threat model"), or set allow-write-token-with-suite: true on the action to '
+            "accept that the suite can use this token"
+        )
+    return bool(can)
+
+
+def _opt_in(env: Mapping[str, str]) -> bool:
+    value = env.get(WRITE_OPT_IN_VAR, "").strip().lower()
+    if value not in ("", "true", "false"):
+        raise UsageError(f"allow-write-token-with-suite is {value!r}: use true or false")
+    return value == "true"
+
+
+def _suite_folders(config: SuiteConfig, env: Mapping[str, str]) -> list[Path]:
+    """The folders whose git config the suite's code runs under: the current folder, the
+    config's, the target's import paths and working folder, and the workspace."""
+    found: list[Path] = [Path.cwd().resolve(), config.root.resolve()]
+    target = config.target
+    found.extend(config.resolve(extra).resolve() for extra in getattr(target, "path", None) or [])
+    cwd = getattr(target, "cwd", None)
+    if cwd:
+        found.append(config.resolve(cwd).resolve())
+    workspace = env.get("GITHUB_WORKSPACE")
+    if workspace:
+        found.append(Path(workspace).resolve())
+    return list(dict.fromkeys(found))
 
 
 def persisted_credential(folder: Path) -> bool:

@@ -67,11 +67,11 @@ def run_gate(
 
     out_dir = out_dir_of(args)
     client = github_client(activity)
+    if candidate is None and not args.results:
+        guard_suite_job(activity, config, client)
     store = open_store_for(config, args, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
-    if candidate is None and not args.results:
-        warn_if_exposed(activity, config, client)
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     if args.results and any(a.error for case in candidate.cases for a in case.attempts):
         # A suite run prints these itself; brought results would otherwise show only counts.
@@ -164,12 +164,13 @@ def _baseline_sha(baseline: LoadedBaseline | None) -> str:
     return baseline.results.run.git_sha or ""
 
 
-def warn_if_exposed(activity: Activity, config: SuiteConfig, client: GitHubClient | None) -> None:
-    """Inside Actions, before the suite runs: warn about a write token or a persisted git credential."""
+def guard_suite_job(activity: Activity, config: SuiteConfig, client: GitHubClient | None) -> None:
+    """Inside Actions, before the suite runs: refuse a token that can write unless the workflow
+    accepted it, warn about a persisted git credential."""
     if activity.in_actions:
-        from evals.pipeline.exposure import warn_exposed
+        from evals.pipeline.exposure import guard_exposed
 
-        warn_exposed(activity, config, client)
+        guard_exposed(activity, config, client)
 
 
 def run_only(args: argparse.Namespace, activity: Activity) -> int:
@@ -182,7 +183,7 @@ def run_only(args: argparse.Namespace, activity: Activity) -> int:
         if args.results:
             raise UsageError("mode run runs the suite; a results file is gated with mode compare (or auto)")
         config = load_config(args.config)
-        warn_if_exposed(activity, config, github_client(activity))
+        guard_suite_job(activity, config, github_client(activity))
         results = run_suite(Path(args.config), path, smoke=activity.smoke)
     except EvalgateError as exc:
         report_failure(exc, activity)
@@ -204,6 +205,8 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         guard_reset_branch(activity)
         config, given = load_config_or_defaults(args)
         client = github_client(activity)
+        if given is None and not args.results:
+            guard_suite_job(activity, config, client)
         store = open_store_for(config, args, client=client)
         # Read before the run, so a broken store costs no run; the reset is compared with it for the
         # record, without the drift guard (a reset is what re-blesses).
@@ -215,8 +218,6 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
                 file=sys.stderr,
             )
             previous = Baselines(None, None)
-        if given is None and not args.results:
-            warn_if_exposed(activity, config, client)
         candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
         run = candidate.run
         if run.subset or run.shard:
