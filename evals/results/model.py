@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
-import io
 import json
 import os
 import tempfile
@@ -213,17 +212,45 @@ def inflated_too_large(where: str | Path, what: str = "decompressed data") -> In
     )
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+_INFLATE_CHUNK = 1 << 18  # bytes inflated per step: memory while counting is one of these
+
+
+def _inflated(raw: bytes) -> Iterator[bytes]:
+    """The inflated bytes of every gzip member in ``raw``, a chunk at a time; zlib.error or
+    EOFError when the data is corrupt or cut short (zlib checks each member's CRC and length)."""
+    while raw:
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        rest = raw
+        while not member.eof:
+            # Output may still be pending inside zlib once all input is consumed: call until it is
+            # drained; no input and no output before the end marker is data cut short.
+            chunk = member.decompress(rest, _INFLATE_CHUNK)
+            rest = member.unconsumed_tail
+            if not chunk and not rest:
+                raise EOFError("compressed data ended before the end-of-stream marker")
+            yield chunk
+        raw = member.unused_data.lstrip(b"\0")  # members may be padded with zeros, as gzip allows
+
+
 def gunzip(raw: bytes, where: str | Path) -> bytes:
-    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes."""
+    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes.
+
+    A bomb is refused without holding what it inflates to: the data is inflated once only to
+    count its bytes, one chunk at a time, and refused the moment the count passes the limit; it
+    is inflated again to keep it only once it is known to fit (a second inflate costs a fraction
+    of parsing the JSON it gives). The size a gzip trailer states is not used: it is the last
+    member's alone, modulo 4 GiB, and a cut-short file's last bytes state anything."""
     limit = inflate_limit()
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-            data = fh.read(limit + 1)
-    except (OSError, EOFError, zlib.error) as exc:
+        size = 0
+        for chunk in _inflated(raw):
+            size += len(chunk)
+            if size > limit:
+                raise inflated_too_large(where, "gzip data that inflates")
+        return b"".join(_inflated(raw))
+    except (EOFError, zlib.error) as exc:
         raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
-    if len(data) > limit:
-        raise inflated_too_large(where, "gzip data that inflates")
-    return data
 
 
 def read_json_bytes(path: Path) -> bytes:
@@ -234,7 +261,7 @@ def read_json_bytes(path: Path) -> bytes:
         raise InputFileError(path, "file not found") from None
     except OSError as exc:
         raise InputFileError(path, f"cannot read: {exc}") from None
-    return gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
+    return gunzip(raw, path) if raw[:2] == GZIP_MAGIC else raw
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:
