@@ -86,49 +86,55 @@ _KEY_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 # Where a secret written inside text ends: what cannot be part of it in a URL, JSON, markdown or prose.
 _END = r"\s\"'<>()\[\]{}|,;`"
-# Secrets written inside text. Each pattern keeps its first group (the label) and masks the rest.
+# Secrets written inside text: (words, pattern). A pattern runs only on text whose case-folded
+# form holds one of its words (a superset of what it matches): most text holds none of them, and a
+# substring search is far cheaper than a pattern that tries every word boundary (measured on 9 KB
+# of prose: ~6 µs a word against ~500 µs a pattern). Each pattern keeps its first group (the label)
+# and masks the rest.
 _TEXT_PATTERNS = [
     # password=..., "api_key": "...", Authorization: Bearer ..., MY_AUTH=...  (the scheme word is
     # masked too); a boolean or null there says whether, not what (persist-credentials: false).
-    re.compile(
-        r"(?i)(\b(?:\w+[_-])?(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|auth(?:orization)?|credentials?)\b"
-        r"[\"']?\s*[:=]\s*[\"']?)(?!(?:true|false|null|none)\b)(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
+    (
+        ("pass", "secret", "token", "api", "auth", "credential"),
+        re.compile(
+            r"(?i)(\b(?:\w+[_-])?(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|auth(?:orization)?|credentials?)"
+            r"\b[\"']?\s*[:=]\s*[\"']?)(?!(?:true|false|null|none)\b)(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
+        ),
     ),
-    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]+=*"),
-    re.compile(r"(?i)(\bbasic\s+)[A-Za-z0-9+/]{8,}=*"),
+    (("bearer",), re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]+=*")),
+    (("basic",), re.compile(r"(?i)(\bbasic\s+)[A-Za-z0-9+/]{8,}=*")),
     # A private key block, whole (to the end of the text when its END line is cut off).
-    re.compile(
-        r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)"
+    (
+        ("private key",),
+        re.compile(
+            r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)[\s\S]*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)"
+        ),
     ),
     # JSON Web Tokens: a base64url JSON header and payload ("eyJ" is how '{"' encodes), and a signature.
-    re.compile(r"()\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    (("eyj",), re.compile(r"()\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
     # Well-known key formats: OpenAI/Anthropic sk-, GitHub, Slack, Google, Stripe, GitLab, npm,
     # PyPI, Hugging Face, Google OAuth, AWS access key ids.
-    re.compile(r"(\bsk-)[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"(\b(?:ghp|gho|ghu|ghs|ghr)_)[A-Za-z0-9]{20,}"),
-    re.compile(r"(\bgithub_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"(\b(?:xox[abeoprs]|xapp)-)[A-Za-z0-9\-]{10,}"),
-    re.compile(r"(\bAIza)[0-9A-Za-z_\-]{30,}"),
-    re.compile(r"(\b(?:sk|rk)_(?:live|test)_)[0-9A-Za-z]{16,}"),
-    re.compile(r"(\b(?:glpat-|npm_|pypi-|hf_|ya29\.))[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"(\b)(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (("sk-",), re.compile(r"(\bsk-)[A-Za-z0-9_\-]{16,}")),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"(\b(?:ghp|gho|ghu|ghs|ghr)_)[A-Za-z0-9]{20,}")),
+    (("github_pat_",), re.compile(r"(\bgithub_pat_)[A-Za-z0-9_]{20,}")),
+    (("xox", "xapp-"), re.compile(r"(\b(?:xox[abeoprs]|xapp)-)[A-Za-z0-9\-]{10,}")),
+    (("aiza",), re.compile(r"(\bAIza)[0-9A-Za-z_\-]{30,}")),
+    (("sk_", "rk_"), re.compile(r"(\b(?:sk|rk)_(?:live|test)_)[0-9A-Za-z]{16,}")),
+    (
+        ("glpat-", "npm_", "pypi-", "hf_", "ya29."),
+        re.compile(r"(\b(?:glpat-|npm_|pypi-|hf_|ya29\.))[A-Za-z0-9_\-]{20,}"),
+    ),
+    (("akia", "asia"), re.compile(r"(\b)(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
     # URL user-info, user and password alike: a Sentry DSN's key is its user name
     # (https://KEY@o1.ingest.sentry.io/42 → https://***@o1.ingest.sentry.io/42). Up to the last "@"
     # before the path, so a password with an unencoded "@", "#" or "?" in it goes whole.
-    re.compile(rf"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^{_END}/@]+(?:@[^{_END}/@]+)*(?=@)"),
+    (("@",), re.compile(rf"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^{_END}/@]+(?:@[^{_END}/@]+)*(?=@)")),
     # Webhook URLs, whose path is the secret: hooks.slack.com/services/T../B../..., any hooks.*
     # host (Zapier), and a /webhooks/, /webhookb2/ or /hooks/ segment (Discord, Teams, GitLab).
-    re.compile(rf"(\bhttps?://hooks\.[^{_END}/]+/)[^{_END}]+"),
-    re.compile(rf"(\bhttps?://[^{_END}/]+/(?:[^{_END}/?#]+/)*?(?:webhooks?|webhookb2|hooks)/)[^{_END}]+"),
+    (("hooks.",), re.compile(rf"(\bhttps?://hooks\.[^{_END}/]+/)[^{_END}]+")),
+    (("hook",), re.compile(rf"(\bhttps?://[^{_END}/]+/(?:[^{_END}/?#]+/)*?(?:webhooks?|webhookb2|hooks)/)[^{_END}]+")),
 ]
-# Every pattern above needs one of these words, searched in the case-folded text (a superset of
-# what the patterns' case-insensitive matching finds). Most text has none, and one search is far
-# cheaper than running every pattern; on folded text without (?i) it is ~9× cheaper again
-# (measured: 48 µs → 5 µs on 232 characters).
-_ANY_TRIGGER = re.compile(
-    r"pass|secret|token|api|auth|credential|bearer|basic|private key|eyj|sk-|sk_|rk_|gh[opusr]_|github_pat_"
-    r"|xox|xapp|aiza|glpat|npm_|pypi-|hf_|ya29|akia|asia|://[^\s/]*@|hook"
-)
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come back in every case
@@ -200,10 +206,10 @@ def _mask_text(text: str, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> s
         text = text[:cap] + f"… [{len(text) - cap:,} characters cut before masking]"
     # Literal secrets first: a pattern might otherwise mask only part of one and leave the rest.
     text = literals.mask(text)
-    if _ANY_TRIGGER.search(text.casefold()) is None:
-        return text
-    for pattern in _TEXT_PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    folded = text.casefold()
+    for words, pattern in _TEXT_PATTERNS:
+        if any(word in folded for word in words):
+            text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
 
 
