@@ -10,7 +10,8 @@ Names and formats cannot find a secret of an unknown name and shape (a password 
 ``MY_DB``, a key under ``MAPS``). So the values of every environment variable the target or the
 judge can read are masked as literals wherever they appear, whatever the variable's name, except
 the few of :data:`HARMLESS_ENV` (paths, the locale, the commit a job runs on: no secret, and text
-is full of them). They are read once per process and matched with one compiled matcher; values
+is full of them); a command target's own ``env:`` reaches the runner as extra values (the target's
+``secrets``). They are read once per process and matched with one compiled matcher; values
 shorter than :data:`MIN_SECRET_CHARS` are left to the names and patterns (``WORKERS=4`` or
 ``DEBUG=true`` would otherwise mask every ``4`` and ``true``). Masking is on the runner's hot
 path: text is clipped to what will be stored before it is masked (:func:`clip_masked`)."""
