@@ -299,3 +299,44 @@ def test_upper_case_text_is_found_by_the_cheap_prefilter_too():
     masked = mask_secrets(text)
     for secret in ("hunter22", "abc.def", "zz9", "ME:PW"):
         assert secret not in masked, secret
+
+
+def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_reports_it(tmp_path):
+    """``gate --results`` with files in evalgate's format that evalgate did not make (no
+    run.evalgate_version): the first is seeded as the baseline, the second regresses and is
+    reported. Neither the baseline store's snapshots nor the reports nor the history hold the
+    secrets their outputs and errors carried."""
+    from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+
+    leak = f"leak: {UNKNOWN_ENV_SECRETS['MY_PASSPHRASE']} {' '.join(SHAPES)}"
+
+    def results(passed: bool) -> Results:
+        cases = [
+            CaseResult(
+                id=f"c{i}",
+                input="q",
+                attempts=[
+                    Attempt(
+                        passed=passed, output=leak, error=None if passed else AttemptError(kind="target", message=leak)
+                    )
+                ],
+            )
+            for i in range(4)
+        ]
+        return Results(run=RunInfo(suite="other", status="success", total_cases=4, completed_cases=4), cases=cases)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    env = {**env, **UNKNOWN_ENV_SECRETS}
+    done = []
+    for name, sha, passed in (("seed.json", "a" * 40, True), ("next.json", "b" * 40, False)):
+        save_results(results(passed), tmp_path / name)
+        gate = ["gate", "--results", name, "--sha", sha, "--out-dir", "out", "--html", "out/report.html"]
+        done.append(subprocess.run([sys.executable, "-m", "evals", *gate], env=env, cwd=tmp_path, capture_output=True))
+    assert [d.returncode for d in done] == [0, 1], done[1].stderr
+    written = {k: v for k, v in _written(tmp_path).items() if k not in ("seed.json", "next.json")}
+    snapshots = [k for k in written if k.endswith(".json.gz")]
+    assert snapshots and all(b"leak: " in written[k] for k in snapshots)
+    assert b"leak: " in written["out/report.html"] and b"leak: " in written["history rows"]
+    for secret in [UNKNOWN_ENV_SECRETS["MY_PASSPHRASE"], *SHAPE_SECRETS]:
+        for name, data in written.items():
+            assert secret.encode() not in data, f"{secret!r} in {name}"

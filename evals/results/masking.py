@@ -31,7 +31,7 @@ from typing import Any, TextIO
 from pydantic import BaseModel
 
 from evals.common.textstream import TextStreamWrapper
-from evals.results.model import OUTPUT_LIMIT_BYTES, clip_output
+from evals.results.model import OUTPUT_LIMIT_BYTES, Results, clip_output
 
 MASK = "***"
 # Environment variable values this short are not taken for secrets (see the module docstring).
@@ -240,6 +240,29 @@ def clip_masked(value: Any, extra_values: Iterable[str] = (), limit: int = OUTPU
     masked = _mask(value, literals, cap)
     text = masked if isinstance(masked, str) else json.dumps(masked, ensure_ascii=False, default=str)
     return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore"), digest, True
+
+
+def mask_results(results: Results) -> Results:
+    """A results file evalgate did not make (no ``run.evalgate_version``: another harness wrote
+    it in this format), which nothing has masked yet, masked as the runner masks what it writes:
+    what its cases and attempts say (inputs, expected values, outputs, errors, traces, metadata).
+    Ids, slices and the run's header stay as they are: they pair runs and name baselines. A file
+    evalgate made is returned as it is."""
+    if results.run.evalgate_version:
+        return results
+    literals = _literals_for(())
+    cases = [
+        case.model_copy(
+            update={
+                "input": _mask(case.input, literals),
+                "expected": _mask(case.expected, literals),
+                "metadata": _mask(case.metadata, literals),
+                "attempts": [_mask(attempt, literals) for attempt in case.attempts],
+            }
+        )
+        for case in results.cases
+    ]
+    return results.model_copy(update={"cases": cases})
 
 
 def _mask(value: Any, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> Any:
