@@ -105,8 +105,8 @@ def test_gzip_bomb_results_file_is_refused_at_the_default_limit(tmp_path):
 def test_gzip_bomb_is_refused_while_counting_with_bounded_memory(tmp_path):
     """2 GiB of zeros in 32 gzip members (~2 MB, written member by member: the last member's
     trailer states 64 MiB, so only counting finds it). The refusal comes once the count passes
-    the limit, holding one chunk at a time: the process's peak memory stays far below the
-    1,024 MB limit it was allowed to inflate (holding the data up to the limit peaked at 1,069 MB)."""
+    the limit, having kept at most the first 64 MiB: the process's peak memory stays far below the
+    1,024 MB limit it was allowed to inflate (holding the data up to the limit peaked at 1,086 MB)."""
     import zlib
 
     packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
