@@ -18,12 +18,13 @@ from history_db import new_url
 from history_db import pg_admin_url as pg_admin_url  # the fixture
 
 from evals.history import open_history, record_comparison, record_run
-from evals.history.engine import open_engine, redact_url
+from evals.history.engine import open_engine
 from evals.history.record import Writer, run_digest
 from evals.history.settings import history_url as resolve_url
 from evals.history.sync import sync_store
 from evals.history.table import render
 from evals.history.trends import load_trends
+from evals.history.url import redact_url
 from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 from evals.results.trace import build_trace
 

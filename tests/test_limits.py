@@ -102,6 +102,48 @@ def test_gzip_bomb_results_file_is_refused_at_the_default_limit(tmp_path):
     assert str(bomb) in done.stderr and "larger than 1,024 MB" in done.stderr and INFLATE_LIMIT_ENV in done.stderr
 
 
+def test_gzip_bomb_is_refused_while_counting_with_bounded_memory(tmp_path):
+    """2 GiB of zeros in 32 gzip members (~2 MB, written member by member: the last member's
+    trailer states 64 MiB, so only counting finds it). The refusal comes once the count passes
+    the limit, having kept at most the first 64 MiB: the process's peak memory stays far below the
+    1,024 MB limit it was allowed to inflate (holding the data up to the limit peaked at 1,086 MB)."""
+    import zlib
+
+    packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    member = b"".join(packer.compress(b"\0" * (1 << 20)) for _ in range(64)) + packer.flush()
+    bomb = tmp_path / "candidate.json.gz"
+    with bomb.open("wb") as fh:
+        for _ in range(32):
+            fh.write(member)
+    assert bomb.stat().st_size < 4 << 20
+    probe = (
+        "import resource, sys\n"
+        "from evals.cli.app import main\n"
+        "code = main(['compare', '--candidate', sys.argv[1]])\n"
+        "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10, file=sys.stderr)\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(bomb)], capture_output=True, text=True, timeout=120, env=os.environ
+    )
+    assert done.returncode == EXIT_USAGE, done.stderr
+    assert str(bomb) in done.stderr and "larger than 1,024 MB" in done.stderr
+    peak_mb = int(done.stderr.rsplit("peak ", 1)[1])
+    assert peak_mb < 200, f"peak memory {peak_mb} MB while refusing a gzip bomb"
+
+
+def test_multi_member_and_zero_padded_gzip_still_load(tmp_path):
+    from evals.results.model import load_results, parse_results
+
+    text = json.dumps(GOOD).encode()
+    path = tmp_path / "r.json.gz"
+    path.write_bytes(gzip.compress(text[:10]) + gzip.compress(text[10:]) + b"\0" * 16)
+    assert load_results(path) == parse_results(text, "plain")
+    path.write_bytes(gzip.compress(text)[:-3])
+    with pytest.raises(InputFileError, match="corrupt or truncated gzip data"):
+        load_results(path)
+
+
 def test_the_inflate_limit_can_be_raised_and_is_checked(tmp_path):
     path = tmp_path / "r.json.gz"
     path.write_bytes(gzip.compress(json.dumps(GOOD).encode() + b" " * (3 << 20)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import subprocess
@@ -96,63 +97,166 @@ ENV_SECRETS = {
 }
 
 
-def test_secret_environment_names():
+# Secrets no environment variable holds, in the shapes of issue 20: found by their patterns alone.
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I3PXYwJVkV0vMw"
+PEM_BODY = "MIIEowIBAAKCAQEA1cOuV2nQvY3xK8u0rHhZl"
+SHAPES = [
+    "https://f00dfeedbeefcafe@o1.ingest.sentry.io/42",
+    "https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXXXXXX",
+    "https://discord.com/api/webhooks/1234567890/webhook-secret-part",
+    "AIzaSyD-neutral-google-key-0123456789abc",
+    JWT,
+    f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_BODY}\n-----END RSA PRIVATE KEY-----",
+]
+SHAPE_SECRETS = [
+    "f00dfeedbeefcafe",
+    "T0000/B0000",
+    "XXXXXXXXXXXX",
+    "webhook-secret-part",
+    "neutral-google-key",
+    JWT[:40],
+    JWT[-20:],
+    PEM_BODY,
+]
+
+
+def test_every_environment_value_is_secret_but_the_harmless_ones():
     env = {
         **ENV_SECRETS,
-        "TOKENIZERS_PARALLELISM": "false-but-long",
-        "KEYCLOAK_URL": "https://auth.example",
+        "MY_DB": "a-value-of-no-known-shape",  # no secret-looking name: masked all the same
+        "GITHUB_TOKEN": "ghs_runnerTokenValue0123456789",
+        "ACTIONS_RUNTIME_TOKEN": "eyJ0eXAiOiJKV1Q-runtime",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN": "request-token-value",
+        "EVALGATE_HISTORY_URL": "postgresql://u:s3cretpw@db/h",
+        "PEM": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkq\n-----END PRIVATE KEY-----\n",
         "PATH": "/usr/local/bin:/usr/bin",
+        "HOME": "/home/runner",
+        "LANG": "en_US.UTF-8",
+        "LC_ALL": "en_US.UTF-8",
+        "GITHUB_SHA": "4f2c" * 10,
+        "GITHUB_WORKSPACE": "/home/runner/work/app/app",
+        "RUNNER_TEMP": "/home/runner/work/_temp",
+        "EVALGATE_REASON": "first baseline",
+        "WORKERS": "4",
         "SHORT_KEY": "1234567",  # under MIN_SECRET_CHARS: masking it would mask ordinary text
-        "app.client-secret": "a-dotted-secret",
-        "DB_CREDENTIALS": "user:hunter2hunter2",
+        "PADDED": "  padded-secret-value\n",
     }
-    assert set(env_secrets(env)) == {*ENV_SECRETS.values(), "a-dotted-secret", "user:hunter2hunter2"}
+    assert set(env_secrets(env)) == {
+        *ENV_SECRETS.values(),
+        "a-value-of-no-known-shape",
+        "ghs_runnerTokenValue0123456789",
+        "eyJ0eXAiOiJKV1Q-runtime",
+        "request-token-value",
+        "postgresql://u:s3cretpw@db/h",
+        env["PEM"].strip(),
+        *("-----BEGIN PRIVATE KEY-----", "MIIEvQIBADANBgkq", "-----END PRIVATE KEY-----"),  # printed line by line
+        "padded-secret-value",
+    }
     assert all(len(v) >= MIN_SECRET_CHARS for v in env_secrets(env))
+
+
+def test_secrets_of_unknown_names_and_shapes_inside_text():
+    text = " ".join(SHAPES) + " MY_PASSPHRASE=horse-staple svc_auth: opaque99 persist-credentials: false"
+    masked = mask_secrets(text)
+    for secret in [*SHAPE_SECRETS, "horse-staple", "opaque99"]:
+        assert secret not in masked, secret
+    assert "https://***@o1.ingest.sentry.io/42" in masked and "https://hooks.slack.com/***" in masked
+    assert "-----BEGIN RSA PRIVATE KEY-----***" in masked and "persist-credentials: false" in masked
+    assert mask_secrets({"svcAuth": "x", "passphrase": "y", "credential": "z", "author": "kim"}) == {
+        "svcAuth": MASK,
+        "passphrase": MASK,
+        "credential": MASK,
+        "author": "kim",
+    }
 
 
 def test_passwords_in_urls():
     text = "connect postgres://app:pw@db:5432/x or https://user:p%40ss@h.example/a; ssh://git@github.com stays"
+    # The user goes too: a Sentry DSN's key is its user name.
     assert (
-        mask_secrets(text) == "connect postgres://***@db:5432/x or https://***@h.example/a; ssh://git@github.com stays"
+        mask_secrets(text) == "connect postgres://***@db:5432/x or https://***@h.example/a; ssh://***@github.com stays"
     )
+    unencoded = "postgresql://u:p@ss#w?rd@db.internal/h and postgresql://u@db/h?sslmode=require"
+    assert mask_secrets(unencoded) == "postgresql://***@db.internal/h and postgresql://***@db/h?sslmode=require"
 
 
-def test_secret_environment_values_never_reach_results_or_the_report(tmp_path):
-    """A real ``evalgate run`` whose target prints the environment's secrets (in output, error and
-    metadata), then ``evalgate compare --report``: neither file holds any of them."""
+# Secrets of unknown names and shapes (issue 20 item 2), in the environment the target reads.
+UNKNOWN_ENV_SECRETS = {
+    "SENTRY_DSN": "https://abc123def4567890@o1.ingest.sentry.io/42",
+    "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T000/B000/ZZZZZZZZZZZZZZZZ",
+    "MY_PASSPHRASE": "correct horse battery staple",
+    "MAPS": "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+    "SERVICE_AUTH": "opaque-auth-value-99",
+    "NEUTRAL_SETTING": "zq8v7w6x5y4u3t",
+}
+TARGET_ENV_SECRET = "only-in-target-env-42"  # in target.env, not in evalgate's own environment
+
+
+def _written(folder) -> dict[str, bytes]:
+    """Every file under ``folder`` but the suite's own: gzip inflated (baseline snapshots), the
+    SQLite history as its SQL dump (rows may still be in its write-ahead log)."""
+    import gzip
+    import sqlite3
+
+    out = {}
+    for path in folder.rglob("*"):
+        if path.is_file() and path.name not in ("target.py", "evalgate.yml", "cases.jsonl"):
+            data = path.read_bytes()
+            out[str(path.relative_to(folder))] = gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data
+    with contextlib.closing(sqlite3.connect(folder / ".evalgate" / "history.sqlite")) as db:
+        out["history rows"] = "\n".join(db.iterdump()).encode()
+    return out
+
+
+def test_secrets_of_any_name_or_shape_reach_nothing_evalgate_writes(tmp_path):
+    """Two real gates on a command target: one seeds the baseline, then the target prints every
+    secret above, and the JWT, private key, DSN, webhook and AIza key of SHAPES, in its outputs,
+    metadata, trace and stderr (a failed case). None of them is in results.json, report.md,
+    comment.md, comparison.json, the HTML report, the baseline store, the SQLite history or what
+    evalgate printed; the outputs themselves are there."""
     (tmp_path / "target.py").write_text(
         textwrap.dedent(
             """
             import json, os, sys
             case = json.load(sys.stdin)
-            secrets = " ".join(os.environ[k] for k in NAMES)
+            if not os.environ.get("LEAK"):
+                print(json.dumps({"output": case["input"]}))
+                sys.exit(0)
+            secrets = " | ".join([*(os.environ[k] for k in NAMES), *SHAPES])
             if case["id"] == "c001":
-                sys.stderr.write("failed with " + secrets + " via postgres://app:pw@db")
+                sys.stderr.write("failed with " + secrets)
                 sys.exit(3)
-            print(json.dumps({"output": "leak: " + secrets + " postgres://app:pw@db", "metadata": {"env": secrets}}))
+            trace = [{"kind": "log", "name": "env", "content": secrets}]
+            print(json.dumps({"output": "leak: " + secrets, "metadata": {"env": secrets}, "trace": trace}))
             """
-        ).replace("NAMES", repr(sorted(ENV_SECRETS)))
+        )
+        .replace("NAMES", repr([*UNKNOWN_ENV_SECRETS, "TARGET_ONLY"]))
+        .replace("SHAPES", repr(SHAPES))
     )
-    config = write_suite(tmp_path, echo_cases(3), target={"command": [sys.executable, "target.py"]}, slices=[])
-    env = {**os.environ, **ENV_SECRETS}
-    evalgate = [sys.executable, "-m", "evals"]
-    done = subprocess.run(
-        [*evalgate, "run", "--config", str(config), "-o", str(tmp_path / "r.json")],
-        env=env,
+    target = {"command": [sys.executable, "target.py"], "env": {"TARGET_ONLY": TARGET_ENV_SECRET}}
+    config = write_suite(tmp_path, echo_cases(4), target=target, slices=[], baseline={"on_missing": "seed"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    env = {**env, **UNKNOWN_ENV_SECRETS}
+    gate = [sys.executable, "-m", "evals", "gate", "--config", str(config), "--out-dir", str(tmp_path / "out")]
+    seeded = subprocess.run([*gate, "--comment", "off"], env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert seeded.returncode == 0, seeded.stderr
+    leaked = subprocess.run(
+        [*gate, "--comment", "off", "--html", str(tmp_path / "out" / "report.html")],
+        env={**env, "LEAK": "1"},
+        cwd=tmp_path,
         capture_output=True,
         text=True,
     )
-    assert done.returncode == 0, done.stderr
-    subprocess.run(
-        [*evalgate, "compare", "--candidate", str(tmp_path / "r.json"), "--report", str(tmp_path / "r.md")],
-        env=env,
-        capture_output=True,
-        check=False,
-    )
-    written = (tmp_path / "r.json").read_text() + (tmp_path / "r.md").read_text()
-    assert "leak: " in written and "failed with" in written
-    for value in [*ENV_SECRETS.values(), ":pw@"]:
-        assert value not in written, value
+    assert leaked.returncode == 1, leaked.stderr  # every case regressed
+    written = _written(tmp_path)
+    for name in ("results.json", "report.md", "comment.md", "comparison.json", "report.html"):
+        assert b"leak: " in written[f"out/{name}"], name
+    assert b"leak: " in written["history rows"] and b"command exit 3" in written["out/results.json"]
+    assert "command exit 3" in leaked.stderr
+    written["stdout/stderr"] = (seeded.stdout + seeded.stderr + leaked.stdout + leaked.stderr).encode()
+    for secret in [*UNKNOWN_ENV_SECRETS.values(), TARGET_ENV_SECRET, *SHAPE_SECRETS]:
+        for name, data in written.items():
+            assert secret.encode() not in data, f"{secret!r} in {name}"
 
 
 # ------------------------------------------------------------------------- bounded masking (#11.6)
@@ -195,3 +299,44 @@ def test_upper_case_text_is_found_by_the_cheap_prefilter_too():
     masked = mask_secrets(text)
     for secret in ("hunter22", "abc.def", "zz9", "ME:PW"):
         assert secret not in masked, secret
+
+
+def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_reports_it(tmp_path):
+    """``gate --results`` with files in evalgate's format that evalgate did not make (no
+    run.evalgate_version): the first is seeded as the baseline, the second regresses and is
+    reported. Neither the baseline store's snapshots nor the reports nor the history hold the
+    secrets their outputs and errors carried."""
+    from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+
+    leak = f"leak: {UNKNOWN_ENV_SECRETS['MY_PASSPHRASE']} {' '.join(SHAPES)}"
+
+    def results(passed: bool) -> Results:
+        cases = [
+            CaseResult(
+                id=f"c{i}",
+                input="q",
+                attempts=[
+                    Attempt(
+                        passed=passed, output=leak, error=None if passed else AttemptError(kind="target", message=leak)
+                    )
+                ],
+            )
+            for i in range(4)
+        ]
+        return Results(run=RunInfo(suite="other", status="success", total_cases=4, completed_cases=4), cases=cases)
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    env = {**env, **UNKNOWN_ENV_SECRETS}
+    done = []
+    for name, sha, passed in (("seed.json", "a" * 40, True), ("next.json", "b" * 40, False)):
+        save_results(results(passed), tmp_path / name)
+        gate = ["gate", "--results", name, "--sha", sha, "--out-dir", "out", "--html", "out/report.html"]
+        done.append(subprocess.run([sys.executable, "-m", "evals", *gate], env=env, cwd=tmp_path, capture_output=True))
+    assert [d.returncode for d in done] == [0, 1], done[1].stderr
+    written = {k: v for k, v in _written(tmp_path).items() if k not in ("seed.json", "next.json")}
+    snapshots = [k for k in written if k.endswith(".json.gz")]
+    assert snapshots and all(b"leak: " in written[k] for k in snapshots)
+    assert b"leak: " in written["out/report.html"] and b"leak: " in written["history rows"]
+    for secret in [UNKNOWN_ENV_SECRETS["MY_PASSPHRASE"], *SHAPE_SECRETS]:
+        for name, data in written.items():
+            assert secret.encode() not in data, f"{secret!r} in {name}"

@@ -60,8 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from evals.cli import closedpipe
     from evals.github import logguard
+    from evals.results import masking
 
     closedpipe.install()  # a reader that closes our output early ends it, not the command
+    masking.install()  # nothing we print shows a secret (below the log guard: its commands are masked too)
     logguard.install()  # in Actions, no line we print starts a workflow command we did not mean
     command = _command_of(argv)
     try:

@@ -66,8 +66,9 @@ def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteCon
 
 def main(args: argparse.Namespace) -> int:
     from evals.history import open_history
-    from evals.history.engine import redact_url, sqlite_path
+    from evals.history.engine import sqlite_path
     from evals.history.settings import history_url
+    from evals.history.url import redact_url
 
     config = _config(args, required=args.action == "sync")
     url = args.url or history_url(config)
@@ -170,8 +171,8 @@ def _add(url: str, files: list[Path]) -> int:
     from evals.common.errors import EvalgateError, InfraError
     from evals.compare.lazyload import load_lazy
     from evals.history import open_history
-    from evals.history.engine import redact_url
     from evals.history.record import Writer, run_digest
+    from evals.history.url import redact_url
 
     where = redact_url(url)
     done: list[str] = []

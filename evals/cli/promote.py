@@ -10,6 +10,7 @@ from evals.cli.options import add_store_options
 from evals.common.errors import EXIT_FAIL, EXIT_PASS, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import actor_name
+from evals.results.masking import mask_results
 from evals.results.model import load_results
 from evals.store.promotion import promote_candidate
 from evals.store.selection import load_baselines, open_store_for
@@ -32,7 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     store = open_store_for(config, args)
-    candidate = load_results(args.results)
+    candidate = mask_results(load_results(args.results))  # the baseline asset: masked if another harness wrote it
     if args.comparison:
         from evals.report.files import parse_comparison
         from evals.results.model import read_json_bytes

@@ -87,11 +87,12 @@ def _record(config: SuiteConfig | None, what: str, work: Callable[[Writer, Recor
         with open_history(url) as engine:
             work(Writer(engine), done)
     except Exception as exc:  # the history never breaks a command
-        from evals.history.engine import redact_url
+        from evals.history.url import redact_text, redact_url
 
+        problem = redact_text(str(exc).strip(), url)
         done.failures += 1
-        done.messages.append(f"{what}: {type(exc).__name__}: {str(exc).strip()[:300]}")
-        print(f"evalgate: warning: history {redact_url(url)}: could not record {what}: {exc}", file=sys.stderr)
+        done.messages.append(f"{what}: {type(exc).__name__}: {problem[:300]}")
+        print(f"evalgate: warning: history {redact_url(url)}: could not record {what}: {problem}", file=sys.stderr)
     return done
 
 

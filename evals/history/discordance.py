@@ -12,8 +12,9 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evals.history.engine import Engine, redact_url, sqlite_path
+from evals.history.engine import Engine, sqlite_path
 from evals.history.settings import history_url
+from evals.history.url import redact_text, redact_url
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
@@ -90,5 +91,6 @@ def discordance_for(config: SuiteConfig) -> Observed | None:
                 return None
             return observed_discordance(engine, config.suite, config.config_hash())
     except Exception as exc:
-        print(f"evalgate: warning: history {redact_url(url)}: could not read it ({exc}); assuming", file=sys.stderr)
+        problem = redact_text(str(exc), url)
+        print(f"evalgate: warning: history {redact_url(url)}: could not read it ({problem}); assuming", file=sys.stderr)
         return None

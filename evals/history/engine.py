@@ -20,23 +20,13 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from evals.common.errors import InfraError, UsageError
+from evals.history.url import is_postgres, redact_text, redact_url
 
 MIGRATION_RE = re.compile(r"^(\d{4})_(\w+?)(?:\.(sqlite|postgresql))?\.sql$")
 ENGINES = ("sqlite", "postgresql")
 MULTI_ROW_VARIABLES = 960  # bound parameters per multi-row INSERT (SQLite allows 32,766)
-
-
-def redact_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 @dataclass(frozen=True)
@@ -197,16 +187,29 @@ class PostgresEngine(Engine):
         self.where = redact_url(url)
         try:
             import psycopg
+            from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise UsageError(
                 f"history {self.where}: PostgreSQL needs psycopg 3: pip install 'evalgate[postgres]' "
                 "(or use the SQLite history: unset EVALGATE_HISTORY_URL / history.url)"
             ) from None
         self._psycopg = psycopg
+        # libpq's own reading, before connecting: a location it cannot parse is the user's to fix
+        # (exit 2), not an unreachable server.
+        try:
+            conninfo_to_dict(url)
+        except psycopg.Error as exc:
+            raise UsageError(
+                f"history {self.where}: libpq cannot read it as a PostgreSQL URL or keyword string: "
+                f"{redact_text(str(exc).strip(), url)}; in a URL, percent-encode special characters of the "
+                "password (space %20, # %23, / %2F, @ %40), or use a libpq keyword string (host, dbname, "
+                "user, password; a value in single quotes may hold any character); a SQLite file whose name "
+                "has '=' in it is sqlite:///NAME"
+            ) from None
         try:
             self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
-            raise InfraError(f"history {self.where}: cannot connect: {str(exc).strip()}") from None
+            raise InfraError(f"history {self.where}: cannot connect: {redact_text(str(exc).strip(), url)}") from None
         self._tx_depth = 0
 
     def _sql(self, sql: str) -> str:
@@ -257,10 +260,10 @@ class PostgresEngine(Engine):
 
 def sqlite_path(url: str) -> Path | None:
     """The file of a SQLite history URL (``sqlite:///relative``, ``sqlite:////absolute`` or a plain
-    path); None for PostgreSQL. UsageError for any other scheme."""
-    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
-    if scheme in ("postgresql", "postgres"):
+    path); None for PostgreSQL (a URL or a libpq keyword string). UsageError for any other scheme."""
+    if is_postgres(url):
         return None
+    scheme = url.split(":", 1)[0].lower() if "://" in url else ""
     if scheme == "sqlite":
         return Path(url.split("://", 1)[1].removeprefix("/"))
     if scheme:
@@ -269,6 +272,7 @@ def sqlite_path(url: str) -> Path | None:
 
 
 def open_engine(url: str) -> Engine:
-    """``postgresql://...`` (or ``postgres://``) → PostgreSQL; otherwise SQLite (``sqlite_path``)."""
+    """``postgresql://...`` (or ``postgres://``) or a libpq keyword string → PostgreSQL; otherwise
+    SQLite (``sqlite_path``)."""
     path = sqlite_path(url)
     return PostgresEngine(url) if path is None else SQLiteEngine(path)

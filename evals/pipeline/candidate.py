@@ -17,6 +17,7 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
 from evals.github.token_guard import seal_process, suite_env
+from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.suite.config import BaselineSpec, MetricSpec, SuiteConfig, load_config
 
@@ -91,7 +92,8 @@ def load_given(args: argparse.Namespace, out_dir: Path, slice_keys: list[str] | 
         path = out_dir / "results.json"
         save_results(results, path)
     else:
-        results, path = load_results(given), given
+        # Promoted, reported and recorded from here on: masked first if another harness wrote it.
+        results, path = mask_results(load_results(given)), given
     _require_slices(results, given, slice_keys or [])
     return results, path
 

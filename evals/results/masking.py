@@ -1,16 +1,20 @@
-"""Secret masking applied to everything the runner and the importers write (SPEC §3).
+"""Secret masking applied to everything evalgate writes (SPEC §3): results, reports, the history
+and its own output (:class:`MaskedStream`).
 
 Keys are matched by their words, not substrings, so ``access_token``, ``apiKey`` and
 ``X-Api-Key`` are masked while ``tokens_in``, ``max_tokens`` and ``tokenizer`` are not.
 Under a secret key, only strings and containers are masked: a number there (``token_count: 12``)
 is not a credential, and masking it would corrupt usage figures.
 
-Besides keys and known formats, the values of environment variables whose names look secret
-(:data:`SECRET_ENV_NAME`: ``AWS_SECRET_ACCESS_KEY``, ``AZURE_OPENAI_KEY``, ``PGPASSWORD`` ...) are
-masked as literals wherever they appear. They are read once per process and matched with one
-compiled matcher; values shorter than :data:`MIN_SECRET_CHARS` are left alone (``KEY_ID=1`` or
-``TOKEN=x`` would otherwise mask every ``1`` and ``x``). Masking is on the runner's hot path:
-text is clipped to what will be stored before it is masked (:func:`clip_masked`)."""
+Names and formats cannot find a secret of an unknown name and shape (a password under
+``MY_DB``, a key under ``MAPS``). So the values of every environment variable the target or the
+judge can read are masked as literals wherever they appear, whatever the variable's name, except
+the few of :data:`HARMLESS_ENV` (paths, the locale, the commit a job runs on: no secret, and text
+is full of them); a command target's own ``env:`` reaches the runner as extra values (the target's
+``secrets``). They are read once per process and matched with one compiled matcher; values
+shorter than :data:`MIN_SECRET_CHARS` are left to the names and patterns (``WORKERS=4`` or
+``DEBUG=true`` would otherwise mask every ``4`` and ``true``). Masking is on the runner's hot
+path: text is clipped to what will be stored before it is masked (:func:`clip_masked`)."""
 
 from __future__ import annotations
 
@@ -20,19 +24,52 @@ import itertools
 import json
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TextIO
 
 from pydantic import BaseModel
 
-from evals.results.model import OUTPUT_LIMIT_BYTES, clip_output
+from evals.common.textstream import TextStreamWrapper
+from evals.results.model import OUTPUT_LIMIT_BYTES, Results, clip_output
 
 MASK = "***"
 # Environment variable values this short are not taken for secrets (see the module docstring).
 MIN_SECRET_CHARS = 8
-# A name part ending in KEY, SECRET, TOKEN, PASSWORD/PASSWD or CREDENTIAL (plural too):
-# AWS_SECRET_ACCESS_KEY, AZURE_OPENAI_KEY, HF_TOKEN, PGPASSWORD; not TOKENIZERS_PARALLELISM.
-SECRET_ENV_NAME = re.compile(r"(?i)(?:^|[_.-])[A-Z0-9]*(?:KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIAL)S?(?:$|[_.-])")
+# Variables whose values are masked nowhere: no secret, and masking them would shred ordinary
+# text (paths in every traceback and message, the locale, the repository and commit a job runs
+# on, evalgate's own settings such as the reset reason). GITHUB_TOKEN, ACTIONS_RUNTIME_TOKEN,
+# ACTIONS_ID_TOKEN_REQUEST_TOKEN and EVALGATE_HISTORY_URL are deliberately not here.
+HARMLESS_ENV = frozenset(
+    {
+        # the shell and the system
+        *("PATH", "HOME", "PWD", "OLDPWD", "USER", "LOGNAME", "SHELL", "HOSTNAME", "SHLVL", "_", "MAIL"),
+        *("LANG", "LANGUAGE", "TZ", "TERM", "TERM_PROGRAM", "COLORTERM", "LS_COLORS", "EDITOR", "PAGER"),
+        *("TMPDIR", "TMP", "TEMP", "DISPLAY", "CI", "DEBIAN_FRONTEND", "LD_LIBRARY_PATH", "PKG_CONFIG_PATH"),
+        # Python and actions/setup-python
+        *("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYTHONHASHSEED", "PYTHONUNBUFFERED", "PYTHONUTF8"),
+        *("PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING", "pythonLocation", "Python_ROOT_DIR", "Python3_ROOT_DIR"),
+        # GitHub Actions' default variables, the token's aside
+        *("GITHUB_ACTIONS", "GITHUB_ACTION", "GITHUB_ACTION_PATH", "GITHUB_ACTION_REF", "GITHUB_ACTION_REPOSITORY"),
+        *("GITHUB_ACTOR", "GITHUB_ACTOR_ID", "GITHUB_TRIGGERING_ACTOR", "GITHUB_API_URL", "GITHUB_GRAPHQL_URL"),
+        *("GITHUB_SERVER_URL", "GITHUB_BASE_REF", "GITHUB_HEAD_REF", "GITHUB_REF", "GITHUB_REF_NAME"),
+        *("GITHUB_REF_PROTECTED", "GITHUB_REF_TYPE", "GITHUB_SHA", "GITHUB_REPOSITORY", "GITHUB_REPOSITORY_ID"),
+        *("GITHUB_REPOSITORY_OWNER", "GITHUB_REPOSITORY_OWNER_ID", "GITHUB_RUN_ID", "GITHUB_RUN_NUMBER"),
+        *("GITHUB_RUN_ATTEMPT", "GITHUB_RETENTION_DAYS", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "GITHUB_JOB"),
+        *("GITHUB_WORKFLOW", "GITHUB_WORKFLOW_REF", "GITHUB_WORKFLOW_SHA", "GITHUB_WORKSPACE", "GITHUB_ENV"),
+        *("GITHUB_OUTPUT", "GITHUB_PATH", "GITHUB_STATE", "GITHUB_STEP_SUMMARY", "ImageOS", "ImageVersion"),
+        *("RUNNER_ARCH", "RUNNER_DEBUG", "RUNNER_ENVIRONMENT", "RUNNER_NAME", "RUNNER_OS", "RUNNER_TEMP"),
+        *("RUNNER_TOOL_CACHE", "RUNNER_WORKSPACE"),
+        # evalgate's own settings (action.yml passes its inputs so)
+        *("EVALGATE_MODE", "EVALGATE_CONFIG", "EVALGATE_RESULTS", "EVALGATE_RESULTS_FORMAT", "EVALGATE_SLICE_KEYS"),
+        *("EVALGATE_BASELINE_STORE", "EVALGATE_BASELINE_TAG", "EVALGATE_TOLERANCE", "EVALGATE_REASON"),
+        *("EVALGATE_COMMENT", "EVALGATE_PR_NUMBER", "EVALGATE_REPORT_DIR", "EVALGATE_OUT_DIR", "EVALGATE_PYTHON"),
+        *("EVALGATE_ALLOW_PULL_REQUEST_TARGET", "EVALGATE_HISTORY", "EVALGATE_MAX_INFLATED_MB"),
+        *("EVALGATE_GITHUB_LOGIN", "EVALGATE_GITHUB_RETRIES", "EVALGATE_GITHUB_TIMEOUT", "EVALGATE_GITHUB_BACKOFF"),
+        "EVALGATE_GITHUB_MAX_WAIT",
+    }
+)
+HARMLESS_ENV_PREFIXES = ("LC_", "XDG_")  # the locale's categories, the desktop's folders
 # No single string is masked beyond this many characters: masking costs ~0.3 µs a character, and
 # nothing this long is stored whole (outputs keep 8 KiB). The rest is cut, and the cut says so.
 MAX_MASKED_CHARS = 1 << 20
@@ -41,36 +78,64 @@ MAX_MASKED_CHARS = 1 << 20
 _SHORT_TEXT = 256
 
 _SECRET_WORDS = frozenset(
-    {"password", "passwords", "passwd", "secret", "secrets", "token", "authorization", "apikey", "credentials"}
+    {
+        *("password", "passwords", "passwd", "passphrase", "passphrases", "secret", "secrets", "token"),
+        *("auth", "authorization", "apikey", "credential", "credentials"),
+    }
 )
 _KEY_WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
-# Secrets written inside text. Each pattern keeps its first group (the label) and masks the rest.
+# Where a secret written inside text ends: what cannot be part of it in a URL, JSON, markdown or prose.
+_END = r"\s\"'<>()\[\]{}|,;`"
+# Secrets written inside text: (words, pattern). A pattern runs only on text whose case-folded
+# form holds one of its words (a superset of what it matches): most text holds none of them, and a
+# substring search is far cheaper than a pattern that tries every word boundary (measured on 9 KB
+# of prose: ~6 µs a word against ~500 µs a pattern). Each pattern keeps its first group (the label)
+# and masks the rest.
 _TEXT_PATTERNS = [
-    # password=..., "api_key": "...", Authorization: Bearer ...  (the scheme word is masked too)
-    re.compile(
-        r"(?i)(\b(?:\w+[_-])?(?:pass(?:word|wd)|secret|token|api[_-]?key|authorization)\b[\"']?\s*[:=]\s*[\"']?)"
-        r"(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
+    # password=..., "api_key": "...", Authorization: Bearer ..., MY_AUTH=...  (the scheme word is
+    # masked too); a boolean or null there says whether, not what (persist-credentials: false).
+    (
+        ("pass", "secret", "token", "api", "auth", "credential"),
+        re.compile(
+            r"(?i)(\b(?:\w+[_-])?(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|auth(?:orization)?|credentials?)"
+            r"\b[\"']?\s*[:=]\s*[\"']?)(?!(?:true|false|null|none)\b)(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
+        ),
     ),
-    re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]+=*"),
-    re.compile(r"(?i)(\bbasic\s+)[A-Za-z0-9+/]{8,}=*"),
-    # Well-known key formats: OpenAI/Anthropic sk-, GitHub, Slack, Hugging Face, AWS access key ids.
-    re.compile(r"(\bsk-)[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"(\b(?:ghp|gho|ghu|ghs|ghr)_)[A-Za-z0-9]{20,}"),
-    re.compile(r"(\bgithub_pat_)[A-Za-z0-9_]{20,}"),
-    re.compile(r"(\bxox[abprs]-)[A-Za-z0-9\-]{10,}"),
-    re.compile(r"(\bhf_)[A-Za-z0-9]{20,}"),
-    re.compile(r"(\b)AKIA[0-9A-Z]{16}\b"),
-    # Credentials in URLs: postgres://app:pw@db → postgres://***@db (a user alone is kept).
-    re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^\s/?#@:\"'<>]*:[^\s/?#@\"'<>]+(?=@)"),
+    (("bearer",), re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]+=*")),
+    (("basic",), re.compile(r"(?i)(\bbasic\s+)[A-Za-z0-9+/]{8,}=*")),
+    # A private key block, whole (to the end of the text when its END line is cut off).
+    (
+        ("private key",),
+        re.compile(
+            r"(-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----)[\s\S]*?"
+            r"(?:-----END [A-Z0-9 ]*PRIVATE KEY[A-Z ]*-----|\Z)"
+        ),
+    ),
+    # JSON Web Tokens: a base64url JSON header and payload ("eyJ" is how '{"' encodes), and a signature.
+    (("eyj",), re.compile(r"()\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
+    # Well-known key formats: OpenAI/Anthropic sk-, GitHub, Slack, Google, Stripe, GitLab, npm,
+    # PyPI, Hugging Face, Google OAuth, AWS access key ids.
+    (("sk-",), re.compile(r"(\bsk-)[A-Za-z0-9_\-]{16,}")),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), re.compile(r"(\b(?:ghp|gho|ghu|ghs|ghr)_)[A-Za-z0-9]{20,}")),
+    (("github_pat_",), re.compile(r"(\bgithub_pat_)[A-Za-z0-9_]{20,}")),
+    (("xox", "xapp-"), re.compile(r"(\b(?:xox[abeoprs]|xapp)-)[A-Za-z0-9\-]{10,}")),
+    (("aiza",), re.compile(r"(\bAIza)[0-9A-Za-z_\-]{30,}")),
+    (("sk_", "rk_"), re.compile(r"(\b(?:sk|rk)_(?:live|test)_)[0-9A-Za-z]{16,}")),
+    (
+        ("glpat-", "npm_", "pypi-", "hf_", "ya29."),
+        re.compile(r"(\b(?:glpat-|npm_|pypi-|hf_|ya29\.))[A-Za-z0-9_\-]{20,}"),
+    ),
+    (("akia", "asia"), re.compile(r"(\b)(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    # URL user-info, user and password alike: a Sentry DSN's key is its user name
+    # (https://KEY@o1.ingest.sentry.io/42 → https://***@o1.ingest.sentry.io/42). Up to the last "@"
+    # before the path, so a password with an unencoded "@", "#" or "?" in it goes whole.
+    (("@",), re.compile(rf"(\b[A-Za-z][A-Za-z0-9+.-]*://)[^{_END}/@]+(?:@[^{_END}/@]+)*(?=@)")),
+    # Webhook URLs, whose path is the secret: hooks.slack.com/services/T../B../..., any hooks.*
+    # host (Zapier), and a /webhooks/, /webhookb2/ or /hooks/ segment (Discord, Teams, GitLab).
+    (("hooks.",), re.compile(rf"(\bhttps?://hooks\.[^{_END}/]+/)[^{_END}]+")),
+    (("hook",), re.compile(rf"(\bhttps?://[^{_END}/]+/(?:[^{_END}/?#]+/)*?(?:webhooks?|webhookb2|hooks)/)[^{_END}]+")),
 ]
-# Every pattern above needs one of these words, searched in the case-folded text (a superset of
-# what the patterns' case-insensitive matching finds). Most text has none, and one search is far
-# cheaper than running every pattern; on folded text without (?i) it is ~9× cheaper again
-# (measured: 48 µs → 5 µs on 232 characters).
-_ANY_TRIGGER = re.compile(
-    r"pass|secret|token|api|authorization|bearer|basic|sk-|gh[opusr]_|github_pat_|xox|hf_|akia|://[^\s/@]*@"
-)
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come back in every case
@@ -81,13 +146,24 @@ def is_secret_key(key: str) -> bool:
     return any(a in ("api", "private") and b == "key" for a, b in itertools.pairwise(words))
 
 
+def harmless_env(name: str) -> bool:
+    return name in HARMLESS_ENV or name.startswith(HARMLESS_ENV_PREFIXES)
+
+
 def env_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """Values of the variables in ``environ`` (default: this process's environment) whose names
-    look secret, at least :data:`MIN_SECRET_CHARS` long."""
+    """The values in ``environ`` (default: this process's environment) masked wherever they
+    appear: every variable's but :func:`harmless_env` ones', stripped, and each line of a
+    multi-line value too (a key file pasted into a variable, printed a line at a time), those at
+    least :data:`MIN_SECRET_CHARS` long."""
     env = os.environ if environ is None else environ
-    return tuple(
-        sorted({v for k, v in env.items() if SECRET_ENV_NAME.search(k) and len(v.strip()) >= MIN_SECRET_CHARS})
-    )
+    found = set()
+    for name, value in env.items():
+        if harmless_env(name):
+            continue
+        for part in (value, *value.splitlines()):
+            if len(part.strip()) >= MIN_SECRET_CHARS:
+                found.add(part.strip())
+    return tuple(sorted(found))
 
 
 @functools.cache
@@ -131,10 +207,10 @@ def _mask_text(text: str, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> s
         text = text[:cap] + f"… [{len(text) - cap:,} characters cut before masking]"
     # Literal secrets first: a pattern might otherwise mask only part of one and leave the rest.
     text = literals.mask(text)
-    if _ANY_TRIGGER.search(text.casefold()) is None:
-        return text
-    for pattern in _TEXT_PATTERNS:
-        text = pattern.sub(lambda m: m.group(1) + MASK, text)
+    folded = text.casefold()
+    for words, pattern in _TEXT_PATTERNS:
+        if any(word in folded for word in words):
+            text = pattern.sub(lambda m: m.group(1) + MASK, text)
     return text
 
 
@@ -166,6 +242,29 @@ def clip_masked(value: Any, extra_values: Iterable[str] = (), limit: int = OUTPU
     return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore"), digest, True
 
 
+def mask_results(results: Results) -> Results:
+    """A results file evalgate did not make (no ``run.evalgate_version``: another harness wrote
+    it in this format), which nothing has masked yet, masked as the runner masks what it writes:
+    what its cases and attempts say (inputs, expected values, outputs, errors, traces, metadata).
+    Ids, slices and the run's header stay as they are: they pair runs and name baselines. A file
+    evalgate made is returned as it is."""
+    if results.run.evalgate_version:
+        return results
+    literals = _literals_for(())
+    cases = [
+        case.model_copy(
+            update={
+                "input": _mask(case.input, literals),
+                "expected": _mask(case.expected, literals),
+                "metadata": _mask(case.metadata, literals),
+                "attempts": [_mask(attempt, literals) for attempt in case.attempts],
+            }
+        )
+        for case in results.cases
+    ]
+    return results.model_copy(update={"cases": cases})
+
+
 def _mask(value: Any, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> Any:
     if isinstance(value, str):
         return _mask_text(value, literals, cap)
@@ -185,3 +284,21 @@ def _mask(value: Any, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> Any:
     if isinstance(value, BaseModel):
         return type(value).model_validate(_mask(value.model_dump(), literals, cap))
     return value
+
+
+class MaskedStream(TextStreamWrapper):
+    """A text stream that masks what is written to it: evalgate's own output, whose messages quote
+    what it does not control (a target's stderr, a user's file, a database driver's exception).
+    Each write is masked on its own; ``print`` writes its text in one call."""
+
+    def write(self, text: str) -> int:
+        self.inner.write(mask_text(text))
+        return len(text)
+
+
+def install(streams: tuple[str, ...] = ("stdout", "stderr")) -> None:
+    """Mask ``sys.stdout`` and ``sys.stderr`` (once)."""
+    for name in streams:
+        stream: TextIO | None = getattr(sys, name)
+        if stream is not None and not isinstance(stream, MaskedStream):
+            setattr(sys, name, MaskedStream(stream))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import hashlib
-import io
 import json
 import os
+import re
 import tempfile
 import zlib
 from collections.abc import Iterator
@@ -213,17 +213,61 @@ def inflated_too_large(where: str | Path, what: str = "decompressed data") -> In
     )
 
 
+GZIP_MAGIC = b"\x1f\x8b"
+_ZERO_PADDING = re.compile(rb"\0*")
+_INPUT_CHUNK = 1 << 14  # compressed bytes fed per step: zlib copies what a step leaves unread
+_INFLATE_CHUNK = 1 << 18  # inflated bytes per step: memory while counting is one of these
+# Inflated data is kept while it is counted up to this size (most results files: one pass); past
+# it, only counted, and inflated again once it is known to fit. So a bomb holds at most this much.
+_KEEP_WHILE_COUNTING = 64 << 20
+
+
+def _inflated(raw: bytes) -> Iterator[bytes]:
+    """The inflated bytes of every gzip member in ``raw``, a chunk at a time; zlib.error or
+    EOFError when the data is corrupt or cut short (zlib checks each member's CRC and length)."""
+    view = memoryview(raw)
+    start = 0
+    while start < len(raw):
+        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        pos, data = start, view[start:start]
+        while not member.eof:
+            if not data:
+                data, pos = view[pos : pos + _INPUT_CHUNK], min(pos + _INPUT_CHUNK, len(raw))
+            # Output may still be pending inside zlib once its input is consumed: call until the
+            # end marker; no input left and no output before it is data cut short.
+            chunk = member.decompress(data, _INFLATE_CHUNK)
+            data = member.unconsumed_tail
+            if not chunk and not data and pos == len(raw) and not member.eof:
+                raise EOFError("compressed data ended before the end-of-stream marker")
+            yield chunk
+        # The next member starts where this one's data ended; members may be padded with zeros.
+        start = _ZERO_PADDING.match(raw, pos - len(member.unused_data)).end()
+
+
 def gunzip(raw: bytes, where: str | Path) -> bytes:
-    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes."""
+    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes.
+
+    A bomb is refused without holding what it inflates to: the bytes are counted as they are
+    inflated, a chunk at a time, and refused the moment the count passes the limit; past
+    :data:`_KEEP_WHILE_COUNTING` they are only counted, and inflated again to keep them once they
+    are known to fit (a second inflate costs a fraction of parsing the JSON they hold). The size a
+    gzip trailer states is not used: it is the last member's alone, modulo 4 GiB, and a cut-short
+    file's last bytes state anything."""
     limit = inflate_limit()
     try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-            data = fh.read(limit + 1)
-    except (OSError, EOFError, zlib.error) as exc:
+        kept: list[bytes] | None = []
+        size = 0
+        for chunk in _inflated(raw):
+            size += len(chunk)
+            if size > limit:
+                raise inflated_too_large(where, "gzip data that inflates")
+            if kept is not None:
+                kept.append(chunk)
+                if size > _KEEP_WHILE_COUNTING:
+                    kept = None
+        return b"".join(kept if kept is not None else _inflated(raw))
+    except (EOFError, zlib.error) as exc:
         raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
-    if len(data) > limit:
-        raise inflated_too_large(where, "gzip data that inflates")
-    return data
 
 
 def read_json_bytes(path: Path) -> bytes:
@@ -234,7 +278,7 @@ def read_json_bytes(path: Path) -> bytes:
         raise InputFileError(path, "file not found") from None
     except OSError as exc:
         raise InputFileError(path, f"cannot read: {exc}") from None
-    return gunzip(raw, path) if raw[:2] == b"\x1f\x8b" else raw
+    return gunzip(raw, path) if raw[:2] == GZIP_MAGIC else raw
 
 
 def json_problem(exc: json.JSONDecodeError) -> str:

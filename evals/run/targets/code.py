@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import UsageError
+from evals.results.masking import env_secrets
 from evals.results.model import TargetInfo
 from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
@@ -157,6 +158,8 @@ class CommandProcessTarget(Target):
             raise UsageError(f"{where}: target.command is empty")
         self.cwd = (root / spec.cwd).resolve() if spec.cwd else root
         self._require_program(where)
+        # The target reads these on top of our own environment (whose values are masked anyway).
+        self.secrets = env_secrets(spec.env)
 
     def _require_program(self, where: str) -> None:
         """A program that cannot start would fail every case as a wrong answer: say so before the
