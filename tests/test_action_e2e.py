@@ -964,6 +964,15 @@ def _pr_code_in_a_base_checkout(world: World, layout: str) -> tuple[Path, str]:
 LAYOUTS = ["checkout-file", "git-apply", "clone-in-node_modules", "sources-without-git"]
 
 
+def _target_run(world: World, base: Path, head: str, ran: Path, name: str, inputs: dict[str, str]) -> StepRun:
+    """The action under ``pull_request_target`` for the PR ``head`` on a checkout of ``base``; the
+    PR's code marks ``ran`` if it ever runs."""
+    job = world.pull_request(base, head)
+    job.event_name = "pull_request_target"
+    job.extra_env["PR_CODE_RAN"] = str(ran)
+    return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
+
+
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_pull_request_target_never_runs_the_suite_even_with_the_removed_opt_in(world: World, layout: str) -> None:
     """Issue 20 item 1: under pull_request_target with allow-pull-request-target: true, the old guard
@@ -976,10 +985,7 @@ def test_pull_request_target_never_runs_the_suite_even_with_the_removed_opt_in(w
     ran = world.tmp / "pr-code-ran"
 
     def target_run(name: str, inputs: dict[str, str]) -> StepRun:
-        job = world.pull_request(base, head)
-        job.event_name = "pull_request_target"
-        job.extra_env["PR_CODE_RAN"] = str(ran)
-        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
+        return _target_run(world, base, head, ran, name, inputs)
 
     requests_before = len(gh.requests)
     opted_in = target_run("opted-in", {"allow-pull-request-target": "true"})
@@ -1008,10 +1014,7 @@ def test_pull_request_target_refuses_every_mode_that_runs_the_suite_and_still_po
     ran = world.tmp / "pr-code-ran"
 
     def target_run(name: str, inputs: dict[str, str]) -> StepRun:
-        job = world.pull_request(base, head)
-        job.event_name = "pull_request_target"
-        job.extra_env["PR_CODE_RAN"] = str(ran)
-        return world.runner.action(job, world.tmp / name, _temp(world, name), {"config": CONFIG, **inputs})
+        return _target_run(world, base, head, ran, name, inputs)
 
     for mode in ("run", "smoke", "full", "reset"):
         refused = target_run(mode, {"mode": mode, "reason": "try it"})
