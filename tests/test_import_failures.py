@@ -236,3 +236,36 @@ def test_import_summary_line_says_complete_once(tmp_path, python_exe):
     )
     assert "12/12 complete\n" in good.stderr or good.stderr.rstrip().endswith("12/12 complete"), good.stderr
     assert "complete, complete" not in good.stderr
+
+
+def test_show_from_a_format_slices_exactly_as_import_does(tmp_path, python_exe):
+    """Issue 24: `show --from promptfoo --slice-key language` exited 2 (the flag only picked among
+    the slices the import had already made, and promptfoo vars are no slices by default)."""
+    source = answered(tmp_path)
+    imported = evalgate(
+        "import", "--from", "promptfoo", str(source), "-o", "r.json", "--slice-key", "language",
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    shown = evalgate(
+        "show", "--from", "promptfoo", str(source), "--slice-key", "language", "--json",
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    of_import = evalgate("show", "r.json", "--slice-key", "language", "--json", cwd=tmp_path, python_exe=python_exe)
+    units = json.loads(shown.stdout)["units"]
+    assert [u["unit"] for u in units] == ["overall", "language=en", "language=fr"]
+    assert units == json.loads(of_import.stdout)["units"]
+
+
+@pytest.mark.parametrize("command", ["import", "show"])
+def test_a_slice_key_the_source_lacks_is_exit_2_for_import_and_show(tmp_path, python_exe, command):
+    """`import --slice-key lang` used to write a file without that slice, exit 0."""
+    out = ["-o", "r.json"] if command == "import" else []
+    typo = evalgate(
+        command, "--from", "promptfoo", str(answered(tmp_path)), *out, "--slice-key", "lang",
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert typo.returncode == 2, typo.stdout + typo.stderr
+    assert "'lang'" in typo.stderr and "language" in typo.stderr and "--slice-key" in typo.stderr
+    assert not (tmp_path / "r.json").exists()

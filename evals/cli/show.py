@@ -32,20 +32,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from evals.results.model import load_results
+    from evals.importers import import_results
     from evals.results.summary import render_text, summarize
 
-    if args.fmt == "evalgate":
-        results = load_results(args.file)
-    else:
-        from evals.importers import import_results
-
-        results = import_results(args.fmt, [args.file])
-    if args.slice_keys:
-        from evals.suite.slices import require_slice_keys
-
-        carried = {k for c in results.cases for k in c.slices}
-        require_slice_keys(args.slice_keys, carried, where=str(args.file), asked_in="--slice-key")
+    # One path for every format: `--slice-key` slices another harness's output exactly as
+    # `evalgate import --slice-key` does, and picks among an evalgate file's slices.
+    results = import_results(args.fmt, [args.file], slice_keys=args.slice_keys)
     summary = summarize(results, args.slice_keys)
     if args.json:
         print(summary.model_dump_json(indent=2))

@@ -4,7 +4,7 @@ evalgate's results file (SPEC §3), so they can be compared and gated like evalg
 an evalgate results file passes through unchanged.
 
 One module per harness; a new one registers in ``detect`` (``--from auto``) and here. May import
-``evals.results`` and ``evals.common`` only."""
+``evals.suite``, ``evals.results`` and ``evals.common`` only."""
 
 from __future__ import annotations
 
@@ -48,10 +48,17 @@ def format_name(fmt: str) -> str:
     return name
 
 
-def import_results(fmt: str, inputs: Sequence[str | Path], **options: Any) -> Results:
+def import_results(
+    fmt: str, inputs: Sequence[str | Path], *, slices_asked_in: str = "--slice-key", **options: Any
+) -> Results:
     """Read ``inputs`` (files or directories) of format ``fmt`` (or "auto": detected from the
     content) and return them as evalgate Results. Options: see ``ImportOptions``. Files that are
-    not what they claim raise ``InputFileError`` (exit 2) naming the file and the reason."""
+    not what they claim raise ``InputFileError`` (exit 2) naming the file and the reason.
+
+    Every command that reads another harness's output comes through here (``import``, ``show
+    --from``, ``gate --results-format``), so a slice key asked for (``slice_keys``; what to fix is
+    named by ``slices_asked_in``) slices the same way everywhere, and one no case carries is a
+    UsageError listing the keys the source offered, never an import without that slice."""
     from evals.importers.common import ImportOptions
     from evals.importers.detect import detect_format
 
@@ -69,13 +76,22 @@ def import_results(fmt: str, inputs: Sequence[str | Path], **options: Any) -> Re
     if name == "auto":
         name = detect_format(paths)
     module = importlib.import_module(FORMATS[name])
+    where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
     try:
-        return module.import_files(paths, opts)
+        results = module.import_files(paths, opts)
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         # Fields of an unexpected type or shape: the file is not the output the importer knows.
-        where = paths[0] if len(paths) == 1 else ", ".join(map(str, paths))
         raise InputFileError(
             where,
             f"not readable as {name} output: {type(exc).__name__}: {str(exc)[:300]}",
             f"if this is unmodified {name} output, please report it with the tool's version",
         ) from None
+    if opts.slice_keys and results.cases:  # no case at all: the run is empty, and says so itself
+        from evals.suite.slices import require_slice_keys
+
+        carried = {key for case in results.cases for key in case.slices}
+        missing = [key for key in opts.slice_keys if key not in carried]
+        # An import keeps only the keys asked for: list what its source offered instead.
+        offered = carried | set(results.run.source.get("tag_keys") or [])
+        require_slice_keys(missing, offered - set(missing), where=str(where), asked_in=slices_asked_in)
+    return results

@@ -88,14 +88,16 @@ def load_given(args: argparse.Namespace, out_dir: Path, slice_keys: list[str] | 
     if args.results_format and args.results_format != "evalgate":
         from evals.importers import import_results
 
-        results = import_results(args.results_format, [given], slice_keys=slice_keys)
+        results = import_results(
+            args.results_format, [given], slice_keys=slice_keys, slices_asked_in="slices: or --slice-key"
+        )
         path = out_dir / "results.json"
         save_results(results, path)
-    else:
-        # Promoted, reported and recorded from here on: masked first if another harness wrote it.
-        results, path = mask_results(load_results(given)), given
+        return results, path
+    # Promoted, reported and recorded from here on: masked first if another harness wrote it.
+    results = mask_results(load_results(given))
     _require_slices(results, given, slice_keys or [])
-    return results, path
+    return results, given
 
 
 def _require_slices(results: Results, path: Path, keys: list[str]) -> None:
