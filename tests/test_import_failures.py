@@ -6,6 +6,7 @@ config's ``slices:`` and ``gate --slice-key`` on imported results, and the impor
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -174,7 +175,7 @@ def test_gate_on_an_import_whose_requests_all_failed_is_incomplete_exit_3(tmp_pa
     """The issue's run: every request failed with getaddrinfo ENOTFOUND (and friends). Before, the
     failures were wrong answers and the gate said `fail: regression ... -0.87`, exit 1."""
     seed = evalgate(
-        "gate", "--results", str(answered(tmp_path)), "--results-format", "promptfoo", "--sha", "a" * 40,
+        "gate", "--results", str(answered(tmp_path)), "--results-format", "promptfoo", "--sha", "a" * 40, "--seed",
         cwd=tmp_path, python_exe=python_exe,
     )  # fmt: skip
     assert seed.returncode == 0, seed.stderr
@@ -269,3 +270,47 @@ def test_a_slice_key_the_source_lacks_is_exit_2_for_import_and_show(tmp_path, py
     assert typo.returncode == 2, typo.stdout + typo.stderr
     assert "'lang'" in typo.stderr and "language" in typo.stderr and "--slice-key" in typo.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def stored(tmp_path: Path) -> list[str]:
+    """The commits of the local store's snapshots."""
+    from evals.store.baseline import LocalStore
+
+    return [s.sha for s in LocalStore(tmp_path / ".evalgate" / "baselines").list().snapshots]
+
+
+def test_a_gate_without_a_config_seeds_nothing_and_names_the_reset(tmp_path, python_exe):
+    """Issue 24: `gate --results FILE` with no evalgate.yml blessed the first file it was given
+    (a broken promptfoo run became the baseline). Now it warns (no-baseline, exit 0, nothing
+    stored) and prints the exact reset, which then stores that very run."""
+    first = evalgate(
+        "gate", "--results", str(answered(tmp_path)), "--results-format", "promptfoo", "--sha", "d" * 40,
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "no-baseline" in first.stdout and stored(tmp_path) == []
+    command = f"evalgate reset --sha {'d' * 40} --results .evalgate/out/results.json --reason 'first baseline'"
+    assert command in first.stdout
+    assert command in (tmp_path / ".evalgate" / "out" / "report.md").read_text()
+    reset = evalgate(*shlex.split(command)[1:], cwd=tmp_path, python_exe=python_exe)
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    assert stored(tmp_path) == ["d" * 40]
+
+
+def test_gate_seed_flag_stores_the_first_run(tmp_path, python_exe):
+    seeded = evalgate(
+        "gate", "--results", str(answered(tmp_path)), "--results-format", "promptfoo", "--sha", "e" * 40, "--seed",
+        cwd=tmp_path, python_exe=python_exe,
+    )  # fmt: skip
+    assert seeded.returncode == 0, seeded.stdout + seeded.stderr
+    assert stored(tmp_path) == ["e" * 40]
+
+
+def test_compare_without_a_config_names_the_reset_of_its_candidate(tmp_path, python_exe):
+    imported = evalgate(
+        "import", "--from", "promptfoo", str(answered(tmp_path)), "-o", "cand.json", cwd=tmp_path, python_exe=python_exe
+    )
+    assert imported.returncode == 0, imported.stderr
+    compared = evalgate("compare", "--candidate", "cand.json", cwd=tmp_path, python_exe=python_exe)
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "evalgate reset --results cand.json --reason 'first baseline'" in compared.stdout

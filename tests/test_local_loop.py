@@ -158,7 +158,7 @@ def test_progress_shows_eta_and_the_running_pass_rate():
 
 def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
     """Outside a git checkout: reset names the snapshot by --sha, or by a digest of the results
-    without it; a first `gate --results` with no config seeds the store the same way."""
+    without it; a first `gate --results --seed` with no config seeds the store the same way."""
     store = tmp_path / "store"
     named = evalgate("reset", "--config", str(suite), "--reason", "first", "--store", "local",
                      "--baseline-dir", str(store), "--sha", "v1.0", cwd=tmp_path, python_exe=python_exe)  # fmt: skip
@@ -169,7 +169,7 @@ def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
     shutil.copyfile(tmp_path / ".evalgate" / "out" / "results.json", given)
     other = tmp_path / "elsewhere"
     other.mkdir()
-    seeded = evalgate("gate", "--results", str(given), cwd=other, python_exe=python_exe)
+    seeded = evalgate("gate", "--results", str(given), "--seed", cwd=other, python_exe=python_exe)
     assert seeded.returncode == 0, seeded.stdout + seeded.stderr
     assert "pass --sha COMMIT" in seeded.stderr
     snapshots = LocalStore(other / ".evalgate" / "baselines").list().snapshots

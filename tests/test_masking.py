@@ -303,7 +303,7 @@ def test_upper_case_text_is_found_by_the_cheap_prefilter_too():
 
 def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_reports_it(tmp_path):
     """``gate --results`` with files in evalgate's format that evalgate did not make (no
-    run.evalgate_version): the first is seeded as the baseline, the second regresses and is
+    run.evalgate_version): the first is seeded (`--seed`) as the baseline, the second regresses and is
     reported. Neither the baseline store's snapshots nor the reports nor the history hold the
     secrets their outputs and errors carried."""
     from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
@@ -331,6 +331,7 @@ def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_
     for name, sha, passed in (("seed.json", "a" * 40, True), ("next.json", "b" * 40, False)):
         save_results(results(passed), tmp_path / name)
         gate = ["gate", "--results", name, "--sha", sha, "--out-dir", "out", "--html", "out/report.html"]
+        gate += ["--seed"] if passed else []
         done.append(subprocess.run([sys.executable, "-m", "evals", *gate], env=env, cwd=tmp_path, capture_output=True))
     assert [d.returncode for d in done] == [0, 1], done[1].stderr
     written = {k: v for k, v in _written(tmp_path).items() if k not in ("seed.json", "next.json")}

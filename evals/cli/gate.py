@@ -55,6 +55,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="store the candidate as the new baseline when the gate allows it (default: on a push to the "
         "default branch only)",
     )
+    parser.add_argument(
+        "--seed",
+        action="store_true",
+        help="when the store has no baseline yet, store this complete run as the first (blessed) baseline: "
+        "baseline.on_missing: seed for this gate (default: warn, and name the reset that stores it)",
+    )
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report")
     parser.add_argument("--reason", help="why the baseline is reset (mode reset)")
     parser.add_argument("--pr", type=int, metavar="N", help="pull request number (mode comment)")

@@ -126,12 +126,14 @@ def compare(
     baseline_ref: BaselineRef | None = None,
     blessed_ref: BaselineRef | None = None,
     inconclusive: Literal["warn", "fail"] | None = None,
+    reset_command: str | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
     decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express.
     ``tolerance`` (absolute, or ``"N%"``) is the ``--tolerance`` flag: with a config it replaces the
     rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
-    of the one metric gated (default 0.02)."""
+    of the one metric gated (default 0.02). ``reset_command``: the command that would bless this
+    candidate, named in a ``no-baseline`` reason."""
     if tolerance is not None:
         tolerance = parse_tolerance(tolerance)
     names = named_scores(metric_def(name) for name in config.metrics) if config else []
@@ -225,7 +227,7 @@ def compare(
         verdict, reason = (
             "no-baseline",
             f"no baseline to compare with (first run?); on_missing is {on_missing}"
-            + (f": {first_baseline_hint()}" if on_missing != "seed" else "")
+            + (f": {first_baseline_hint(reset_command)}" if on_missing != "seed" else "")
             + "; `evalgate plan` shows which drops and tolerances this suite can certify, per slice",
         )
     elif why_incompatible:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,14 +21,19 @@ def reset_hint(env: Mapping[str, str] = os.environ) -> str:
     return 'a reset accepts it: `evalgate reset --reason "..."` (on GitHub: the workflow\'s workflow_dispatch reset)'
 
 
-def first_baseline_hint(env: Mapping[str, str] = os.environ) -> str:
-    """What makes the first baseline, where this runs."""
+def reset_command(results: str | os.PathLike[str], *flags: str | os.PathLike[str]) -> str:
+    """The command that blesses the very results file a comparison just read (``flags``: the
+    config and store it was read with), so the first baseline costs no second run."""
+    return shlex.join(["evalgate", "reset", *map(str, flags), "--results", str(results), "--reason", "first baseline"])
+
+
+def first_baseline_hint(reset_command: str | None = None, env: Mapping[str, str] = os.environ) -> str:
+    """What makes the first baseline, where this runs: ``reset_command`` is the exact command that
+    blesses this very run, when the caller knows it (the files and flags it was given)."""
     if env.get("GITHUB_ACTIONS") == "true":
         return "a push to the default branch with baseline.on_missing: seed, or the workflow's reset, stores one"
-    return (
-        'store this run as the baseline with `evalgate reset --reason "first baseline"`, or set '
-        "baseline.on_missing: seed"
-    )
+    command = reset_command or 'evalgate reset --reason "first baseline"'
+    return f"store this run as the baseline with `{command}`, or set baseline.on_missing: seed (or `gate --seed`)"
 
 
 def incompatibility(

@@ -19,7 +19,7 @@ from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, U
 from evals.github.token_guard import seal_process, suite_env
 from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
-from evals.suite.config import BaselineSpec, MetricSpec, SuiteConfig, load_config
+from evals.suite.config import MetricSpec, SuiteConfig, load_config
 
 DEFAULT_OUT_DIR = ".evalgate/out"
 
@@ -38,24 +38,40 @@ def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tupl
 
         snapshot_name(args.sha)
     flag_keys = list(dict.fromkeys(getattr(args, "slice_keys", None) or []))
+    given = None
     if not args.results or Path(args.config).exists():
         config = load_config(args.config)
         config.slices = list(dict.fromkeys([*config.slices, *flag_keys]))
-        return config, None
-    # Said loudly: a mistyped --config path lands here too.
-    given = load_given(args, out_dir_of(args), flag_keys or None)
-    print(f"evalgate: no {args.config}: gating {given[1]} with the default settings", file=sys.stderr)
-    config = config_for_results(given[0])
-    if flag_keys:
-        config.slices = flag_keys
+    else:
+        # Said loudly: a mistyped --config path lands here too.
+        given = load_given(args, out_dir_of(args), flag_keys or None)
+        print(f"evalgate: no {args.config}: gating {given[1]} with the default settings", file=sys.stderr)
+        config = config_for_results(given[0])
+        if flag_keys:
+            config.slices = flag_keys
+    if getattr(args, "seed", False):
+        config.baseline = config.baseline.model_copy(update={"on_missing": "seed"})
     return config, given
+
+
+def gate_reset_command(args: argparse.Namespace, results_path: Path) -> str:
+    """The reset that blesses the run this gate compared: the same config, commit and store."""
+    from evals.compare.compatibility import reset_command
+
+    flags = ["--config", args.config] if Path(args.config).exists() else []
+    for flag, dest in (("--sha", "sha"), ("--store", "store"), ("--baseline-tag", "baseline_tag")):
+        if getattr(args, dest, None):
+            flags += [flag, getattr(args, dest)]
+    if getattr(args, "baseline_dir", None):
+        flags += ["--baseline-dir", args.baseline_dir]
+    return reset_command(results_path, *flags)
 
 
 def config_for_results(results: Results) -> SuiteConfig:
     """The settings ``evalgate compare`` uses without a config, as a config: the run's own metric
-    (pass_rate, or score when nothing says passed) and every slice key in the file. With no suite
-    to run there is nothing for a reset to run either, so the first complete run on the default
-    branch seeds the baseline (``on_missing: seed``)."""
+    (pass_rate, or score when nothing says passed) and every slice key in the file. The first run
+    is not seeded (``on_missing: warn``, as with a config): a broken run would become the blessed
+    baseline unseen. ``evalgate reset --results FILE``, or ``gate --seed``, stores it."""
     from evals.compare.metrics import default_metric, slice_keys_of
 
     return SuiteConfig(
@@ -63,7 +79,6 @@ def config_for_results(results: Results) -> SuiteConfig:
         cases=[],
         slices=slice_keys_of([results]),
         metrics={default_metric([results]): MetricSpec()},
-        baseline=BaselineSpec(on_missing="seed"),
     )
 
 

@@ -16,7 +16,14 @@ from evals.common.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
 from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
-from evals.pipeline.candidate import candidate_sha, load_config_or_defaults, obtain_candidate, out_dir_of, run_suite
+from evals.pipeline.candidate import (
+    candidate_sha,
+    gate_reset_command,
+    load_config_or_defaults,
+    obtain_candidate,
+    out_dir_of,
+    run_suite,
+)
 from evals.report.files import write_report_files
 from evals.results.model import Results
 from evals.store.selection import Baselines, load_baselines, open_store_for
@@ -79,7 +86,7 @@ def run_gate(
 
         for line in error_lines(summarize(candidate, config.slices)):
             print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
-    comparison = baselines.compare(candidate, config)
+    comparison = baselines.compare(candidate, config, reset_command=gate_reset_command(args, results_path))
     from evals.history import record_comparison, record_promotion, store_trends
 
     record_comparison(

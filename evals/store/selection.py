@@ -60,7 +60,7 @@ class Baselines:
     # compares with the latest baseline, but promotes nothing in that run.
     drift_unchecked: str | None = None
 
-    def compare(self, candidate: Results, config: SuiteConfig) -> Comparison:
+    def compare(self, candidate: Results, config: SuiteConfig, *, reset_command: str | None = None) -> Comparison:
         from evals.compare.analysis import compare
 
         comparison = compare(
@@ -70,6 +70,7 @@ class Baselines:
             blessed=self.blessed.results if self.blessed else None,
             baseline_ref=self.baseline.ref if self.baseline else None,
             blessed_ref=self.blessed.ref if self.blessed else None,
+            reset_command=reset_command,
         )
         for loaded in (self.baseline, self.blessed):
             if loaded is not None:
