@@ -301,3 +301,39 @@ def test_tokens_a_target_reports_on_one_side_only_are_not_zero_on_the_other():
     summary = summarize(Results(schema_version=1, run=run, cases=cases))
     assert "tokens:  18 in, – out" in render_text(summary)
     assert "Tokens: 18 in, – out." in render_html(summary=summary)
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ({"scorers": ["contains"]}, "scorer/metric definitions differ"),
+        ({"suite": "renamed"}, "the baseline is a run of suite 't', the candidate of suite 'renamed'"),
+    ],
+)
+def test_a_gate_against_another_suites_store_runs_no_case(tmp_path, python_exe, change, says):
+    """Issue 24: a gate whose stored baseline is another suite's (or of other scorer definitions)
+    ran every case — a paid model's every call — before saying `incompatible`. The store's
+    baseline is checked against the config first: the same verdict and exit, zero calls."""
+    import yaml
+    from suites import echo_cases, write_suite
+
+    calls = tmp_path / "calls.log"
+    bot = tmp_path / "bot.py"
+    bot.write_text(
+        "import json, sys\n"
+        f"open({str(calls)!r}, 'a').write('x')\n"
+        "print(json.dumps({'output': json.load(sys.stdin)['input']}))\n"
+    )
+    config = write_suite(tmp_path, echo_cases(6), target={"command": [python_exe, str(bot)]}, scorers=["exact"])
+    store = ["--store", "local", "--baseline-dir", str(tmp_path / "store")]
+    reset = evalgate("reset", "--config", str(config), "--reason", "first", "--sha", "v1", *store,
+                     cwd=tmp_path, python_exe=python_exe)  # fmt: skip
+    assert reset.returncode == 0, reset.stdout + reset.stderr
+    assert len(calls.read_text()) == 6
+
+    config.write_text(yaml.safe_dump({**yaml.safe_load(config.read_text()), **change}, sort_keys=False))
+    gated = evalgate("gate", "--config", str(config), *store, cwd=tmp_path, python_exe=python_exe)
+    assert gated.returncode == 1, gated.stdout + gated.stderr
+    assert gated.stdout.startswith("evalgate gate: incompatible: ") and says in gated.stdout
+    assert "reset" in gated.stdout and "no case was run" in gated.stdout
+    assert len(calls.read_text()) == 6, "no case may run against an incompatible baseline"

@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 from evals.cli.options import add_candidate_options
-from evals.common.errors import EXIT_PASS, EvalgateError, UsageError
+from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import MODES, detect, github_client
 from evals.github.publish import report_failure
@@ -101,6 +101,10 @@ def main(args: argparse.Namespace) -> int:
 
             config = apply_tolerance_override(config, args.tolerance)
         outcome = run_gate(config, activity, args, candidate=given)
+    except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
+        report_failure(exc, activity)
+        print(f"evalgate gate: {log_value(str(exc), limit=None)}")
+        return exc.exit_code
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise

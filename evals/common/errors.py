@@ -39,3 +39,16 @@ class InfraError(EvalgateError):
     incomplete run."""
 
     exit_code = EXIT_INFRA
+
+
+class GateVerdict(EvalgateError):
+    """A gate verdict known before the suite runs (the stored baseline is of another suite, or of
+    other scorer/metric definitions: ``incompatible``). The gate stops with it — the message and
+    exit code the comparison after a run would give — and spends nothing on running the cases."""
+
+    exit_code = EXIT_FAIL
+
+    def __init__(self, verdict: str, reason: str):
+        self.verdict = verdict
+        self.reason = reason
+        super().__init__(f"{verdict}: {reason}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from evals.compare.pairing import Pairing
 from evals.compare.runs import Run
+from evals.results.model import RunInfo
 
 
 def reset_hint(env: Mapping[str, str] = os.environ) -> str:
@@ -40,14 +41,9 @@ def incompatibility(
     baseline: Run, candidate: Run, pairing: Pairing, *, max_removed_share: float, baseline_cases: int
 ) -> str | None:
     """Why ``candidate`` cannot be gated against ``baseline``, or None when it can."""
-    b, c = baseline.run, candidate.run
-    if b.suite != c.suite:
-        return f"the baseline is a run of suite {b.suite!r}, the candidate of suite {c.suite!r}; {reset_hint()}"
-    if b.config_hash and c.config_hash and b.config_hash != c.config_hash:
-        changed = definition_changes(b.definitions, c.definitions)
-        hashes = f"config_hash {b.config_hash} → {c.config_hash}"
-        what = "; ".join(changed) if b.definitions and c.definitions and changed else "; ".join([*changed, hashes])
-        return f"scorer/metric definitions differ, so the scores do not mean the same thing ({what}); {reset_hint()}"
+    c = candidate.run
+    if why := definitions_incompatibility(baseline.run, c.suite, c.config_hash, c.definitions):
+        return why
     if pairing.base_rows.size == 0 and not pairing.errored:
         changed = f" ({len(pairing.changed)} share an id but changed input or expected)" if pairing.changed else ""
         return (
@@ -62,6 +58,23 @@ def incompatibility(
             f"on {baseline_cases - removed} of them says little about the suite; run the whole suite, or if the "
             f"cases were removed on purpose, {reset_hint()}"
         )
+    return None
+
+
+def definitions_incompatibility(
+    baseline: RunInfo, suite: str, config_hash: str | None, definitions: dict[str, Any] | None
+) -> str | None:
+    """The part of :func:`incompatibility` a candidate's config already decides: another suite, or
+    other scorer/metric definitions. The gate asks it before running the suite too, so a paid
+    model is not run on every case only to be told ``incompatible``."""
+    b = baseline
+    if b.suite != suite:
+        return f"the baseline is a run of suite {b.suite!r}, the candidate of suite {suite!r}; {reset_hint()}"
+    if b.config_hash and config_hash and b.config_hash != config_hash:
+        changed = definition_changes(b.definitions, definitions)
+        hashes = f"config_hash {b.config_hash} → {config_hash}"
+        what = "; ".join(changed) if b.definitions and definitions and changed else "; ".join([*changed, hashes])
+        return f"scorer/metric definitions differ, so the scores do not mean the same thing ({what}); {reset_hint()}"
     return None
 
 

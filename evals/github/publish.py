@@ -248,7 +248,8 @@ def set_outputs_safely(outputs: dict[str, str]) -> None:
 
 def report_failure(exc: EvalgateError, activity: Activity) -> None:
     """Inside Actions, a gate that could not decide still says why on the run page and in the
-    ``verdict`` output ("error"), so a workflow's later steps can tell it from a regression."""
+    ``verdict`` output ("error", or the verdict a gate reached before running the suite), so a
+    workflow's later steps can tell it from a regression."""
     if not activity.in_actions:
         return
     from evals.common.escape import code_block
@@ -256,9 +257,10 @@ def report_failure(exc: EvalgateError, activity: Activity) -> None:
     # The message can quote user files (case ids, values): a code block keeps it inert. Wrapped,
     # since a code block cuts long lines.
     message = "\n".join(textwrap.fill(line, 110, break_on_hyphens=False) for line in str(exc).splitlines())
+    verdict = getattr(exc, "verdict", "error")
     with contextlib.suppress(OSError, EvalgateError):
-        write_step_summary(f"## evalgate: error (exit {exc.exit_code})\n\n{code_block(message)}\n")
-    set_outputs_safely({"verdict": "error"})
+        write_step_summary(f"## evalgate: {verdict} (exit {exc.exit_code})\n\n{code_block(message)}\n")
+    set_outputs_safely({"verdict": verdict})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.common.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
+from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, InfraError, UsageError
 from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
@@ -79,6 +79,14 @@ def run_gate(
     store = open_store_for(config, args, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
+    if candidate is None and not args.results and baseline is not None:
+        from evals.compare.compatibility import definitions_incompatibility
+
+        why = definitions_incompatibility(
+            baseline.results.run, config.suite, config.config_hash(), config.definitions()
+        )
+        if why:
+            raise GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     if args.results and any(a.error for case in candidate.cases for a in case.attempts):
         # A suite run prints these itself; brought results would otherwise show only counts.
