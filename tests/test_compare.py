@@ -748,3 +748,72 @@ def test_an_inconclusive_gate_names_the_tolerance_its_suite_certifies():
     assert f"{flipped / 200:.1%} of them differing between the runs" in c.reason
     assert f"at a tolerance of {overall.certifiable:.4g}" in c.reason
     assert f"needs about {overall.cases_to_certify} paired cases" in c.reason
+
+
+# ------------------------------------------------------------------------------ absolute floors
+
+
+def floor_config(**metric) -> SuiteConfig:
+    return SuiteConfig(suite="demo", cases=[], slices=["language"], metrics={"pass_rate": MetricSpec(**metric)})
+
+
+def floor_run(en_rate: float, ko_rate: float, n: int = 100) -> Results:
+    """``n`` English and ``n`` Korean cases passing at the given rates (exactly)."""
+    cases = [case(i, i < en_rate * n, lang="en") for i in range(n)]
+    cases += [case(n + i, i < ko_rate * n, lang="ko") for i in range(n)]
+    return run_of(cases, sha="cand")
+
+
+def test_a_floor_breach_fails_the_gate_without_a_baseline():
+    """SPEC §5: `min` is judged on the candidate's own interval and needs no baseline: a run at
+    0.60 under a floor of 0.80 fails (exit 1) where it used to say no-baseline (exit 0)."""
+    c = compare(None, floor_run(0.6, 0.6), floor_config(min=0.8))
+    assert (c.verdict, c.exit_code) == ("fail", 1)
+    assert "absolute floor breached" in c.reason and "pass_rate on overall below its floor min 0.8" in c.reason
+    [floor] = c.floors
+    assert floor.verdict == "breached" and floor.ci_high < 0.8 and floor.n == 200 and floor.confidence == 0.9
+    assert Comparison.model_validate_json(c.model_dump_json()).breached_floors == [floor]
+
+
+def test_a_floor_breach_fails_beside_a_passing_relative_test():
+    same = floor_run(0.6, 0.6)
+    c = compare(same, floor_run(0.6, 0.6), floor_config(min=0.8))
+    assert c.verdict == "fail" and not c.regressed and c.breached_floors
+
+
+def test_per_slice_floor_fails_on_the_slice_only_with_a_significant_breach():
+    """Overall 0.75 straddles nothing it cannot clear at 0.70; Korean at 0.50 is far below it."""
+    c = compare(None, floor_run(1.0, 0.5), floor_config(min=0.7, per_slice=True))
+    assert c.verdict == "fail"
+    verdicts = {f.unit: f.verdict for f in c.floors}
+    assert verdicts == {"overall": "met", "language=en": "met", "language=ko": "breached"}
+    assert "language=ko" in c.reason and "overall" not in c.reason
+
+
+def test_a_value_below_the_floor_inside_its_interval_warns_and_does_not_fail():
+    """0.74 on 100 cases against a floor of 0.75: the interval reaches the floor, so the
+    candidate only *could* be below it — a warning, not a failure (SPEC §5: fail when the upper
+    bound is below min)."""
+    c = compare(None, floor_run(0.74, 0.74, n=50), floor_config(min=0.75))
+    assert c.verdict == "no-baseline" and c.exit_code == 0
+    assert [f.verdict for f in c.floors] == ["uncertain"]
+    assert any("could be below its floor min 0.75" in w for w in c.warnings)
+
+
+def test_a_ceiling_fails_when_the_whole_interval_is_above_it():
+    c = compare(None, floor_run(0.5, 0.5), floor_config(max=0.3))
+    assert c.verdict == "fail" and "above its ceiling max 0.3" in c.reason
+
+
+def test_compare_cli_exits_1_on_a_breached_floor_with_no_baseline(tmp_path, python_exe):
+    save_results(floor_run(0.6, 0.6), tmp_path / "cand.json")
+    (tmp_path / "evalgate.yml").write_text("suite: demo\ncases: []\nmetrics:\n  pass_rate: {min: 0.8}\n")
+    done = subprocess.run(
+        [python_exe, "-m", "evals", "compare", "--candidate", "cand.json", "--config", "evalgate.yml",
+         "--json", "c.json", "--report", "r.md"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert json.loads((tmp_path / "c.json").read_text())["floors"][0]["verdict"] == "breached"
+    report = (tmp_path / "r.md").read_text()
+    assert "Beyond an absolute floor (1)" in report and "below its floor min 0.8" in report

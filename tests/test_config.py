@@ -45,6 +45,19 @@ def config_error(tmp_path: Path, text: str) -> InputFileError:
         ),
         ("suite: s\ncases: c.jsonl\ngate: {alpha: 2}\n", 3, ["gate.alpha"]),
         ("suite: s\ncases: c.jsonl\nattempts: 0\n", 3, ["attempts"]),
+        # absolute floors (issue 24): a floor above its ceiling, a rate's floor written in percent
+        (
+            "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {min: 0.9, max: 0.5}\n",
+            4,
+            ["metrics.pass_rate", "min 0.9 is above max 0.5"],
+        ),
+        (
+            "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate:\n    tolerance: 0.02\n    min: 80\n",
+            6,
+            ["metrics.pass_rate.min is 80", "a rate in [0, 1]", "min: 0.8"],
+        ),
+        ("suite: s\ncases: c.jsonl\nmetrics:\n  score: {max: -0.1}\n", 4, ["metrics.score.max is -0.1"]),
+        ("suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {per_slice: true}\n", 4, ["set min or max too"]),
     ],
 )
 def test_config_errors_name_file_line_and_key(tmp_path, text, line, fragments):
@@ -127,3 +140,10 @@ def test_config_hash_covers_what_scores_mean_and_nothing_else():
     for change in different:
         other = SuiteConfig.model_validate({**base.model_dump(), **change})
         assert other.config_hash() != base.config_hash(), change
+
+
+def test_floors_of_unbounded_metrics_take_their_own_units(tmp_path):
+    path = tmp_path / "evalgate.yml"
+    path.write_text("suite: s\ncases: c.jsonl\nmetrics:\n  latency_p95_ms: {max: 2500, per_slice: true}\n")
+    spec = load_config(path).metrics["latency_p95_ms"]
+    assert (spec.max, spec.per_slice) == (2500, True)

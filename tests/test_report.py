@@ -218,6 +218,9 @@ def test_every_verdict_renders_with_its_line_first(verdict: str, emoji: str, wor
     md = render_markdown(comparison)
     if verdict == "no-baseline":
         assert "No baseline was found" in md
+        # Issue 24: with nothing to compare, "What changed: nothing in the runs' provenance differs" is noise.
+        assert "What changed" not in md and "Nothing in the runs' provenance" not in md
+        assert "· 400 cases" in md and "paired cases" not in md
     if verdict == "incompatible":
         assert "scorer and metric definitions differ" in md and "reset" in md
     if verdict == "incomplete":
@@ -592,3 +595,17 @@ def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
     bare = compare(results(BASE, lambda i: True), results(CAND, lambda i: True))
     assert bare.candidate_run.tokens_per_case is None and bare.candidate_run.cost_usd_per_case is None
     assert "| Tokens / case |" in render_markdown(bare)  # latency is recorded: the table stays
+
+
+def test_a_breached_floor_has_its_section_and_the_banner_without_a_baseline() -> None:
+    """Issue 24: an absolute floor fails a first run (no baseline); the banner and a section of
+    its own say which floor and by how much; the run's cases are not listed as "added"."""
+    from evals.suite.config import MetricSpec
+
+    config = SuiteConfig(suite="demo", cases=[], metrics={"pass_rate": MetricSpec(min=0.95)})
+    comparison = compare(None, results(CAND, base_pass), config)
+    assert comparison.verdict == "fail"
+    md = render_markdown(comparison)
+    assert first_line(md).startswith("> **❌ evalgate FAIL:** pass\\_rate on overall below its floor min 0.95: ")
+    assert "#### ⛔ Beyond an absolute floor (1)\n\n- pass\\_rate on overall below its floor min 0.95" in md
+    assert "added" not in md and "What changed" not in md and problems(md) == []

@@ -21,12 +21,14 @@ from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, UsageError
 from evals.compare.casediff import case_diff
 from evals.compare.compatibility import first_baseline_hint, incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
+from evals.compare.floors import check_floors, floor_sentence
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
 from evals.compare.model import (
     CaseDiff,
     Comparison,
     DriftCheck,
+    FloorResult,
     GateConfig,
     MetricGate,
     ProvenanceChange,
@@ -239,6 +241,10 @@ def compare(
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
+    floors = check_floors(defs, specs, ct, slice_keys, gate)
+    if breached := [f for f in floors if f.verdict == "breached"]:
+        verdict, reason = _floor_verdict(verdict, reason, breached)
+    warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
 
     drift = None
     if blessed is not None and not (
@@ -254,6 +260,7 @@ def compare(
         exit_code=_exit_code(verdict, policy, on_missing),
         gate=gate_model,
         units=units,
+        floors=floors,
         case_diff=diff,
         provenance=provenance,
         baseline=baseline_ref,
@@ -265,6 +272,17 @@ def compare(
         evalgate_version=__version__,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
+
+
+def _floor_verdict(verdict: Verdict, reason: str, breached: list[FloorResult]) -> tuple[Verdict, str]:
+    """A breached floor fails the gate beside the relative test, with or without a baseline; a
+    partial or incompatible candidate keeps that verdict (it says more about what to do)."""
+    if verdict in ("incomplete", "incompatible"):
+        return verdict, reason
+    shown = "; ".join(floor_sentence(f) for f in breached[:3])
+    more = f"; and {len(breached) - 3} more (comparison.json)" if len(breached) > 3 else ""
+    what = f"absolute floor breached: {shown}{more}"
+    return "fail", f"{reason}; {what}" if verdict == "fail" and reason else what
 
 
 def _instant(stamp: str | None) -> datetime | None:

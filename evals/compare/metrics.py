@@ -22,7 +22,7 @@ import numpy as np
 
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
-from evals.suite.config import MetricSpec, default_direction
+from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
 
 PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
 _PASS_AT = re.compile(r"^pass@([1-9]\d*)$")
@@ -43,7 +43,7 @@ def metric_def(name: str, spec: MetricSpec | None = None) -> MetricDef:
     direction = (spec.direction if spec and spec.direction else None) or default_direction(name)
     if name in PERCENTILES:
         return MetricDef(name, "latency", PERCENTILES[name], direction, bounded=False)
-    if name in ("tokens", "cost_usd"):
+    if name in UNBOUNDED_METRICS:  # tokens, cost_usd
         return MetricDef(name, name, None, direction, bounded=False)
     if name in ("pass_rate", "error_rate", "score") or _PASS_AT.match(name):
         return MetricDef(name, name, None, direction)

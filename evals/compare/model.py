@@ -121,6 +121,27 @@ class UnitResult(_Model):
     note: str | None = Field(default=None, description="Why a unit could not be tested, when it could not.")
 
 
+class FloorResult(_Model):
+    """An absolute floor (``min``) or ceiling (``max``) of one metric on one unit, judged on the
+    candidate alone (``evals.compare.floors``)."""
+
+    unit: str = Field(description='"overall" or "key=value".')
+    slice_key: str | None = None
+    slice_value: str | None = None
+    metric: str
+    bound: Literal["min", "max"]
+    limit: float = Field(description="The configured floor or ceiling.")
+    value: float = Field(description="The candidate's value on the unit.")
+    ci_low: float
+    ci_high: float
+    confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
+    n: int = Field(description="Candidate cases with a value in the unit.")
+    verdict: Literal["breached", "uncertain", "met"] = Field(
+        description="breached: the whole interval is on the wrong side (the gate fails); uncertain: the value is, "
+        "the interval is not (a warning); met."
+    )
+
+
 class CaseDiffEntry(_Model):
     id: str
     slices: dict[str, str] = Field(default_factory=dict)
@@ -246,6 +267,7 @@ class Comparison(_Model):
     )
     gate: GateConfig
     units: list[UnitResult] = Field(default_factory=list)
+    floors: list[FloorResult] = Field(default_factory=list, description="metrics.<m>.min / max, per unit.")
     case_diff: CaseDiff
     provenance: list[ProvenanceChange] = Field(default_factory=list, description="What changed between the runs.")
     baseline: BaselineRef | None = None
@@ -268,6 +290,10 @@ class Comparison(_Model):
     @property
     def improved(self) -> list[UnitResult]:
         return self.units_with("improved")
+
+    @property
+    def breached_floors(self) -> list[FloorResult]:
+        return [f for f in self.floors if f.verdict == "breached"]
 
     @property
     def failing_units(self) -> list[UnitResult]:

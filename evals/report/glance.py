@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from evals.common import escape
 from evals.compare.decide import bad_side
+from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
 from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_value
 
@@ -113,6 +114,9 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     if c.verdict == "fail" and failing:
         failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
         return wrap(_regressed_sentence(failing, st))
+    if c.verdict == "fail" and (floors := c.breached_floors):
+        more = f" (and {len(floors) - 1:,} more, listed below)" if len(floors) > 1 else ""
+        return wrap(st.text(f"{floor_sentence(floors[0])}{more}.", 1000))
     if c.verdict == "inconclusive":
         for u in overall:
             if u.n >= 2 and u.ci_low is not None and u.ci_high is not None and bad_side(u)[0] < -u.tolerance:

@@ -28,6 +28,7 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from evals.common import escape
 from evals.common.errors import InputFileError
+from evals.compare.floors import floor_sentence
 from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
 from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
@@ -258,6 +259,7 @@ def build_context(
         },
         "unit_status": UNIT_STATUS,
         "regressed": [u for u in units if u.verdict == "regressed"],
+        "floors_breached": [floor_sentence(f) for f in c.breached_floors],
         "improved": [u for u in units if u.verdict == "improved"] if spec.improved else [],
         "inconclusive_units": [u for u in units if u.verdict == "inconclusive" and not u.no_change_seen],
         "no_change_units": [u for u in units if u.verdict == "inconclusive" and u.no_change_seen],

@@ -30,6 +30,9 @@ DEFAULT_CONFIG = "evalgate.yml"
 BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric", "judge")
 LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
+# Metrics in their own units (milliseconds, tokens, dollars); every other metric — pass_rate,
+# score, error_rate, pass@k, a named score — is a rate or score in [0, 1].
+UNBOUNDED_METRICS = ("latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 # Named scores a built-in scorer records beside its own (``evals.run.scorers.builtin``).
 SCORER_EXTRAS = {"final_answer": ("format_valid",)}
 # Built-in scorers that judge against the case's ``expected`` unless this parameter replaces it.
@@ -162,6 +165,24 @@ class MetricSpec(_Strict):
         default=0.02, description='Absolute (0.02) or relative to the baseline value ("10%").'
     )
     gate: bool = True
+    min: float | None = Field(
+        default=None,
+        description="Absolute floor: the gate fails when the candidate's interval lies entirely below it (needs no "
+        "baseline).",
+    )
+    max: float | None = Field(
+        default=None,
+        description="Absolute ceiling: the gate fails when the candidate's interval lies entirely above it.",
+    )
+    per_slice: bool = Field(default=False, description="min/max hold for every slice value too, not only overall.")
+
+    @model_validator(mode="after")
+    def _floor_below_ceiling(self) -> MetricSpec:
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min {self.min:g} is above max {self.max:g}: no value could clear both")
+        if self.per_slice and self.min is None and self.max is None:
+            raise ValueError("per_slice applies min/max to every slice: set min or max too")
+        return self
 
     @field_validator("tolerance")
     @classmethod
@@ -378,6 +399,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     config._root = path.resolve().parent
     config._path = path
     _check_metric_names(config, src)
+    _check_floor_ranges(config, src)
     _check_pass_at_k(config, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
@@ -405,6 +427,23 @@ def _check_pass_at_k(config: SuiteConfig, src: Located) -> None:
                 f"{config.attempts}",
                 f"set attempts: {name.removeprefix('pass@')} (or more), or use pass@1",
             )
+
+
+def _check_floor_ranges(config: SuiteConfig, src: Located) -> None:
+    """A floor or ceiling of a rate outside [0, 1] could never be met or never be missed: a
+    percentage written as 80 instead of 0.8, most likely."""
+    for name, spec in config.metrics.items():
+        if name in UNBOUNDED_METRICS:
+            continue
+        for key in ("min", "max"):
+            value = getattr(spec, key)
+            if value is not None and not 0.0 <= value <= 1.0:
+                line = src.line_of(["metrics", name, key])
+                raise InputFileError(
+                    f"{src.path}:{line}" if line else src.path,
+                    f"metrics.{name}.{key} is {value:g}, but {name} is a rate in [0, 1]",
+                    f"write a share: {key}: {value / 100:g} for {value:g}%" if 1 < value <= 100 else None,
+                )
 
 
 def _check_metric_names(config: SuiteConfig, src: Located) -> None:
