@@ -128,22 +128,34 @@ def test_validators_that_see_validated_values_keep_their_models():
 
 
 def test_values_the_models_coerce_are_read_as_load_results_reads_them(tmp_path):
-    """ "passed": "yes" is a valid verdict for the models (lax booleans) but not a number for the
-    attempt columns: before, compare crashed with an internal error (exit 3)."""
+    """Numbers written as strings are numbers for the models (lax mode) but not for the attempt
+    columns: before, compare crashed with an internal error (exit 3)."""
     from evals.compare.analysis import compare
     from evals.compare.metrics import scan
 
-    verdicts = ["yes", "false", "on", "0", 1]
-    cases = [
-        {"id": f"c{i}", "attempts": [{"passed": v, "score": "0.5", "tokens_in": "12"}]} for i, v in enumerate(verdicts)
-    ]
+    cases = [{"id": f"c{i}", "attempts": [{"passed": i % 2 == 0, "score": "0.5", "tokens_in": "12"}]} for i in range(5)]
     path = tmp_path / "lax.json"
     path.write_text(
         json.dumps({"schema_version": 1, "run": {**RUN, "total_cases": 5, "completed_cases": 5}, "cases": cases})
     )
     lean, full = load_lazy(path), load_results(path)
-    assert [a.passed for c in lean.cases for a in c.attempts] == [True, False, True, False, True]
+    assert [a.score for c in lean.cases for a in c.attempts] == [0.5] * 5
     assert (
         scan(lean.cases, 5, []).columns["pass_rate"].tolist() == scan(full.cases, 5, []).columns["pass_rate"].tolist()
     )
     assert compare(lean, lean).verdict in ("pass", "inconclusive")
+
+
+@pytest.mark.parametrize("verdict", ["yes", "false", "true", "on", "0", 1])
+def test_booleans_are_strict_in_both_loaders(tmp_path, verdict):
+    """Issue 24: "passed": "yes" was read as true (pydantic's lax booleans), and so were "on" and
+    1. A results file says true or false; anything else is exit 2 naming the file and the case."""
+    cases = [{"id": "ok", "attempts": [{"passed": True}]}, {"id": "q-7", "attempts": [{"passed": verdict}]}]
+    path = tmp_path / "lax.json"
+    path.write_text(
+        json.dumps({"schema_version": 1, "run": {**RUN, "total_cases": 2, "completed_cases": 2}, "cases": cases})
+    )
+    for load in (load_lazy, load_results):
+        with pytest.raises(InputFileError) as info:
+            load(path)
+        assert info.value.where == str(path) and "case id 'q-7'" in str(info.value) and "passed" in str(info.value)

@@ -150,8 +150,9 @@ def load_lazy(path: str | Path) -> Results | LazyResults:
     try:
         cases = CaseList(data.get("cases", []))
     except (ValueError, TypeError):
-        # A value the models coerce but the columns cannot take as written ("passed": "yes"):
-        # such a file loads through the models, which read it as load_results does.
+        # A value the models coerce but the columns cannot take as written (booleans are strict
+        # in both, so a "passed": "yes" never gets here): such a file loads through the models,
+        # which read it as load_results does.
         del data
         return parse_results(read_json_bytes(path), path)
     return LazyResults(data["schema_version"], RunInfo.model_validate(data["run"]), cases)

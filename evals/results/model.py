@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.trace import TraceEvent, check_events
@@ -50,7 +50,9 @@ class RetryRecord(_Model):
 
 
 class Attempt(_Model):
-    passed: bool | None = None
+    # Strict: "passed": "yes" (or "no", 1, "false") is a file some tool got wrong, not a verdict
+    # to guess; pydantic's lax mode would read "no" as False but "false" and "yes" as well.
+    passed: StrictBool | None = None
     score: Annotated[float, Field(ge=0, le=1)] | None = None
     scores: dict[str, float] = Field(default_factory=dict)
     latency_ms: Annotated[float, Field(ge=0)] | None = None
@@ -59,7 +61,7 @@ class Attempt(_Model):
     cost_usd: Annotated[float, Field(ge=0)] | None = None
     output: Any = None
     output_sha256: str | None = Field(default=None, description="sha256 of the full output text.")
-    output_truncated: bool = False
+    output_truncated: StrictBool = False
     error: AttemptError | None = None
     retries: Annotated[int, Field(ge=0)] = 0
     retry_history: list[RetryRecord] = Field(default_factory=list)
