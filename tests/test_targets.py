@@ -99,6 +99,23 @@ def test_python_target_import_errors_are_usage_errors(module_dir: Path) -> None:
         build_target(load_suite(module_dir, [], target={"python": "missing_mod:fn"}))
 
 
+@pytest.mark.parametrize(
+    ("spec", "says"),
+    [
+        ("mytargett:upper", "cannot import module 'mytargett': ModuleNotFoundError: No module named 'mytargett' "
+         "(did you mean 'mytarget'?)"),
+        ("mytarget:uper", "module 'mytarget' has no attribute 'uper' (did you mean 'upper'?)"),
+    ],
+)  # fmt: skip
+def test_a_misspelt_python_target_names_the_config_line_and_the_closest_name(module_dir: Path, spec, says) -> None:
+    """Issue 24: `target: {python: bott:answer}` said what failed, not where: the config's file and
+    line lead, as for every other config error."""
+    config = load_suite(module_dir, [], target={"python": spec})
+    with pytest.raises(UsageError) as info:
+        build_target(config)
+    assert str(info.value) == f"{config.path}:4: target {spec!r}: {says}"
+
+
 # ----------------------------------------------------------------------------------------- command
 
 
