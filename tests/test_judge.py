@@ -154,6 +154,36 @@ def test_a_failed_judge_call_is_infra_never_a_wrong_answer(tmp_path, openai_serv
     assert results.run.status == "error" and results.run.completed_cases == 2
     calls = len(openai_server.requests)
     assert calls == (3 + 2 if said == "HTTP 500" else 1 + 2)  # 401 is not retried
+    # Issue 24: the judge's retried calls are the attempt's infra retries, beside the target's.
+    retried = 2 if said == "HTTP 500" else 0
+    assert errored[0].retries == retried and len(errored[0].retry_history) == retried
+    assert all(r.kind == "infra" and r.message.startswith("judge: HTTP 500") for r in errored[0].retry_history)
+
+
+def test_a_judge_call_that_succeeds_on_retry_counts_as_a_retry(tmp_path, openai_server):
+    openai_server.responder = grader
+    config = suite(tmp_path, openai_server, retries=2, backoff_s=0)
+    openai_server.script(None, status(503))  # the first case's first judge call
+    done = run(config, tmp_path / "r.json")
+    assert done.returncode == 0, done.stderr
+    results = load_results(tmp_path / "r.json")
+    assert [a.retries for c in results.cases for a in c.attempts] == [1, 0, 0]
+    [record] = results.cases[0].attempts[0].retry_history
+    assert record.message.startswith("judge: HTTP 503") and record.wait_s == 0
+
+
+def test_a_dead_judges_errors_are_one_line_in_the_summary(tmp_path, openai_server):
+    """Each message named its case ("... for case 'fr' after 1 call(s)"), so a dead judge listed one
+    line per case instead of one cause with its count."""
+    from evals.results.summary import summarize
+
+    config = suite(tmp_path, openai_server, base_url="http://127.0.0.1:9/v1", retries=0)
+    done = run(config, tmp_path / "down.json")
+    assert done.returncode == 3, done.stderr
+    summary = summarize(load_results(tmp_path / "down.json"), [])
+    [line] = summary.error_messages
+    assert line.count == 3 and "for case <case id> after 1 call(s)" in line.message
+    assert summary.distinct_error_messages == {"infra": 1}
 
 
 def test_unreachable_judge_and_a_reply_without_verdict_are_infra(tmp_path, openai_server):

@@ -146,7 +146,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             attempts += 1
             if a.error is not None:
                 kinds[a.error.kind] += 1
-                messages[a.error.kind, a.error.message] += 1
+                messages[a.error.kind, without_case_id(a.error.message, case.id)] += 1
                 if a.error.kind == "infra":
                     causes[infra_cause(a.error.message) or "other"] += 1
                 continue
@@ -198,6 +198,14 @@ def _common_messages(raw: Counter[tuple[str, str]]) -> dict:
             # Masked again when shown: a results file evalgate did not write may hold a secret.
             shown.append(ErrorMessage(kind=kind, message=mask_text(line), count=count))
     return {"error_messages": shown, "distinct_error_messages": dict(sorted(distinct.items()))}
+
+
+def without_case_id(message: str, case_id: str) -> str:
+    """``message`` with its own case's quoted id replaced, so one cause (a dead judge: "gave no
+    verdict for case 'q-017' after 3 calls") is one line with its count, not one line per case."""
+    for quoted in (repr(case_id), f'"{case_id}"'):
+        message = message.replace(quoted, "<case id>")
+    return message
 
 
 def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:

@@ -191,8 +191,12 @@ class Runner:
         try:
             verdict = await score_attempt_async(self.scorers, result.output, case)
             passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
+            resends = verdict.resends
         except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
             error = AttemptError(kind=exc.kind, message=self._mask(str(exc)))
+            resends = exc.resends
+        # A judge's retried calls are this attempt's infra retries too, beside the target's.
+        history = [*history, *(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)]
         trace = None
         if result.trace is not None:
             try:

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from evals.results.model import ErrorKind
+from evals.results.model import ErrorKind, RetryRecord
 from evals.suite.cases import Case
 
 
@@ -27,12 +27,22 @@ class Score(BaseModel):
     details: dict[str, Any] = Field(
         default_factory=dict, description="What the scorer wants kept in the attempt's metadata (a judge's reasoning)."
     )
+    resends: list[RetryRecord] = Field(
+        default_factory=list,
+        description="Calls out (the judge's) that failed and were retried before this verdict: they join the "
+        "attempt's retry_history and its retries, beside the target's.",
+    )
 
 
 class ScorerError(Exception):
-    """A scorer crashed or returned something unusable; the runner records error kind "scorer"."""
+    """A scorer crashed or returned something unusable; the runner records error kind "scorer".
+    ``resends``: as in ``Score``, the failed calls retried before it gave up."""
 
     kind: ErrorKind = "scorer"
+
+    def __init__(self, message: str, *, resends: list[RetryRecord] | None = None):
+        super().__init__(message)
+        self.resends = list(resends or [])
 
 
 class ScorerUnavailable(ScorerError):

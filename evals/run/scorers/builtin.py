@@ -459,8 +459,10 @@ def _combine(results: list[tuple[Scorer, Score]]) -> Score:
     values: list[float] = []
     named: dict[str, float] = {}
     details: dict[str, Any] = {}
+    resends = []
     for scorer, result in results:
         details.update(result.details)
+        resends += result.resends
         if result.passed is not None:
             verdicts.append(result.passed)
         if result.score is not None:
@@ -473,4 +475,5 @@ def _combine(results: list[tuple[Scorer, Score]]) -> Score:
         score=sum(values) / len(values) if values else None,
         scores=named,
         details=details,
+        resends=resends,
     )

@@ -30,12 +30,14 @@ import json
 import os
 import re
 import secrets
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results.model import RetryRecord
 from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
 from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
@@ -125,18 +127,26 @@ class Judge:
     async def __call__(self, output: Any, case: Case) -> Score:
         p = self.params
         problems: list[str] = []
+        # Every failed call that is retried, recorded like the target's infra retries (the runner
+        # adds them to the attempt's retry_history and retries): a dead judge shows in the counts.
+        resends: list[RetryRecord] = []
         for attempt in range(p.retries + 1):
             prompt, nonce = self.prompt(output, case)
+            started = time.perf_counter()
             problem, retry_after = await self._ask(self._request(prompt), nonce)
             if isinstance(problem, Score):
-                return problem
+                return problem.model_copy(update={"resends": resends})
             problems.append(problem)
             if retry_after is None or attempt == p.retries:
                 break
-            await asyncio.sleep(min(retry_after or p.backoff_s * 2**attempt, 60.0))
+            wait = min(retry_after or p.backoff_s * 2**attempt, 60.0)
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            resends.append(RetryRecord(message=f"judge: {problem}", wait_s=wait, latency_ms=latency_ms))
+            await asyncio.sleep(wait)
         raise ScorerUnavailable(
             f"judge {p.model} at {self.url} gave no verdict for case {case.id!r} after {len(problems)} "
-            f"call(s): {problems[-1]}"
+            f"call(s): {problems[-1]}",
+            resends=resends,
         )
 
     async def _ask(self, data: bytes, nonce: str) -> tuple[Score | str, float | None]:
