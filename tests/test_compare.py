@@ -817,3 +817,22 @@ def test_compare_cli_exits_1_on_a_breached_floor_with_no_baseline(tmp_path, pyth
     assert json.loads((tmp_path / "c.json").read_text())["floors"][0]["verdict"] == "breached"
     report = (tmp_path / "r.md").read_text()
     assert "Beyond an absolute floor (1)" in report and "below its floor min 0.8" in report
+
+
+def test_a_slice_key_with_one_value_on_every_case_is_no_unit():
+    """Issue 24: a one-task import sliced by `task` listed `task=toy` as a unit of its own — overall
+    again under another name, with no α, in every table of the report."""
+    from evals.report.markdown import render_markdown
+
+    def run(sha: str, flip: int) -> Results:
+        cases = [case(i, i % 4 != 0 and i != flip, lang="ko" if i % 2 else "en") for i in range(60)]
+        for c in cases:
+            c.slices["task"] = "toy"
+        return run_of(cases, sha=sha)
+
+    c = compare(run("base", -1), run("cand", 5), tolerance=0.02)
+    assert c.gate.slice_keys == ["language", "task"]
+    assert {u.unit for u in c.units} == {"overall", "language=en", "language=ko"}
+    md = render_markdown(c, kind="full")
+    assert "| language=ko |" in md and "| task=toy |" not in md  # a case may still name its tags
+    assert "task=toy (" not in md  # nor in "Why each slice could or could not block"

@@ -3,6 +3,7 @@ row indices into the paired arrays."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,11 +52,20 @@ def pair(base: RunTable, cand: RunTable, subset: bool) -> Pairing:
     )
 
 
+def repeats_overall(counts: Mapping[str, int], total: int) -> bool:
+    """A slice key whose one value holds every case (``task=toy`` of a one-task import): its unit
+    would be overall again, under another name, so it is no unit of its own."""
+    return len(counts) == 1 and sum(counts.values()) == total
+
+
 def unit_indices(table: RunTable, rows: np.ndarray, slice_keys: list[str]) -> list[UnitIndex]:
-    """``overall`` then every slice value (sorted), as row indices into the paired arrays."""
+    """``overall`` then every slice value (sorted), as row indices into the paired arrays; a key
+    that :func:`repeats_overall` adds none."""
     units = [UnitIndex("overall", None, None, None)]
     for key in slice_keys:
         values = np.array([table.case_slices[r].get(key, "") for r in rows], dtype=object)
-        for value in sorted({v for v in values if v}):
-            units.append(UnitIndex(f"{key}={value}", key, value, np.flatnonzero(values == value)))
+        members = {value: np.flatnonzero(values == value) for value in sorted({v for v in values if v})}
+        if repeats_overall({value: len(at) for value, at in members.items()}, len(rows)):
+            continue
+        units += [UnitIndex(f"{key}={value}", key, value, at) for value, at in members.items()]
     return units

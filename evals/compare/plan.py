@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from evals.compare.decide import alpha_weights
 from evals.compare.metrics import metric_def
 from evals.compare.paired import CERTIFY_PROBABILITY
+from evals.compare.pairing import repeats_overall
 from evals.compare.stats import cases_to_certify, certifiable_tolerance, mde, norm_ppf
 from evals.suite.cases import Case
 from evals.suite.config import GateSpec, MetricSpec
@@ -206,9 +207,10 @@ def summary_lines(plan: Plan) -> list[str]:
 
 def units_of_cases(cases: list[Case], slice_keys: list[str]) -> list[tuple[str, str | None, int]]:
     """``overall`` then every slice value (sorted) with its number of cases, as ``compare``
-    forms the units from a full run of these cases."""
+    forms the units from a full run of these cases (``evals.compare.pairing.unit_indices``)."""
     units: list[tuple[str, str | None, int]] = [("overall", None, len(cases))]
     for key in slice_keys:
         counts = Counter(c.tags[key] for c in cases if c.tags.get(key))
-        units += [(f"{key}={value}", key, counts[value]) for value in sorted(counts)]
+        if not repeats_overall(counts, len(cases)):
+            units += [(f"{key}={value}", key, counts[value]) for value in sorted(counts)]
     return units
