@@ -186,3 +186,17 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     assert trend_page.count("<circle") == 3 and ">abc1234<" in trend_page and ">50.0%<" in trend_page
     assert "<h2>Trends</h2>" not in render_html(comparison=Comparison.model_validate(comparison))
     keep_screenshot(tmp_path / "gate.png")
+
+
+def test_a_breached_floor_is_on_the_html_page_too():
+    """SPEC §6: the page says what the markdown says — here the absolute floor a first run missed."""
+    from evals.compare.analysis import compare
+    from evals.suite.config import MetricSpec, SuiteConfig
+
+    cases = [CaseResult(id=f"c{i}", attempts=[Attempt(passed=i < 5)]) for i in range(20)]
+    results = Results(run=RunInfo(suite="s", status="success", total_cases=20, completed_cases=20), cases=cases)
+    config = SuiteConfig(suite="s", cases=[], metrics={"pass_rate": MetricSpec(min=0.9)})
+    comparison = compare(None, results, config)
+    page = render_html(results=results, summary=summarize(results), comparison=comparison)
+    assert "Beyond an absolute floor (1)" in page and "pass_rate on overall below its floor min 0.9: 0.25" in page
+    assert "· 20 cases" in page

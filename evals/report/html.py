@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from evals.compare.floors import floor_sentence
 from evals.report import facts, glance
 from evals.report.filters import (
     fmt_age,
@@ -193,6 +194,7 @@ def _comparison_context(c: Comparison) -> dict[str, Any]:
         "drift_reason": facts.drift_reason(c),
         "drift_is_headline": facts.drift_repeats_headline(c, baseline),
         "unit_rows": _unit_rows(c),
+        "floors_breached": [floor_sentence(f) for f in c.breached_floors],
         "unit_status": {k: v.split(" ", 1)[-1] if k != "unchanged" else v for k, v in UNIT_STATUS.items()},
         "diff_rows": _diff_rows(c),
         "unpaired": unpaired,
