@@ -233,7 +233,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
             if name not in scorers:
                 scorers.append(name)
     where = inputs[0] if len(inputs) == 1 else ", ".join(map(str, inputs))
-    if not scorers:
+    if not any(as_number(v) is not None for t in traces for v in t.scores.values()):
         raise InputFileError(
             where,
             f"no scores in its {n_rows} rows: nothing to gate on",

@@ -90,6 +90,20 @@ def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         yield lineno, obj
 
 
+def load_json_of(path: Path, fmt: str, what: str) -> Any:
+    """``load_json``, except that a file holding another format's JSON lines says so (a Braintrust
+    JSONL export given to a single-document importer is not a broken file but the wrong one)."""
+    try:
+        return load_json(path, what)
+    except InputFileError:
+        from evals.importers.detect import sniff
+
+        guess = sniff(path)
+        if guess and guess != fmt:
+            raise not_format(path, fmt, "not a single JSON document") from None
+        raise
+
+
 def not_format(path: Path, fmt: str, problem: str) -> InputFileError:
     """The error for a file given to the wrong importer: says what it looks like instead."""
     from evals.importers.detect import sniff  # detect imports this module

@@ -27,7 +27,7 @@ from evals.importers.common import (
     attempt,
     build_results,
     choose_slices,
-    load_json,
+    load_json_of,
     make_error,
     new_case,
     not_format,
@@ -41,7 +41,7 @@ _REASON_MAX_CHARS = 4000
 
 def _run(path: Path) -> tuple[str, dict[str, Any], list[dict[str, Any]]]:
     """(shape, run fields, test cases) of one file; cases normalised to snake_case keys."""
-    data = load_json(path, "DeepEval test run")
+    data = load_json_of(path, FORMAT, "DeepEval test run")
     if not isinstance(data, dict):
         raise not_format(path, FORMAT, "not a JSON object")
     if "testRunData" in data or ("testRunLink" in data and "testCases" not in data):

@@ -25,7 +25,7 @@ from evals.importers.common import (
     attempt,
     build_results,
     choose_slices,
-    load_json,
+    load_json_of,
     make_error,
     new_case,
     not_format,
@@ -43,7 +43,7 @@ _BUILTIN_MARKS = {"parametrize", "usefixtures", "filterwarnings", "skip", "skipi
 
 
 def _report(path: Path) -> dict[str, Any]:
-    data = load_json(path, "pytest-json-report file")
+    data = load_json_of(path, FORMAT, "pytest-json-report file")
     if not isinstance(data, dict) or not isinstance(data.get("summary"), dict) or "exitcode" not in data:
         raise not_format(path, FORMAT, "no summary and exitcode (write it with `pytest --json-report`)")
     if "tests" not in data:
@@ -140,7 +140,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
         for collector in report.get("collectors") or []:
             if isinstance(collector, dict) and collector.get("outcome") == "failed":
                 first = str(collector.get("longrepr") or "").strip().splitlines()[-1:] or [""]
-                collection_errors.append(f"{path}: {collector.get('nodeid') or '(root)'}: {first[0][:300]}")
+                collection_errors.append(f"{collector.get('nodeid') or '(root)'}: {first[0][:300]}")
         # pytest's collected count covers tests that never ran (a collection error interrupts the run).
         collected = report["summary"].get("collected")
         ran = len(report["tests"])
