@@ -23,6 +23,7 @@ from evals.compare.casediff import _reasoning
 from evals.importers import import_results
 from evals.importers.deepeval import metric_errored
 from evals.importers.detect import sniff
+from evals.results.infra import infra_cause
 from evals.results.model import Results, load_results, save_results
 from evals.suite.config import GateSpec, SuiteConfig
 
@@ -153,9 +154,13 @@ def test_pytest_json_outcomes_match_the_reports_summary():
     # setup/teardown errors are errors, not failures; a refused connection in setup is infra.
     assert cases["checks/text_checks.py::test_needs_db"].attempts[0].error.kind == "target"
     model = cases["checks/text_checks.py::test_needs_model"].attempts[0]
-    assert model.error.kind == "infra" and model.passed is None and "ConnectionRefusedError" in model.error.message
+    assert model.error.kind == "infra" and model.passed is None
+    # its traceback quotes socket's getaddrinfo call; the cause is the exception, a refused connection
+    assert model.error.message == "setup: ConnectionRefusedError: [Errno 111] Connection refused"
+    assert infra_cause(model.error.message) == "connection" and "getaddrinfo" in model.output
     teardown = cases["checks/text_checks.py::test_teardown_breaks"].attempts[0]
-    assert teardown.error.message.startswith("teardown: RuntimeError: cleanup failed")
+    assert teardown.error.message == "teardown: RuntimeError: cleanup failed"
+    assert "def scratch_dir():" in teardown.output  # the traceback stays in the attempt's output
     both = cases["checks/text_checks.py::test_fails_then_teardown_breaks"].attempts[0]
     assert both.error.kind == "target" and both.metadata["failed_stages"] == ["call", "teardown"]
     # xpass passes; a strict xpass is pytest's failure.
@@ -231,7 +236,9 @@ def test_braintrust_rows_trials_scores_and_errors():
     assert add.expected == "4" and add.hash
     # The task's exception: a refused connection is infra, a ValueError the target's.
     order = cases['{"question":"Where is my order?"}'].attempts[0]
-    assert order.error.kind == "infra" and order.error.message.startswith("urllib.error.URLError: <urlopen error")
+    assert order.error.kind == "infra"
+    assert order.error.message == "urllib.error.URLError: <urlopen error [Errno 111] Connection refused>"
+    assert order.metadata["traceback"].startswith("Traceback (most recent call last):")
     summary = cases['{"question":"Summarise the attached file"}'].attempts[0]
     assert summary.error.kind == "target" and summary.passed is False
     # The main scorer raised (no expected answer): a scorer error, the other scores kept.

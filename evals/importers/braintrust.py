@@ -42,6 +42,7 @@ FORMAT = "braintrust"
 _ID_MAX_CHARS = 120
 _REASON_KEYS = ("rationale", "reason", "reasoning", "explanation")
 _HIDDEN_METADATA = ("scorer_errors", "classifier_errors")
+_TRACEBACK_MAX_CHARS = 4000
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:
@@ -147,14 +148,16 @@ def _attempt(trace: _Trace, main: str, binary: bool):
     value = as_number(trace.scores.get(main))
     error = None
     passed: bool | None = None
-    # The SDK records a traceback; its last line (the exception) leads the message.
+    # The SDK records a traceback: its last line (the exception) is the message and decides the
+    # kind (source lines quoted in a traceback are no evidence); the traceback is kept beside it.
+    traceback = None
     if root.get("error"):
-        text = str(root["error"])
-        error = make_error(error_kind(_last_line(text), text), f"{_last_line(text)}\n{text}")
+        traceback = str(root["error"])
+        error = make_error(error_kind(_last_line(traceback)), _last_line(traceback))
     elif main in trace.errors:
-        text = trace.errors[main]
-        kind = error_kind(_last_line(text), text, default="scorer")
-        error = make_error(kind, f"scorer {main!r} raised {_last_line(text)}\n{text}")
+        traceback = trace.errors[main]
+        kind = error_kind(_last_line(traceback), default="scorer")
+        error = make_error(kind, f"scorer {main!r} raised {_last_line(traceback)}")
     elif value is not None and binary:
         passed = value == 1.0
     metrics = root.get("metrics") if isinstance(root.get("metrics"), dict) else {}
@@ -165,6 +168,8 @@ def _attempt(trace: _Trace, main: str, binary: bool):
         metadata["reason"] = "\n".join(
             f"{name} ({_fmt(trace.scores.get(name))}): {reason}" for name, reason in trace.reasons.items()
         )
+    if traceback:
+        metadata["traceback"] = traceback[-_TRACEBACK_MAX_CHARS:]
     if trace.errors:
         metadata["scorer_errors"] = {name: _last_line(text) for name, text in trace.errors.items()}
     for key in ("id", "span_id", "root_span_id"):

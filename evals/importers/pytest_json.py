@@ -64,6 +64,17 @@ def _report(path: Path) -> dict[str, Any]:
     return data
 
 
+def _exception(stage: dict[str, Any]) -> str:
+    """The exception line of a stage (``crash.message``, else the traceback's last ``E`` line):
+    what says whether it was infrastructure. The traceback's source lines do not count (the
+    ``getaddrinfo`` call inside ``socket.create_connection`` is no DNS failure)."""
+    crash = stage.get("crash") if isinstance(stage.get("crash"), dict) else {}
+    if crash.get("message"):
+        return str(crash["message"])
+    lines = [line[1:].strip() for line in str(stage.get("longrepr") or "").splitlines() if line.startswith("E ")]
+    return lines[-1] if lines else str(stage.get("longrepr") or "").strip()[-300:]
+
+
 def _stage_text(stage: dict[str, Any]) -> str:
     crash = stage.get("crash") if isinstance(stage.get("crash"), dict) else {}
     message = str(crash.get("message") or "")
@@ -111,8 +122,9 @@ def _attempt(test: dict[str, Any]):
     error = None
     if outcome == "error":
         call_failed = stages.get("call", {}).get("outcome") == "failed"
-        kind = "target" if call_failed else error_kind(text or "")
-        error = make_error(kind, text or "error in setup or teardown")
+        exceptions = "; ".join(f"{s}: {_exception(stages[s])}" for s in broken)
+        kind = "target" if call_failed else error_kind(exceptions)
+        error = make_error(kind, exceptions or "error in setup or teardown")
     return attempt(
         passed=outcome in ("passed", "xpassed"),
         score=1.0 if outcome in ("passed", "xpassed") else 0.0 if outcome == "failed" else None,
