@@ -474,6 +474,10 @@ def test_import_gate_round_trip_a_broken_slice_fails(fmt, make, broken, key, tmp
     regressed = {u.unit for u in result.units if u.verdict == "regressed"}
     assert f"{key}={broken}" in regressed
     assert not {u for u in regressed if u.startswith(f"{key}=") and u != f"{key}={broken}"}
+    flipped = result.case_diff.pass_to_fail
+    assert flipped and all(e.slices[key] == broken for e in flipped)
+    if fmt == "deepeval":  # the failing metric's reason is what the report shows as the grader's reasoning
+        assert flipped[0].candidate_reasoning.startswith("Exact Answer (failed, score 0.0, threshold 1.0): flipped")
 
 
 def test_gate_command_on_a_deepeval_run(tmp_path, python_exe):
@@ -501,3 +505,16 @@ def test_gate_command_on_a_deepeval_run(tmp_path, python_exe):
     comparison = json.loads((tmp_path / ".evalgate" / "out" / "comparison.json").read_text())
     assert comparison["verdict"] == "fail"
     assert any(u["unit"] == "category=geo" and u["verdict"] == "regressed" for u in comparison["units"])
+
+
+def test_show_slices_as_import_does(python_exe):
+    proc = subprocess.run(
+        [python_exe, "-m", "evals", "show", str(PYTEST_JSON), "--from", "pytest-json", "--slice-key", "class"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode in (0, 3), proc.stderr  # 3: a partial run (one infra error) says so
+    units = re.findall(r"^(class=\S+)\s+(\d+)", proc.stdout, re.MULTILINE)
+    assert units == [("class=TestDivision", "2")], proc.stdout
+    assert "infra 1 (connection 1)" in proc.stdout
