@@ -47,7 +47,10 @@ class ImportOptions(BaseModel):
     suite: str | None = Field(default=None, description="run.suite; default: derived from the source.")
     metric: str | None = Field(
         default=None,
-        description="The value that decides passed/score: lm-eval metric, inspect scorer, Harbor reward key.",
+        description=(
+            "The value that decides passed/score: lm-eval metric, inspect scorer, Harbor reward key,"
+            " DeepEval metric, Braintrust score."
+        ),
     )
     filters: dict[str, str] = Field(
         default_factory=dict, description="lm-eval: filter per task; key '*' applies to every task."
