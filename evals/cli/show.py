@@ -40,12 +40,17 @@ def main(args: argparse.Namespace) -> int:
     else:
         from evals.importers import import_results
 
-        results = import_results(args.fmt, [args.file])
+        # Sliced exactly as `import --slice-key` would (SPEC §11): the keys name the source's tags.
+        results = import_results(args.fmt, [args.file], slice_keys=args.slice_keys or None)
     if args.slice_keys:
         from evals.suite.slices import require_slice_keys
 
         carried = {k for c in results.cases for k in c.slices}
-        require_slice_keys(args.slice_keys, carried, where=str(args.file), asked_in="--slice-key")
+        missing = [k for k in args.slice_keys if k not in carried]
+        if missing:
+            # An import keeps only the keys asked for: list what its source offered instead.
+            offered = carried | set(results.run.source.get("tag_keys") or [])
+            require_slice_keys(missing, offered - set(missing), where=str(args.file), asked_in="--slice-key")
     summary = summarize(results, args.slice_keys)
     if args.json:
         print(summary.model_dump_json(indent=2))
