@@ -14,7 +14,7 @@ from evals.compare.model import CaseDiff, CaseDiffEntry
 from evals.compare.pairing import Pairing
 from evals.compare.runs import Run
 from evals.results.model import CaseResult
-from evals.results.trace import failed_tail
+from evals.results.trace import failed_tail, first_divergence, tool_names
 
 
 def _excerpt(value: Any, limit: int) -> str | None:
@@ -32,6 +32,7 @@ class _Side:
     error: str | None = None
     reasoning: str | None = None
     scores: dict[str, float] = field(default_factory=dict)
+    tools: list[str] | None = None
 
 
 def _reasoning(metadata: dict[str, Any]) -> Any:
@@ -53,7 +54,20 @@ def _side(case: CaseResult, limit: int) -> _Side:
         error=_excerpt(error, limit) if error else None,
         reasoning=_excerpt(_reasoning(first.metadata), limit),
         scores=dict(first.scores),
+        tools=tool_names(first.trace),
     )
+
+
+def _trajectories(baseline: list[str] | None, candidate: list[str] | None) -> dict[str, Any]:
+    """The two tool sequences and where they part, when either side called a tool."""
+    if not baseline and not candidate:
+        return {}
+    known = baseline is not None and candidate is not None
+    return {
+        "baseline_tools": baseline,
+        "candidate_tools": candidate,
+        "tools_diverge_at": first_divergence(baseline, candidate) if known else None,  # type: ignore[arg-type]
+    }
 
 
 def case_diff(
@@ -98,6 +112,7 @@ def case_diff(
             baseline_scores=b_side.scores,
             candidate_scores=c_side.scores,
             candidate_trace=failed_tail(c_case.attempts),
+            **_trajectories(b_side.tools, c_side.tools),
         )
 
     return CaseDiff(

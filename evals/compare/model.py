@@ -147,6 +147,15 @@ class CaseDiffEntry(_Model):
     candidate_trace: list[dict[str, Any]] = Field(
         default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
     )
+    baseline_tools: list[str] | None = Field(
+        default=None,
+        description="Tools the baseline's first valid attempt called, in order (RAW; None: no tool call on "
+        "either side, or no trace on this one).",
+    )
+    candidate_tools: list[str] | None = None
+    tools_diverge_at: int | None = Field(
+        default=None, description="First position where the two tool sequences differ (None: the same)."
+    )
 
 
 class CaseDiff(_Model):
