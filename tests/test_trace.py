@@ -211,5 +211,5 @@ def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
     entry = comparison.case_diff.pass_to_fail[0]
     assert [e["kind"] for e in entry.candidate_trace] == ["message", "tool_call", "tool_error"]
     text = render_markdown(comparison, kind="comment")
-    assert "last trace events of the candidate" in text and "- #2 tool\\_error web: timeout" in text
+    assert "last trace events of the candidate" in text and "- #2 ✗ web: timeout" in text
     assert "<b>" not in text and "@team" not in text  # escaped: no HTML, no mention

@@ -167,9 +167,14 @@ class CaseDiff(_Model):
     score_drops: list[CaseDiffEntry] = Field(
         default_factory=list, description="Largest score drops of cases that did not flip pass → fail, worst first."
     )
+    trajectory_changes: list[CaseDiffEntry] = Field(
+        default_factory=list,
+        description="Cases whose tool calls changed (SPEC §15), besides those listed above, in case order.",
+    )
     n_pass_to_fail: int = 0
     n_fail_to_pass: int = 0
     n_score_drops: int = 0
+    n_trajectory_changes: int = 0
     added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
     removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
     changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")

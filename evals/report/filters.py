@@ -14,6 +14,7 @@ from markupsafe import Markup
 
 from evals.common import escape
 from evals.compare.model import UnitResult
+from evals.report.timeline import event_line
 
 RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@", "trajectory_changed")
 BAR_CELLS = 20
@@ -181,6 +182,7 @@ def filters() -> dict[str, Callable[..., Any]]:
         "bar": bar,
         "one_line": one_line,
         "tool_rows": tool_rows,
+        "event": lambda ev, limit=200: Safe(escape.inline(event_line(ev["kind"], ev["name"], ev["content"], limit))),
         # For template authors' own trusted text only; never for anything from a case.
         "raw": Safe,
     }

@@ -138,6 +138,7 @@ def _diff_rows(c: Comparison) -> list[dict[str, Any]]:
         ("pass → fail", d.pass_to_fail, d.n_pass_to_fail, True),
         ("fail → pass", d.fail_to_pass, d.n_fail_to_pass, False),
         ("score drop", d.score_drops, d.n_score_drops, True),
+        ("other tool calls", d.trajectory_changes, d.n_trajectory_changes, True),
     ):
         rows.extend({"change": change, "failing": failing, "entry": e, "scores": _score_pairs(e)} for e in entries)
         if total > len(entries):
