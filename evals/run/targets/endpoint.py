@@ -311,7 +311,7 @@ def _function(call: dict[str, Any]) -> tuple[str, Any]:
 
 
 def _step_line(step: int, calls: list[dict[str, Any]], finish: str | None) -> str:
-    asked = ", ".join(_function(c)[0] for c in calls) if calls else "no tool"
+    asked = "calls " + ", ".join(_function(c)[0] for c in calls) if calls else "answers"
     return f"step {step}: {asked}" + (f" (finish_reason {finish})" if finish else "")
 
 
