@@ -9,7 +9,12 @@ second rule once: the results model rejects a trace that breaks it, and the hist
 the pairing as a foreign key, so the database refuses a tool call without its result too.
 
 Content is stored masked and truncated (8,192 characters; tool results 2,048) with the sha256 of
-the full masked text, like attempt outputs."""
+the full masked text, like attempt outputs.
+
+An agent's trajectory is read from the trace (SPEC §15): the ``tool_call`` events in order
+(``tool_calls``, ``tool_names``) and its model calls (``step_count``: ``log`` events named
+``step``). A call that nobody ran is answered by a ``tool_result`` saying ``not executed: why``, so
+it stays paired without counting as a tool's error."""
 
 from __future__ import annotations
 
