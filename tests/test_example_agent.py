@@ -146,7 +146,7 @@ def test_trace_and_tool_calls_from_the_history(runs: Path, tmp_path: Path):
     assert "— history run 2 of suite agent" in done.stdout.splitlines()[0]  # the newest run: the candidate
     assert "  tools: get_weather" in done.stdout and "to_fahrenheit(" not in done.stdout
     assert "  output: FINAL ANSWER: 68" in done.stdout
-    shown = evalgate("history", "show", "--url", url, "--metric", "tool_calls", "--include-subsets", cwd=runs, env=env)
+    shown = evalgate("history", "show", "--url", url, "--metric", "tool_calls", cwd=runs, env=env)
     assert shown.returncode == 0, shown.stderr
     overall = next(line for line in shown.stdout.splitlines() if line.startswith("overall"))
     assert overall.split()[1:] == ["36.0", "24.0"]  # 12 × 1 + 12 × 2 calls, then 12 + 12 × 1
