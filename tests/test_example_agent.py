@@ -150,3 +150,11 @@ def test_trace_and_tool_calls_from_the_history(runs: Path, tmp_path: Path):
     assert shown.returncode == 0, shown.stderr
     overall = next(line for line in shown.stdout.splitlines() if line.startswith("overall"))
     assert overall.split()[1:] == ["36.0", "24.0"]  # 12 × 1 + 12 × 2 calls, then 12 + 12 × 1
+
+
+def test_trace_says_what_to_do_with_flags_that_do_not_fit(runs: Path, tmp_path: Path):
+    url_alone = evalgate("trace", "paris-f", "--url", "h.sqlite", cwd=runs)
+    assert url_alone.returncode == 2 and "--url and --suite read the history: add --history" in url_alone.stderr
+    nowhere = evalgate("trace", "paris-f", "--history", "--url", str(tmp_path / "none.sqlite"), cwd=runs)
+    assert nowhere.returncode == 2 and f"no history at {tmp_path / 'none.sqlite'}" in nowhere.stderr
+    assert not (tmp_path / "none.sqlite").exists()  # reading never creates one
