@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "show",
         "summarise a results file: pass rate with CI overall and per slice, errors, tokens, cost",
     ),
+    "trace": ("trace", "one case's attempts and trace events as a timeline, from a results file or the history"),
     "history": ("history", "the history of runs, gates and baselines: init, add, sync, show, plot"),
     "schema": ("schema", "print or write the JSON Schemas of the config and results files"),
 }

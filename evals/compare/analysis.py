@@ -36,6 +36,8 @@ from evals.compare.model import (
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run, provenance_diff, summarize
+from evals.compare.trajectory import gate_entry as trajectory_gate_entry
+from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
 from evals.suite.slices import require_slice_keys
@@ -233,7 +235,12 @@ def compare(
     else:
         verdict, reason = "pass", ""
     if baseline is not None and not why_incompatible:
-        units = decide(_inputs(defs, specs, bt, ct, pairing), unit_indices(ct, pairing.cand_rows, slice_keys), gate)
+        inputs = _inputs(defs, specs, bt, ct, pairing)
+        trajectory = trajectory_input(bt, ct, pairing)
+        if trajectory is not None:  # advisory: reported with the others, never gated (evals.compare.trajectory)
+            inputs.append(trajectory)
+            gate_model.metrics.append(trajectory_gate_entry())
+        units = decide(inputs, unit_indices(ct, pairing.cand_rows, slice_keys), gate)
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)

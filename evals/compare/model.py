@@ -147,6 +147,15 @@ class CaseDiffEntry(_Model):
     candidate_trace: list[dict[str, Any]] = Field(
         default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
     )
+    baseline_tools: list[str] | None = Field(
+        default=None,
+        description="Tools the baseline's first valid attempt called, in order (RAW; None: no tool call on "
+        "either side, or no trace on this one).",
+    )
+    candidate_tools: list[str] | None = None
+    tools_diverge_at: int | None = Field(
+        default=None, description="First position where the two tool sequences differ (None: the same)."
+    )
 
 
 class CaseDiff(_Model):
@@ -158,9 +167,14 @@ class CaseDiff(_Model):
     score_drops: list[CaseDiffEntry] = Field(
         default_factory=list, description="Largest score drops of cases that did not flip pass → fail, worst first."
     )
+    trajectory_changes: list[CaseDiffEntry] = Field(
+        default_factory=list,
+        description="Cases whose tool calls changed (SPEC §15), besides those listed above, in case order.",
+    )
     n_pass_to_fail: int = 0
     n_fail_to_pass: int = 0
     n_score_drops: int = 0
+    n_trajectory_changes: int = 0
     added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
     removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
     changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")

@@ -230,7 +230,7 @@ def execute(
     only when asked for); the caller decides what an incomplete run means."""
     output = Path(output)
     every_case = load_cases(config)
-    scorers = build_scorers(config.scorers, config.root)
+    scorers = build_scorers(config.scorers, config.root, config.where)
     check_case_set(config, every_case)
     cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit)
     target = build_target(config)

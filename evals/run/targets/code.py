@@ -7,14 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import inspect
 import json
 import os
 import shlex
 import shutil
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +23,7 @@ from evals.results.model import TargetInfo
 from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
 from evals.run.targets.endpoint import OpenAIChatTarget
+from evals.run.targets.loading import import_callable
 from evals.suite.config import CommandTarget, PythonTarget, SuiteConfig
 
 if TYPE_CHECKING:
@@ -38,27 +37,6 @@ PIPE_GRACE_S = 1.0  # for pipes to close once the process and all it started are
 
 
 # ------------------------------------------------------------------------------------------ python
-
-
-def import_callable(spec: str, root: Path, extra_paths: list[str], what: str) -> Callable[..., Any]:
-    """``pkg.module:function`` → the function, with the config folder (and ``extra_paths``) importable."""
-    for entry in [*(str((root / p).resolve()) for p in reversed(extra_paths)), str(root)]:
-        if entry not in sys.path:
-            sys.path.insert(0, entry)
-    module_name, _, attr = spec.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except Exception as exc:
-        raise UsageError(
-            f"{what} {spec!r}: cannot import module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise UsageError(f"{what} {spec!r}: module {module_name!r} has no attribute {attr!r}")
-        obj = getattr(obj, part)
-    if not callable(obj):
-        raise UsageError(f"{what} {spec!r} is not callable")
-    return obj
 
 
 def _wants_case(fn: Callable[..., Any]) -> bool:
@@ -279,4 +257,6 @@ def build_target(config: SuiteConfig) -> Target:
         return PythonCallableTarget(spec, config.root, config.concurrency)
     if isinstance(spec, CommandTarget):
         return CommandProcessTarget(spec, config.root, config.where("target", "command"))
-    return OpenAIChatTarget(spec, config.root, config.timeout_s)
+    return OpenAIChatTarget(
+        spec, config.root, config.timeout_s, config.retries, lambda: config.where("target", "openai", "tools")
+    )
