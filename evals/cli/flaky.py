@@ -55,5 +55,5 @@ def main(args: argparse.Namespace) -> int:
         )
     history, slices = found
     found_cases = flaky_cases(history, slices)
-    sys.stdout.write(render_history(found_cases, history, config.slices, args.unit, args.top))
+    sys.stdout.write(render_history(found_cases, history, slices, config.slices, args.unit, args.top))
     return EXIT_PASS

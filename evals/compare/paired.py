@@ -221,9 +221,11 @@ def _stratified(
     ``evals.compare.sampling.stratified_test`` and its t interval (the one interval reported,
     so also the "smoothed" one the verdicts read)."""
     sign = 1.0 if metric.definition.direction == "higher" else -1.0
-    b_value, c_value = stratified_mean(base, strata).mean, stratified_mean(cand, strata).mean
+    rates = metric.definition.bounded
+    b_value = stratified_mean(base, strata, rates=rates).mean
+    c_value = stratified_mean(cand, strata, rates=rates).mean
     margin = metric.spec.band(b_value)
-    est, p_worse, p_better = stratified_test(d, strata, margin)
+    est, p_worse, p_better = stratified_test(d, strata, margin, rates=rates)
     half = t_quantile(1.0 - gate.alpha, est.df) * est.se
     low, high = est.mean - half, est.mean + half
     if metric.definition.bounded:

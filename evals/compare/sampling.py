@@ -42,6 +42,7 @@ class Strata:
 
     codes: np.ndarray  # int, one per paired row
     population: np.ndarray  # N_h per code
+    predicted: np.ndarray  # S_h² per code, as the history predicted it
 
     @classmethod
     def of(cls, design: SampleDesign, ids: list[str]) -> Strata:
@@ -50,10 +51,11 @@ class Strata:
         code = {name: i for i, name in enumerate(names)}
         codes = np.array([code[design.cases[case_id].stratum] for case_id in ids], dtype=np.intp)
         population = np.array([design.strata[name].population for name in names], dtype=float)
-        return cls(codes, population)
+        predicted = np.array([design.strata[name].variance for name in names], dtype=float)
+        return cls(codes, population, predicted)
 
     def rows(self, rows: np.ndarray | None) -> Strata:
-        return self if rows is None else Strata(self.codes[rows], self.population)
+        return self if rows is None else Strata(self.codes[rows], self.population, self.predicted)
 
 
 @dataclass(frozen=True)
@@ -65,15 +67,18 @@ class Estimate:
     df: float
 
 
-def stratified_mean(y: np.ndarray, strata: Strata) -> Estimate:
+def stratified_mean(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Estimate:
     """The stratified (Horvitz–Thompson) mean of ``y`` over the strata its rows are in, with its
     standard error and effective degrees of freedom (see the module docstring).
 
-    A stratum represented by a single row has no sample variance of its own; it borrows the
-    largest ``s_h²`` of the unit's other strata (a conservative form of Cochran's collapsed strata,
-    §5A.12), or the pooled variance of ``y`` when every stratum has one row. A stratum with no
-    row at all (every case of it dropped from the pairing: errored or changed) is left out and the
-    weights of the others renormalised: the estimate is then of the cases that could be paired.
+    A stratum represented by a single row has no sample variance of its own. For ``rates``
+    (values in [0, 1], what the history measures) it takes the variance the history predicted
+    for it when the draw was made (``Stratum.variance``: the run-to-run variance of its cases'
+    outcomes, the variance of their paired deltas under no change) or its row's own ``y²``,
+    whichever is larger; for other values (latency, tokens, cost) the pooled within-stratum
+    variance of the unit, else the variance of ``y``. A stratum with no row at all (every case
+    of it dropped from the pairing: errored or changed) is left out and the weights of the others
+    renormalised: the estimate is then of the cases that could be paired.
     """
     codes = strata.codes
     present = np.unique(codes)
@@ -82,12 +87,16 @@ def stratified_mean(y: np.ndarray, strata: Strata) -> Estimate:
     means = sums / n_h
     centred = y - means[np.searchsorted(present, codes)]
     squares = np.bincount(codes, weights=centred * centred, minlength=strata.population.size)[present]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s2 = np.where(n_h > 1, squares / (n_h - 1), np.nan)
-    if np.isnan(s2).all():
-        s2[:] = float(y.var(ddof=1)) if y.size > 1 else 0.0
+    if rates:
+        # The single row's own y² (for a paired delta, an unbiased estimate of E[d²] ≥ Var d) as well:
+        # a stratum the history called settled whose one drawn case flipped is not settled.
+        fallback = np.maximum(strata.predicted[present], np.bincount(codes, weights=y * y)[present] / n_h)
+    elif (n_h > 1).any():
+        fallback = np.full(present.size, squares[n_h > 1].sum() / (n_h[n_h > 1] - 1).sum())
     else:
-        s2 = np.where(np.isnan(s2), np.nanmax(s2), s2)
+        fallback = np.full(present.size, float(y.var(ddof=1)) if y.size > 1 else 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s2 = np.where(n_h > 1, squares / (n_h - 1), fallback)
     weights = strata.population[present] / strata.population[present].sum()
     mean = float(np.dot(weights, means))
     terms = weights * weights * s2 / n_h
@@ -98,13 +107,15 @@ def stratified_mean(y: np.ndarray, strata: Strata) -> Estimate:
     return Estimate(mean, math.sqrt(var), max(df, 1.0))
 
 
-def stratified_test(d: np.ndarray, strata: Strata, margin: float) -> tuple[Estimate, float, float]:
+def stratified_test(
+    d: np.ndarray, strata: Strata, margin: float, *, rates: bool = True
+) -> tuple[Estimate, float, float]:
     """One-sided tests of the stratified mean of the oriented paired deltas ``d``: returns the
     estimate, ``p_worse`` for H0: Δ ≥ −margin (small when the candidate is worse by more than the
     tolerance) and ``p_better`` for H0: Δ ≤ margin, from Student's t with the estimate's degrees
     of freedom. With a zero standard error (every drawn case has the same delta in each stratum)
     the p-values are 0 or 1, as :func:`evals.compare.stats.paired_clt` gives them."""
-    est = stratified_mean(d, strata)
+    est = stratified_mean(d, strata, rates=rates)
     if est.se == 0.0:
         return est, 0.0 if est.mean < -margin else 1.0, 0.0 if est.mean > margin else 1.0
     from scipy.stats import t  # imported here: scipy is slow to load and only smoke runs need it

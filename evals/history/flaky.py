@@ -174,15 +174,22 @@ def _member(slices: dict[str, str], key: str | None, value: str | None) -> bool:
     return key is None or slices.get(key) == value
 
 
-def render_history(found: list[FlakyCase], history: CaseHistory, keys: list[str], wanted: str | None, top: int) -> str:
-    """``evalgate flaky`` from the history: per unit, how many of its cases flip between runs and
-    the most flaky of them with their rates."""
-    slices = [c.slices for c in found]
+def render_history(
+    found: list[FlakyCase],
+    history: CaseHistory,
+    slices: dict[str, dict[str, str]],
+    keys: list[str],
+    wanted: str | None,
+    top: int,
+) -> str:
+    """``evalgate flaky`` from the history: per unit, how many of its cases (``slices``: every
+    case's slice values) flip between runs, and the most flaky of them with their rates."""
+    every = [slices.get(case_id, {}) for case_id in history.outcomes]
     lines = [f"flaky cases over the latest {history.runs} whole run(s) of this config (history):"]
-    everyone = len(history.outcomes)
-    for name, key, value in _units(slices, keys, wanted):
+    for name, key, value in _units(every, keys, wanted):
         members = [c for c in found if _member(c.slices, key, value)]
-        lines.append(f"{name}: {len(members)} flaky of {everyone if key is None else 'its'} cases")
+        size = sum(1 for s in every if _member(s, key, value))
+        lines.append(f"{name}: {len(members)} of {size} cases flaky")
         for c in members[:top]:
             lines.append(f"  {c.id}  flips {c.flip_rate:.0%} of runs  (passes {c.pass_rate:.0%} over {c.runs} runs)")
         if len(members) > top:

@@ -102,6 +102,10 @@ class TargetInfo(_Model):
 class Stratum(_Model):
     population: Annotated[int, Field(ge=1)] = Field(description="N_h: the full suite's cases in this stratum.")
     drawn: Annotated[int, Field(ge=1)] = Field(description="n_h: how many of them the smoke run drew.")
+    variance: Annotated[float, Field(ge=0)] = Field(
+        description="S_h²: the run-to-run variance of a case's outcome the history predicted (the allocation's "
+        "weight; the variance of a stratum with one drawn case)."
+    )
 
 
 class Inclusion(_Model):

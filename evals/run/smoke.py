@@ -72,14 +72,16 @@ def smoke_subset(cases: list[Case], spec: SmokeSpec, slices: list[str]) -> list[
     return [c for c in cases if c.id in chosen]
 
 
-# A stratum keeps at least this many cases (all of them when it has fewer): its variance s_h² needs
-# two, and no slice value that has cases is left out of the smoke run.
+# A stratum keeps at least this many cases (all when it has fewer), which its s_h² needs, where the
+# budget allows it; else one (no stratum's weight rests on nothing, no slice with cases is left
+# out), and a stratum of one drawn case uses the variance the history predicted for it.
 STRATUM_FLOOR = 2
 # Runs of a case the history needs before its outcome counts as known (one run shows no variation).
 MIN_RUNS = 2
 # S_h² of a stratum of new cases: the largest a 0/1 paired delta can have under no change
 # (2·p·(1 − p) at p = ½), so the draw never treats the unknown as settled.
 NEW_VARIANCE = 0.5
+KINDS = ("new", "pass", "fail", "mixed")
 
 
 @dataclass(frozen=True)
@@ -145,34 +147,51 @@ def neyman_allocation(sizes: Sequence[int], spreads: Sequence[float], total: int
     return counts
 
 
-def informative_subset(cases: list[Case], spec: SmokeSpec, slices: list[str], history: CaseHistory) -> SmokeDraw:
-    """The informative draw (module docstring): the cases in suite order and their design."""
+# Coarser stratifications, tried in turn when the finer one's floors (two cases a stratum, else
+# one) take more than the budget: "always passed" and "always failed" merge into "settled", then
+# each slice combination is one stratum (Cochran §5A.12, collapsed strata).
+COLLAPSE: tuple[dict[str, str], ...] = ({}, {"pass": "settled", "fail": "settled"}, dict.fromkeys(KINDS, "all"))
+
+
+def _strata(cases: list[Case], slices: list[str], history: CaseHistory, merge: dict[str, str]):
     strata: dict[str, list[Case]] = {}
-    spread: dict[str, list[float]] = {}
-    for case in sorted(cases, key=lambda c: _rank(spec.seed, c.id)):
+    sums: dict[str, list[float]] = {}
+    for case in cases:
         outcomes = list(history.outcomes.get(case.id, ()))
         kind = uncertainty(outcomes)
         combo = ", ".join(f"{key}={case.tags[key]}" for key in slices if key in case.tags)
-        label = f"{combo} · {kind}" if combo else kind
+        shown = merge.get(kind, kind)
+        label = f"{combo} · {shown}" if combo else shown
         strata.setdefault(label, []).append(case)
-        pairs = len(outcomes) - 1
         # A case's run-to-run mean squared change estimates Var(d) = 2p(1 − p) of its paired delta.
         flips = sum((a - b) ** 2 for a, b in itertools.pairwise(outcomes))
-        spread.setdefault(label, [0.0, 0.0])
-        spread[label][0] += flips if kind != "new" else NEW_VARIANCE
-        spread[label][1] += pairs if kind != "new" else 1
-    labels = sorted(strata)
+        acc = sums.setdefault(label, [0.0, 0.0])
+        acc[0] += NEW_VARIANCE if kind == "new" else flips
+        acc[1] += 1 if kind == "new" else len(outcomes) - 1
     # One pseudo-flip per stratum: 20 runs that always passed do not prove the flip rate is 0.
-    spreads = [math.sqrt((spread[h][0] + 1.0) / (spread[h][1] + 2.0)) for h in labels]
-    counts = neyman_allocation([len(strata[h]) for h in labels], spreads, spec.cases, STRATUM_FLOOR)
+    return strata, {h: (acc[0] + 1.0) / (acc[1] + 2.0) for h, acc in sums.items()}
+
+
+def informative_subset(cases: list[Case], spec: SmokeSpec, slices: list[str], history: CaseHistory) -> SmokeDraw:
+    """The informative draw (module docstring): the cases in suite order and their design."""
+    ranked = sorted(cases, key=lambda c: _rank(spec.seed, c.id))
+    for merge, floor in itertools.product(COLLAPSE, (STRATUM_FLOOR, 1)):
+        strata, variance = _strata(ranked, slices, history, merge)
+        if sum(min(len(m), floor) for m in strata.values()) <= spec.cases:
+            break
+    labels = sorted(strata)
+    sizes = [len(strata[h]) for h in labels]
+    counts = neyman_allocation(sizes, [math.sqrt(variance[h]) for h in labels], spec.cases, floor)
     chosen: dict[str, Inclusion] = {}
     for label, n_h in zip(labels, counts, strict=True):
-        members = strata[label]
-        for case in members[:n_h]:
-            chosen[case.id] = Inclusion(stratum=label, probability=n_h / len(members))
+        for case in strata[label][:n_h]:
+            chosen[case.id] = Inclusion(stratum=label, probability=n_h / len(strata[label]))
     design = SampleDesign(
         history_runs=history.runs,
-        strata={h: Stratum(population=len(strata[h]), drawn=n) for h, n in zip(labels, counts, strict=True) if n},
+        strata={
+            h: Stratum(population=size, drawn=n, variance=variance[h])
+            for h, size, n in zip(labels, sizes, counts, strict=True)
+        },
         cases=chosen,
     )
     return SmokeDraw([c for c in cases if c.id in chosen], design)
