@@ -149,10 +149,11 @@ def main() -> None:
                     f"{layout:>6} {model:<19} {name:<12} {aa.fails / aa.replicates:>9.3f} "
                     f"{dd.found / dd.replicates:>7.3f} {bias:>+11.4f} ±{se:.4f}"
                 )
-            ratio = drop["informative"].found / max(drop["stratified"].found, 1)
+            found = drop["informative"].found, drop["stratified"].found
+            ratio = f"{found[0] / found[1]:.2f}×" if found[1] else f"n/a (stratified found it {found[1]} times)"
             dbias, dse = drop["informative"].bias()
             print(
-                f"{'':>6} {'':<19} informative/stratified power {ratio:.2f}×; "
+                f"{'':>6} {'':<19} informative/stratified power {ratio}; "
                 f"informative bias under the drop {dbias:+.4f} ±{dse:.4f} (smoke {smoke} of {sum(sizes)})"
             )
     print(f"({time.perf_counter() - started:.0f} s)")

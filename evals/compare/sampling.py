@@ -71,14 +71,16 @@ def stratified_mean(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Est
     """The stratified (Horvitz–Thompson) mean of ``y`` over the strata its rows are in, with its
     standard error and effective degrees of freedom (see the module docstring).
 
-    A stratum represented by a single row has no sample variance of its own. For ``rates``
-    (values in [0, 1], what the history measures) it takes the variance the history predicted
-    for it when the draw was made (``Stratum.variance``: the run-to-run variance of its cases'
-    outcomes, the variance of their paired deltas under no change) or its row's own ``y²``,
-    whichever is larger; for other values (latency, tokens, cost) the pooled within-stratum
-    variance of the unit, else the variance of ``y``. A stratum with no row at all (every case
-    of it dropped from the pairing: errored or changed) is left out and the weights of the others
-    renormalised: the estimate is then of the cases that could be paired.
+    For ``rates`` (values in [0, 1], what the history measures) each ``s_h²`` is at least the
+    variance the history predicted for the stratum when the draw was made (``Stratum.variance``:
+    the run-to-run variance of its cases' outcomes, the variance of their paired deltas under no
+    change), estimated from ``N_h`` cases over every history run where ``s_h²`` has ``n_h`` of
+    them; a stratum represented by a single row uses its own ``y²`` (an unbiased estimate of
+    ``E[d²] ≥ Var d``) for ``s_h²``. For other values (latency, tokens, cost) a singleton stratum
+    takes the pooled within-stratum variance of the unit, else the variance of ``y``. A stratum
+    with no row at all (every case of it dropped from the pairing: errored or changed) is left out
+    and the weights of the others renormalised: the estimate is then of the cases that could be
+    paired.
     """
     codes = strata.codes
     present = np.unique(codes)
@@ -88,15 +90,20 @@ def stratified_mean(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Est
     centred = y - means[np.searchsorted(present, codes)]
     squares = np.bincount(codes, weights=centred * centred, minlength=strata.population.size)[present]
     if rates:
-        # The single row's own y² (for a paired delta, an unbiased estimate of E[d²] ≥ Var d) as well:
-        # a stratum the history called settled whose one drawn case flipped is not settled.
-        fallback = np.maximum(strata.predicted[present], np.bincount(codes, weights=y * y)[present] / n_h)
+        # A singleton's own y² (for a paired delta, an unbiased estimate of E[d²] ≥ Var d): a stratum
+        # the history called settled whose one drawn case flipped is not settled.
+        fallback = np.bincount(codes, weights=y * y)[present] / n_h
     elif (n_h > 1).any():
         fallback = np.full(present.size, squares[n_h > 1].sum() / (n_h[n_h > 1] - 1).sum())
     else:
         fallback = np.full(present.size, float(y.var(ddof=1)) if y.size > 1 else 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.where(n_h > 1, squares / (n_h - 1), fallback)
+    if rates:
+        # Never below what the history predicted: two or three drawn cases that happen to agree say
+        # far less about a stratum's noise than its N_h cases over 20 runs (s_h² = 0 from two
+        # flipped cases made 45% of A/A smoke runs of 50 of 500 fail).
+        s2 = np.maximum(s2, strata.predicted[present])
     weights = strata.population[present] / strata.population[present].sum()
     mean = float(np.dot(weights, means))
     terms = weights * weights * s2 / n_h
