@@ -99,17 +99,23 @@ def stratified_mean(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Est
         fallback = np.full(present.size, float(y.var(ddof=1)) if y.size > 1 else 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         s2 = np.where(n_h > 1, squares / (n_h - 1), fallback)
+    # Each stratum's degrees of freedom: n_h − 1 for its own s_h² (1 for a singleton's y²) ...
+    freedom = np.maximum(n_h - 1.0, 1.0)
     if rates:
-        # Never below what the history predicted: two or three drawn cases that happen to agree say
-        # far less about a stratum's noise than its N_h cases over 20 runs (s_h² = 0 from two
-        # flipped cases made 45% of A/A smoke runs of 50 of 500 fail).
-        s2 = np.maximum(s2, strata.predicted[present])
+        # ... but never below what the history predicted: two or three drawn cases that happen to
+        # agree say far less about a stratum's noise than its N_h cases over 20 runs (s_h² = 0 from
+        # two flipped cases made 45% of A/A smoke runs of 50 of 500 fail). Where the prediction is
+        # the larger, it is a variance known from the history, with no sampling error of its own
+        # worth counting here: infinite degrees of freedom.
+        known = strata.predicted[present] >= s2
+        s2 = np.where(known, strata.predicted[present], s2)
+        freedom = np.where(known, np.inf, freedom)
     weights = strata.population[present] / strata.population[present].sum()
     mean = float(np.dot(weights, means))
     terms = weights * weights * s2 / n_h
     var = float(terms.sum())
-    # Satterthwaite: v² / Σ (term_h² / (n_h − 1)); singleton strata count with one degree of freedom.
-    denominator = float(np.sum(terms * terms / np.maximum(n_h - 1.0, 1.0)))
+    # Satterthwaite: v² / Σ (term_h² / df_h).
+    denominator = float(np.sum(terms * terms / freedom))
     df = var * var / denominator if denominator > 0 else math.inf
     return Estimate(mean, math.sqrt(var), max(df, 1.0))
 
