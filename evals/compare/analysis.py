@@ -392,7 +392,9 @@ def _drift(
     gated = [d for d in defs if specs[d.name].gate]
     lt = scan(blessed.cases, len(blessed.cases), named_scores(gated))
     pairing = pair(lt, ct, subset)
-    units = decide(_inputs(gated, specs, lt, ct, pairing), [UnitIndex("overall", None, None, None)], gate)
+    strata = _strata(candidate, ct, pairing, [])  # the gate's own units already say it is weighted
+    whole = [UnitIndex("overall", None, None, None)]
+    units = decide(_inputs(gated, specs, lt, ct, pairing), whole, gate, strata=strata)
     regressed = [u for u in units if u.verdict == "regressed"]
     worst = "regressed" if regressed else (units[0].verdict if units else None)
     reason = (
