@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
 from collections import Counter
 from pathlib import Path
 
 from suites import echo_cases, load_suite
 
+from evals.results.model import load_results
 from evals.run.execution import execute
 from evals.run.smoke import CaseHistory, draw_smoke, neyman_allocation, smoke_subset
 from evals.suite.cases import Case, load_cases
@@ -145,3 +149,46 @@ def test_informative_without_history_falls_back_and_says_so(tmp_path: Path, caps
     results = execute(config, tmp_path / "smoke.json", smoke=True, progress=False)
     assert results.run.subset == "smoke" and results.run.sample is None and results.run.total_cases == 10
     assert "drew the stratified subset instead" in capsys.readouterr().err
+
+
+def test_an_informative_smoke_run_records_its_design_and_compares_weighted(tmp_path: Path, python_exe: str) -> None:
+    """End to end: two full runs recorded in the history, then `run --smoke` draws by them and
+    `compare` weights the smoke run to the full suite."""
+    (tmp_path / "echo.py").write_text("def answer(x):\n    return x\n", encoding="utf-8")
+    config = load_suite(
+        tmp_path,
+        echo_cases(40, language=["en", "ko"]),
+        target={"python": "echo:answer"},
+        scorers=["exact"],
+        slices=["language"],
+        smoke={"cases": 12, "select": "informative"},
+    )
+    env = {**os.environ, "EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite")}
+    env.pop("EVALGATE_HISTORY", None)
+
+    def evalgate(*argv: str) -> subprocess.CompletedProcess[str]:
+        cmd = [python_exe, "-m", "evals", *argv]
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    for name in ("full1.json", "full2.json"):
+        assert evalgate("run", "--config", str(config.path), "-o", name, "--no-summary").returncode == 0
+    smoke = evalgate("run", "--config", str(config.path), "-o", "smoke.json", "--smoke", "--no-summary")
+    assert smoke.returncode == 0, smoke.stderr
+    assert "drew the stratified subset" not in smoke.stderr
+    run = load_results(tmp_path / "smoke.json").run
+    assert run.subset == "smoke" and run.sample is not None and run.sample.history_runs == 2
+    assert run.total_cases == 12 == len(run.sample.cases)
+    compared = evalgate(
+        "compare",
+        "--config",
+        str(config.path),
+        "--baseline",
+        "full1.json",
+        "--candidate",
+        "smoke.json",
+        "--json",
+        "cmp.json",
+    )
+    assert compared.returncode == 0, compared.stderr
+    units = json.loads((tmp_path / "cmp.json").read_text(encoding="utf-8"))["units"]
+    assert {u["method"] for u in units} == {"stratified-ht"}
