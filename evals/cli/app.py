@@ -24,6 +24,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "comment": ("comment", "post a stored report to a pull request (two-phase fork flow)"),
     "baseline": ("baseline", "list, show or fetch baseline snapshots"),
     "import": ("import_", "convert another harness's results to evalgate's format"),
+    "flaky": (
+        "flaky",
+        "the cases whose outcome flips, per slice: across the history's runs, or within a run's attempts",
+    ),
     "plan": ("plan", "before a paid run: what this suite can certify, per slice, and the cases a tolerance needs"),
     "show": (
         "show",

@@ -4,11 +4,13 @@ drops, with input, expected and output excerpts."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from evals.compare.flaky import attempt_flip_rate
 from evals.compare.metrics import RunTable
 from evals.compare.model import CaseDiff, CaseDiffEntry
 from evals.compare.pairing import Pairing
@@ -71,8 +73,17 @@ def _trajectories(baseline: list[str] | None, candidate: list[str] | None) -> di
 
 
 def case_diff(
-    baseline: Run, candidate: Run, bt: RunTable, ct: RunTable, pairing: Pairing, limit: int, excerpt: int
+    baseline: Run,
+    candidate: Run,
+    bt: RunTable,
+    ct: RunTable,
+    pairing: Pairing,
+    limit: int,
+    excerpt: int,
+    flaky: Mapping[str, float],
 ) -> CaseDiff:
+    """``flaky``: the history's flip rates of known-flaky cases; a listed case not in it is still
+    marked flaky when the attempts of either run disagree (the larger of the two rates)."""
     b_pass = bt.columns["pass_rate"][pairing.base_rows]
     c_pass = ct.columns["pass_rate"][pairing.cand_rows]
     b_score = bt.columns["score"][pairing.base_rows]
@@ -92,6 +103,10 @@ def case_diff(
         k for k, (b, c) in enumerate(zip(b_tools, c_tools, strict=True)) if b is not None and c is not None and b != c
     ]
     other_calls = np.setdiff1d(np.array(moved, dtype=np.intp), np.concatenate([p2f, f2p, drops]))
+    within = np.fmax(
+        attempt_flip_rate(bt.columns["pass_c"][pairing.base_rows], bt.columns["pass_n"][pairing.base_rows]),
+        attempt_flip_rate(ct.columns["pass_c"][pairing.cand_rows], ct.columns["pass_n"][pairing.cand_rows]),
+    )
 
     def entry(k: int) -> CaseDiffEntry:
         b_case, c_case = baseline.cases[pairing.base_rows[k]], candidate.cases[pairing.cand_rows[k]]
@@ -99,6 +114,10 @@ def case_diff(
 
         def num(x: float) -> float | None:
             return None if np.isnan(x) else float(x)
+
+        rate, basis = flaky.get(c_case.id), "history"
+        if not rate and within[k] > 0:
+            rate, basis = float(within[k]), "attempts"
 
         return CaseDiffEntry(
             id=c_case.id,
@@ -121,6 +140,8 @@ def case_diff(
             candidate_scores=c_side.scores,
             candidate_trace=failed_tail(c_case.attempts),
             **_trajectories(b_side.tools, c_side.tools),
+            flaky_rate=rate or None,
+            flaky_basis=basis if rate else None,
         )
 
     return CaseDiff(

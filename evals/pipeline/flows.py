@@ -79,8 +79,10 @@ def run_gate(
 
         for line in error_lines(summarize(candidate, config.slices)):
             print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
-    comparison = baselines.compare(candidate, config)
     from evals.history import record_comparison, record_promotion, store_trends
+    from evals.history.flaky import known_flaky
+
+    comparison = baselines.compare(candidate, config, flaky=known_flaky(config))
 
     record_comparison(
         comparison,

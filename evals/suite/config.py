@@ -242,6 +242,11 @@ class SmokeSpec(_Strict):
     per_slice_min: Annotated[int, Field(ge=0)] = 5
     seed: int = 0
     tag: str | None = Field(default=None, description="Use the cases whose tags contain this key (or key=value).")
+    select: Literal["stratified", "informative"] = Field(
+        default="stratified",
+        description="stratified: per_slice_min of every slice value, then a seeded draw; informative: from the "
+        "history, more of the cases whose outcome has been uncertain, with inclusion probabilities (SPEC §14).",
+    )
 
 
 class BaselineSpec(_Strict):
