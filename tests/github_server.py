@@ -71,7 +71,8 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 
 import pytest
 
-from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient
+from evals.github.client import GitHubClient
+from evals.github.models import ACTIONS_BOT_LOGIN
 
 MAX_COMMENT_CHARS = 65_536
 REPO_ID = 1296269

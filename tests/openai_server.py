@@ -4,8 +4,10 @@ An asyncio HTTP/1.1 server (keep-alive) on 127.0.0.1 with a random port, running
 loop in a background thread. By default it answers with the last user message (so ``exact``
 against the input passes). Tests script faults per request: for the next requests whose last user
 message is ``key`` (or for any request, ``key=None``), in order: ``status(429, retry_after="1")``,
-``status(500)``, ``reset()``, ``hang(30)``, ``malformed()``. It records every request body and
-headers, and the highest number of requests in flight at once.
+``status(500)``, ``reset()``, ``hang(30)``, ``malformed()`` — ``after=N`` lets N such requests be
+answered first (a fault in the middle of an agent's loop, whose steps share the user message). A
+responder may answer with tool calls (``tool_calls(("name", {args}), ...)``). It records every
+request body and headers, and the highest number of requests in flight at once.
 
 asyncio rather than ``http.server``: a thread per connection costs ~0.4 ms of CPU per request
 under the GIL, which at 2,000 requests is as much as the whole ideal run time the benchmark
@@ -61,6 +63,23 @@ def malformed() -> Fault:
     return Fault("malformed")
 
 
+def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
+    """An assistant message asking for these ``(function, arguments)`` calls."""
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}
+            for i, (name, args) in enumerate(calls)
+        ],
+    }
+
+
+def tool_results(body: dict[str, Any]) -> list[str]:
+    """The ``tool`` messages the client sent back so far, in order: what a responder reads."""
+    return [m.get("content") or "" for m in body.get("messages") or [] if m.get("role") == "tool"]
+
+
 Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 429: "Too Many Requests", 500: "Internal Server Error"}
 
@@ -74,7 +93,9 @@ def last_user_text(body: dict[str, Any]) -> str:
 
 
 class OpenAIServer:
-    def __init__(self, latency: float = 0.0, responder: Responder | None = None, fingerprint: str = "fp_local"):
+    def __init__(
+        self, latency: float = 0.0, responder: Responder | None = None, fingerprint: str = "fp_local", port: int = 0
+    ):
         self.latency = latency
         self.responder: Responder = responder or last_user_text
         self.fingerprint = fingerprint
@@ -83,12 +104,12 @@ class OpenAIServer:
         self.calls: Counter[str] = Counter()
         self.max_in_flight = 0
         self._in_flight = 0
-        self._faults: dict[str | None, deque[Fault]] = {}
+        self._faults: dict[str | None, deque[Fault | None]] = {}  # None: answer this one normally
         self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._connections: set[asyncio.Task[None]] = set()
         self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=512)
+            asyncio.start_server(self._connection, "127.0.0.1", port, backlog=512)
         )
         self._thread: threading.Thread | None = None
 
@@ -96,9 +117,9 @@ class OpenAIServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}/v1"
 
-    def script(self, key: str | None, *faults: Fault) -> None:
+    def script(self, key: str | None, *faults: Fault, after: int = 0) -> None:
         with self._lock:
-            self._faults.setdefault(key, deque()).extend(faults)
+            self._faults.setdefault(key, deque()).extend([None] * after + list(faults))
 
     def start(self) -> OpenAIServer:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -129,7 +150,7 @@ class OpenAIServer:
             for k in (key, None):
                 queue = self._faults.get(k)
                 if queue:
-                    return queue.popleft()
+                    return queue.popleft()  # None: a request let through before the fault
         return None
 
     def _record(self, body: dict[str, Any], headers: dict[str, str], key: str) -> None:
@@ -148,7 +169,9 @@ class OpenAIServer:
             "object": "chat.completion",
             "model": body.get("model"),
             "system_fingerprint": self.fingerprint,
-            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
+            ],
             "usage": {"prompt_tokens": prompt, "completion_tokens": len(str(message.get("content") or "").split())},
         }
 

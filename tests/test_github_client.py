@@ -10,7 +10,8 @@ import pytest
 from github_server import GitHubServer, github_api_fixture  # noqa: F401
 
 from evals.common.errors import UsageError
-from evals.github.client import ACTIONS_BOT_LOGIN, GitHubClient, LoginMismatch
+from evals.github.client import GitHubClient
+from evals.github.models import ACTIONS_BOT_LOGIN, LoginMismatch
 from evals.github.publish import set_outputs, upsert_sticky_comment_or_warn, write_step_summary
 from evals.github.transport import (
     AssetExists,

@@ -10,7 +10,7 @@ from github_server import MAX_COMMENT_CHARS, GitHubServer, github_api_fixture  #
 from suites import read_output_file
 
 from evals.common.errors import UsageError
-from evals.github.client import ACTIONS_BOT_LOGIN, App, Comment, Identity, User
+from evals.github.models import ACTIONS_BOT_LOGIN, App, Comment, Identity, User
 from evals.github.publish import (
     MAX_SUMMARY_BYTES,
     comment_marker,

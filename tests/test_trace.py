@@ -15,7 +15,8 @@ from suites import write_suite
 
 from evals.common.errors import InputFileError
 from evals.results.model import Results, load_results
-from evals.results.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, chat_trace, tool_pairs
+from evals.results.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, tool_pairs
+from evals.run.targets.endpoint import conversation_events
 
 CALL = {"kind": "tool_call", "name": "search", "content": '{"q": "x"}'}
 RESULT = {"kind": "tool_result", "name": "search", "content": "found"}
@@ -115,7 +116,7 @@ def test_build_trace_names_the_bad_event() -> None:
         build_trace([{"kind": "log", "colour": 1}])
 
 
-def test_chat_trace_pairs_answered_calls_and_keeps_requested_ones_as_decisions() -> None:
+def test_a_conversation_given_by_the_case_is_messages_not_the_attempts_tool_calls() -> None:
     sent = [
         {"role": "system", "content": "be brief"},
         {"role": "user", "content": "weather?"},
@@ -126,18 +127,12 @@ def test_chat_trace_pairs_answered_calls_and_keeps_requested_ones_as_decisions()
         },
         {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
     ]
-    reply = {
-        "role": "assistant",
-        "content": "",
-        "tool_calls": [{"id": "c2", "function": {"name": "wx", "arguments": "1"}}],
-    }
-    events = chat_trace(sent, reply)
-    assert [(e["kind"], e["name"]) for e in events] == [
-        ("message", "system"),
-        ("message", "user"),
-        ("tool_call", "wx"),
-        ("tool_result", "wx"),
-        ("decision", "tool_call:wx"),
+    events = conversation_events(sent)
+    assert [(e["kind"], e["name"], e["content"]) for e in events] == [
+        ("message", "system", "be brief"),
+        ("message", "user", "weather?"),
+        ("message", "assistant", "[tool call] wx({})"),
+        ("message", "tool", "sunny"),
     ]
     build_trace(events)  # a valid trace
 
@@ -180,14 +175,18 @@ def test_openai_target_records_the_exchange(tmp_path: Path, openai_server, repo_
     target["openai"]["system_prompt"] = "system.md"
     config = write_suite(tmp_path, [{"id": "a", "input": "hello", "expected": "x"}], target=target)
     trace = run_suite(config, repo_root, T_KEY="secret-k").cases[0].attempts[0].trace
+    # Without tools: nobody runs the call, and the trace says so in its (paired) result.
     assert [(e.kind, e.name) for e in trace] == [
         ("message", "system"),
         ("message", "user"),
+        ("log", "step"),
         ("message", "assistant"),
-        ("decision", "tool_call:lookup"),
+        ("tool_call", "lookup"),
+        ("tool_result", "lookup"),
     ]
     assert "sk-abcdefghijklmnop" not in trace[0].content and trace[1].content == "hello"
-    assert json.loads(trace[3].content) == {"q": "x"}
+    assert json.loads(trace[4].content) == {"q": "x"}
+    assert trace[5].content == "not executed: the target has no tools: to run it"
 
 
 def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
@@ -212,5 +211,5 @@ def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
     entry = comparison.case_diff.pass_to_fail[0]
     assert [e["kind"] for e in entry.candidate_trace] == ["message", "tool_call", "tool_error"]
     text = render_markdown(comparison, kind="comment")
-    assert "last trace events of the candidate" in text and "- #2 tool\\_error web: timeout" in text
+    assert "last trace events of the candidate" in text and "- #2 ✗ web: timeout" in text
     assert "<b>" not in text and "@team" not in text  # escaped: no HTML, no mention

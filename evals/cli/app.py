@@ -24,11 +24,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "comment": ("comment", "post a stored report to a pull request (two-phase fork flow)"),
     "baseline": ("baseline", "list, show or fetch baseline snapshots"),
     "import": ("import_", "convert another harness's results to evalgate's format"),
+    "flaky": (
+        "flaky",
+        "the cases whose outcome flips, per slice: across the history's runs, or within a run's attempts",
+    ),
     "plan": ("plan", "before a paid run: what this suite can certify, per slice, and the cases a tolerance needs"),
     "show": (
         "show",
         "summarise a results file: pass rate with CI overall and per slice, errors, tokens, cost",
     ),
+    "trace": ("trace", "one case's attempts and trace events as a timeline, from a results file or the history"),
     "history": ("history", "the history of runs, gates and baselines: init, add, sync, show, plot"),
     "schema": ("schema", "print or write the JSON Schemas of the config and results files"),
 }

@@ -44,6 +44,8 @@ def main(args: argparse.Namespace) -> int:
     if args.baseline and not Path(args.baseline).exists():
         raise InputFileError(args.baseline, "file not found", "omit --baseline on a first run: verdict no-baseline")
     candidate, baseline, blessed = load_runs(args.candidate, args.baseline, args.blessed)
+    from evals.history.flaky import known_flaky
+
     ref = BaselineRef(source=str(args.baseline)) if args.baseline else None
     comparison = compare(
         baseline,
@@ -55,6 +57,7 @@ def main(args: argparse.Namespace) -> int:
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,
         inconclusive=args.inconclusive,
         reset_command=reset_command(args.candidate, *(["--config", args.config] if args.config else [])),
+        flaky=known_flaky(config),
     )
     from evals.history import record_comparison
 

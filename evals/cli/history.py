@@ -54,26 +54,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     plot.add_argument("--out", required=True, metavar="FILE", help="trend.svg or trend.png")
 
 
-def _config(args: argparse.Namespace, *, required: bool = False):  # -> SuiteConfig | None
-    from evals.suite.config import load_config
-
-    # A --config that was named must exist: a typo would otherwise read (or write) the history of
-    # the working folder instead of the suite's, and say nothing.
-    if required or args.config is not None or Path("evalgate.yml").exists():
-        return load_config(args.config)
-    return None
-
-
 def main(args: argparse.Namespace) -> int:
     from evals.history import open_history
     from evals.history.engine import sqlite_path
-    from evals.history.settings import history_url
+    from evals.history.settings import history_url, optional_config, why_no_history
     from evals.history.url import redact_url
 
-    config = _config(args, required=args.action == "sync")
+    config = optional_config(args.config, required=args.action == "sync")
     url = args.url or history_url(config)
     if url is None:
-        raise UsageError(_why_no_history(config))
+        raise UsageError(why_no_history(config))
     if args.action in ("show", "plot"):
         if args.last < 1:
             raise UsageError(f"--last must be at least 1, got {args.last}")
@@ -125,24 +115,6 @@ def main(args: argparse.Namespace) -> int:
     out = plot(trends, Path(args.out))
     print(f"wrote {out} ({len(trends.runs)} runs, {len(trends.units)} units)")
     return EXIT_PASS
-
-
-def _why_no_history(config) -> str:
-    """Which switch turned the history off, and the way round it that works (the environment's
-    ``EVALGATE_HISTORY=off`` wins over ``EVALGATE_HISTORY_URL``, so only ``--url`` gets past it)."""
-    import os
-
-    from evals.history.settings import OFF_WORDS
-
-    switch = os.environ.get("EVALGATE_HISTORY", "").strip()
-    if switch.lower() in OFF_WORDS:
-        return f"no history here: EVALGATE_HISTORY={switch} switches it off; unset it, or name a database with --url"
-    if config is not None and not config.history.enabled:
-        return (
-            f"no history here: {config.where('history', 'enabled')}: history.enabled is false; name a database "
-            "with --url"
-        )
-    return "no history here: inside GitHub Actions the history needs a URL: pass --url or set EVALGATE_HISTORY_URL"
 
 
 def _sync(engine, config, args: argparse.Namespace, where: str) -> int:

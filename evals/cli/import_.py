@@ -33,7 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--suite", help="suite name for run.suite (default: derived from the source)")
     parser.add_argument(
         "--metric",
-        help="the value deciding passed/score: lm-eval metric, inspect_ai scorer, Harbor reward key",
+        help="the value deciding passed/score: lm-eval metric, inspect_ai scorer, Harbor reward key, DeepEval metric,"
+        " Braintrust score",
     )
     parser.add_argument(
         "--filter",

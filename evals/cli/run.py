@@ -72,6 +72,11 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"--grace-s must be >= 0, got {args.grace_s:g}")
     shard = parse_shard(args.shard) if args.shard else None
     progress = {"auto": None, "bar": True, "lines": False}[args.progress]
+    history = None
+    if args.smoke and config.smoke.select == "informative" and not config.smoke.tag:
+        from evals.history.flaky import smoke_history
+
+        history = smoke_history(config)
     results = execute(
         config,
         Path(args.output),
@@ -83,6 +88,7 @@ def main(args: argparse.Namespace) -> int:
         filters=args.filters,
         limit=args.limit,
         lean=True,
+        history=history,
     )
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:

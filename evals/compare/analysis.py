@@ -10,6 +10,7 @@ which ``benchmarks/sim_gate.py`` calls directly, so the simulations test the cod
 from __future__ import annotations
 
 import gc
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
@@ -38,6 +39,9 @@ from evals.compare.model import (
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run, provenance_diff, summarize
+from evals.compare.sampling import Strata
+from evals.compare.trajectory import gate_entry as trajectory_gate_entry
+from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
 from evals.suite.slices import require_slice_keys
@@ -129,13 +133,15 @@ def compare(
     blessed_ref: BaselineRef | None = None,
     inconclusive: Literal["warn", "fail"] | None = None,
     reset_command: str | None = None,
+    flaky: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
     decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express.
     ``tolerance`` (absolute, or ``"N%"``) is the ``--tolerance`` flag: with a config it replaces the
     rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
-    of the one metric gated (default 0.02). ``reset_command``: the command that would bless this
-    candidate, named in a ``no-baseline`` reason."""
+    of the one metric gated (default 0.02). ``flaky``: the history's flip rate of its known-flaky
+    cases (``evals.history.flaky.flip_rates``), which the case diff marks. ``reset_command``: the
+    command that would bless this candidate, named in a ``no-baseline`` reason."""
     if tolerance is not None:
         tolerance = parse_tolerance(tolerance)
     names = named_scores(metric_def(name) for name in config.metrics) if config else []
@@ -181,7 +187,7 @@ def compare(
         base_summary = summarize(baseline, bt)
         provenance = provenance_diff(baseline, candidate)
         pairing = pair(bt, ct, subset)
-        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt)
+        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt, flaky or {})
         why_incompatible = incompatibility(
             baseline, candidate, pairing, max_removed_share=gate.max_removed_share, baseline_cases=len(bt.ids)
         )
@@ -237,7 +243,13 @@ def compare(
     else:
         verdict, reason = "pass", ""
     if baseline is not None and not why_incompatible:
-        units = decide(_inputs(defs, specs, bt, ct, pairing), unit_indices(ct, pairing.cand_rows, slice_keys), gate)
+        inputs = _inputs(defs, specs, bt, ct, pairing)
+        trajectory = trajectory_input(bt, ct, pairing)
+        if trajectory is not None:  # advisory: reported with the others, never gated (evals.compare.trajectory)
+            inputs.append(trajectory)
+            gate_model.metrics.append(trajectory_gate_entry())
+        strata = _strata(candidate, ct, pairing, warnings)
+        units = decide(inputs, unit_indices(ct, pairing.cand_rows, slice_keys), gate, strata=strata)
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
@@ -283,6 +295,27 @@ def _floor_verdict(verdict: Verdict, reason: str, breached: list[FloorResult]) -
     more = f"; and {len(breached) - 3} more (comparison.json)" if len(breached) > 3 else ""
     what = f"absolute floor breached: {shown}{more}"
     return "fail", f"{reason}; {what}" if verdict == "fail" and reason else what
+
+
+def _strata(candidate: Run, ct: RunTable, pairing: Pairing, warnings: list[str]) -> Strata | None:
+    """The design of an informative smoke run's paired rows (``run.sample``), which makes every
+    mean a stratified Horvitz–Thompson estimate of the full suite; None for any other run."""
+    design = candidate.run.sample
+    if design is None:
+        return None
+    ids = [ct.ids[r] for r in pairing.cand_rows]
+    unknown = [case_id for case_id in ids if case_id not in design.cases]
+    if unknown:
+        warnings.append(
+            f"the candidate's run.sample names no inclusion probability for {len(unknown)} of its cases "
+            f"(e.g. {unknown[0]!r}): compared unweighted, as a plain subset"
+        )
+        return None
+    warnings.append(
+        f"smoke run drawn by informativeness ({len(design.strata)} strata from {design.history_runs} runs of the "
+        "history): slice and overall values are weighted to the full suite (stratified Horvitz–Thompson)"
+    )
+    return Strata.of(design, ids)
 
 
 def _instant(stamp: str | None) -> datetime | None:
@@ -381,7 +414,9 @@ def _drift(
     gated = [d for d in defs if specs[d.name].gate]
     lt = scan(blessed.cases, len(blessed.cases), named_scores(gated))
     pairing = pair(lt, ct, subset)
-    units = decide(_inputs(gated, specs, lt, ct, pairing), [UnitIndex("overall", None, None, None)], gate)
+    strata = _strata(candidate, ct, pairing, [])  # the gate's own units already say it is weighted
+    whole = [UnitIndex("overall", None, None, None)]
+    units = decide(_inputs(gated, specs, lt, ct, pairing), whole, gate, strata=strata)
     regressed = [u for u in units if u.verdict == "regressed"]
     worst = "regressed" if regressed else (units[0].verdict if units else None)
     reason = (

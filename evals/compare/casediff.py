@@ -4,17 +4,19 @@ drops, with input, expected and output excerpts."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from evals.compare.flaky import attempt_flip_rate
 from evals.compare.metrics import RunTable
 from evals.compare.model import CaseDiff, CaseDiffEntry
 from evals.compare.pairing import Pairing
 from evals.compare.runs import Run
 from evals.results.model import CaseResult
-from evals.results.trace import failed_tail
+from evals.results.trace import failed_tail, first_divergence, tool_names
 
 
 def _excerpt(value: Any, limit: int) -> str | None:
@@ -32,6 +34,7 @@ class _Side:
     error: str | None = None
     reasoning: str | None = None
     scores: dict[str, float] = field(default_factory=dict)
+    tools: list[str] | None = None
 
 
 def _reasoning(metadata: dict[str, Any]) -> Any:
@@ -53,12 +56,34 @@ def _side(case: CaseResult, limit: int) -> _Side:
         error=_excerpt(error, limit) if error else None,
         reasoning=_excerpt(_reasoning(first.metadata), limit),
         scores=dict(first.scores),
+        tools=tool_names(first.trace),
     )
 
 
+def _trajectories(baseline: list[str] | None, candidate: list[str] | None) -> dict[str, Any]:
+    """The two tool sequences and where they part, when either side called a tool."""
+    if not baseline and not candidate:
+        return {}
+    known = baseline is not None and candidate is not None
+    return {
+        "baseline_tools": baseline,
+        "candidate_tools": candidate,
+        "tools_diverge_at": first_divergence(baseline, candidate) if known else None,  # type: ignore[arg-type]
+    }
+
+
 def case_diff(
-    baseline: Run, candidate: Run, bt: RunTable, ct: RunTable, pairing: Pairing, limit: int, excerpt: int
+    baseline: Run,
+    candidate: Run,
+    bt: RunTable,
+    ct: RunTable,
+    pairing: Pairing,
+    limit: int,
+    excerpt: int,
+    flaky: Mapping[str, float],
 ) -> CaseDiff:
+    """``flaky``: the history's flip rates of known-flaky cases; a listed case not in it is still
+    marked flaky when the attempts of either run disagree (the larger of the two rates)."""
     b_pass = bt.columns["pass_rate"][pairing.base_rows]
     c_pass = ct.columns["pass_rate"][pairing.cand_rows]
     b_score = bt.columns["score"][pairing.base_rows]
@@ -70,6 +95,18 @@ def case_diff(
         # A pass → fail flip is usually a score drop too: it is listed (and counted) once, as a flip.
         drops = np.setdiff1d(np.flatnonzero(drop < 0), p2f, assume_unique=True)
     drops = drops[np.argsort(drop[drops], kind="stable")]
+    # Cases whose tool calls changed and that are not listed already: what a trajectory-only
+    # regression (same answers, another way to them) looks like case by case.
+    b_tools = [bt.tools[i] for i in pairing.base_rows.tolist()]
+    c_tools = [ct.tools[i] for i in pairing.cand_rows.tolist()]
+    moved = [
+        k for k, (b, c) in enumerate(zip(b_tools, c_tools, strict=True)) if b is not None and c is not None and b != c
+    ]
+    other_calls = np.setdiff1d(np.array(moved, dtype=np.intp), np.concatenate([p2f, f2p, drops]))
+    within = np.fmax(
+        attempt_flip_rate(bt.columns["pass_c"][pairing.base_rows], bt.columns["pass_n"][pairing.base_rows]),
+        attempt_flip_rate(ct.columns["pass_c"][pairing.cand_rows], ct.columns["pass_n"][pairing.cand_rows]),
+    )
 
     def entry(k: int) -> CaseDiffEntry:
         b_case, c_case = baseline.cases[pairing.base_rows[k]], candidate.cases[pairing.cand_rows[k]]
@@ -77,6 +114,10 @@ def case_diff(
 
         def num(x: float) -> float | None:
             return None if np.isnan(x) else float(x)
+
+        rate, basis = flaky.get(c_case.id), "history"
+        if not rate and within[k] > 0:
+            rate, basis = float(within[k]), "attempts"
 
         return CaseDiffEntry(
             id=c_case.id,
@@ -98,6 +139,9 @@ def case_diff(
             baseline_scores=b_side.scores,
             candidate_scores=c_side.scores,
             candidate_trace=failed_tail(c_case.attempts),
+            **_trajectories(b_side.tools, c_side.tools),
+            flaky_rate=rate or None,
+            flaky_basis=basis if rate else None,
         )
 
     return CaseDiff(
@@ -105,9 +149,11 @@ def case_diff(
         pass_to_fail=[entry(k) for k in p2f[:limit]],
         fail_to_pass=[entry(k) for k in f2p[:limit]],
         score_drops=[entry(k) for k in drops[:limit]],
+        trajectory_changes=[entry(k) for k in other_calls[:limit]],
         n_pass_to_fail=int(p2f.size),
         n_fail_to_pass=int(f2p.size),
         n_score_drops=int(drops.size),
+        n_trajectory_changes=int(other_calls.size),
         added=pairing.added,
         removed=pairing.removed,
         changed=pairing.changed,

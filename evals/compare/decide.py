@@ -23,6 +23,7 @@ import numpy as np
 
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, Tested, UnitIndex, paired_test
+from evals.compare.sampling import Strata
 from evals.compare.stats import bh_qvalues, mde, norm_ppf, weighted_holm
 from evals.suite.config import GateSpec
 
@@ -110,23 +111,35 @@ def _power_note(t: Tested, level: float, gate: GateSpec) -> None:
 
 
 def paired_tests(
-    metrics: list[MetricInput], units: list[UnitIndex], gate: GateSpec, *, seed: int | None = None
+    metrics: list[MetricInput],
+    units: list[UnitIndex],
+    gate: GateSpec,
+    *,
+    seed: int | None = None,
+    strata: Strata | None = None,
 ) -> list[Tested]:
-    """Every metric on every unit, before any verdict (metric-major order)."""
+    """Every metric on every unit, before any verdict (metric-major order). ``strata``: the
+    design of a smoke run drawn with inclusion probabilities (its paired rows)."""
     seed = gate.seed if seed is None else seed
     return [
-        paired_test(metric, unit, gate, np.random.default_rng([seed, mi, ui]))
+        paired_test(metric, unit, gate, np.random.default_rng([seed, mi, ui]), strata)
         for mi, metric in enumerate(metrics)
         for ui, unit in enumerate(units)
     ]
 
 
 def decide(
-    metrics: list[MetricInput], units: list[UnitIndex], gate: GateSpec, *, seed: int | None = None
+    metrics: list[MetricInput],
+    units: list[UnitIndex],
+    gate: GateSpec,
+    *,
+    seed: int | None = None,
+    strata: Strata | None = None,
 ) -> list[UnitResult]:
     """Test every metric on every unit, allocate α (:func:`alpha_weights`) and give each unit
-    its verdict (SPEC §5). Deterministic for a given seed: same inputs, same blocking units."""
-    tested = paired_tests(metrics, units, gate, seed=seed)
+    its verdict (SPEC §5). Deterministic for a given seed: same inputs, same blocking units.
+    ``strata``: see :func:`paired_tests`; α is allocated as for any run, by paired case counts."""
+    tested = paired_tests(metrics, units, gate, seed=seed, strata=strata)
     results = [t.result for t in tested]
     assign_verdicts(tested, alpha_weights(results, gate.slice_alpha_share, gate.slice_weights), gate)
     return results

@@ -22,6 +22,7 @@ import numpy as np
 
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
+from evals.results.trace import tool_names
 from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
 
 PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
@@ -68,6 +69,7 @@ class AttemptColumns:
     error_kind: np.ndarray  # object: None or the error's kind
     retries: np.ndarray  # int
     scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
+    tools: list[tuple[str, ...] | None]  # the tools each attempt called, in order; None = no trace
 
     @classmethod
     def collect(cls, attempt_lists: Sequence[Sequence[Any]], *, dicts: bool) -> AttemptColumns:
@@ -85,6 +87,7 @@ class AttemptColumns:
         kind = "kind"
         errors = field("error")
         kinds = [None if e is None else (e[kind] if dicts else e.kind) for e in errors]
+        names_of = [tool_names(t) for t in field("trace")]
         per_attempt_scores = [s for s in field("scores") if s]
         names = sorted(set().union(*per_attempt_scores)) if per_attempt_scores else []
         all_scores = field("scores") if names else []
@@ -100,6 +103,7 @@ class AttemptColumns:
             error_kind=np.array(kinds, dtype=object),
             retries=np.array(field("retries", 0), dtype=np.int64) if flat else np.empty(0, dtype=np.int64),
             scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
+            tools=[None if n is None else tuple(n) for n in names_of],
         )
 
 
@@ -114,6 +118,9 @@ class RunTable:
     columns: dict[str, np.ndarray]  # per-case values, NaN = none
     has_passed: bool  # some attempt records passed true/false
     counts: dict[str, int]  # attempts, infra_retries, cases_with_infra_retries, errors by kind ("error:<kind>")
+    # The tools the first attempt without an infra error called (the one the case diff shows);
+    # None: no such attempt, or it has no trace.
+    tools: list[tuple[str, ...] | None]
 
     def index(self) -> dict[str, int]:
         return {case_id: i for i, case_id in enumerate(self.ids)}
@@ -193,7 +200,13 @@ def scan(cases: Iterable[CaseResult], n_cases: int, named_scores: Iterable[str] 
     for i in np.argsort(first, kind="stable"):
         counts[f"error:{kinds[i]}"] = int(number[i])
     has_passed = bool(np.any(valid & ~np.isnan(at.passed)))
-    return RunTable(ids, hashes, case_slices, n_valid == 0, cols, has_passed, counts)
+    tools: list[tuple[str, ...] | None] = [None] * n
+    if any(t is not None for t in at.tools):
+        rows = np.flatnonzero(valid)
+        cases_seen, first = np.unique(at.case[rows], return_index=True)
+        for row, attempt in zip(cases_seen.tolist(), rows[first].tolist(), strict=True):
+            tools[row] = at.tools[attempt]
+    return RunTable(ids, hashes, case_slices, n_valid == 0, cols, has_passed, counts, tools)
 
 
 def named_scores(metrics: Iterable[MetricDef]) -> list[str]:

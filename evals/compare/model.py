@@ -23,7 +23,7 @@ COMPARISON_VERSION = 1
 
 Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
-Method = Literal["mcnemar-mid-p", "mcnemar", "clt", "bootstrap", "bootstrap-t"]
+Method = Literal["mcnemar-mid-p", "mcnemar", "clt", "bootstrap", "bootstrap-t", "stratified-ht"]
 Direction = Literal["higher", "lower"]
 
 
@@ -74,10 +74,11 @@ class UnitResult(_Model):
     tolerance: float = Field(description="δ in absolute units for this unit (relative tolerances resolved).")
     ci_low: float | None = None
     ci_high: float | None = None
-    ci_method: Literal["bootstrap", "smoothed"] | None = Field(
+    ci_method: Literal["bootstrap", "smoothed", "stratified-t"] | None = Field(
         default=None,
         description="bootstrap: paired percentile interval; smoothed: Agresti–Min interval, used for binary units "
-        "under 100 cases, where the bootstrap interval is often a point.",
+        "under 100 cases, where the bootstrap interval is often a point; stratified-t: the t interval of the "
+        "stratified Horvitz–Thompson estimate of an informative smoke run.",
     )
     confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
     method: Method | None = Field(default=None, description="Test used for the p-value.")
@@ -168,6 +169,30 @@ class CaseDiffEntry(_Model):
     candidate_trace: list[dict[str, Any]] = Field(
         default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
     )
+    baseline_tools: list[str] | None = Field(
+        default=None,
+        description="Tools the baseline's first valid attempt called, in order (RAW; None: no tool call on "
+        "either side, or no trace on this one).",
+    )
+    candidate_tools: list[str] | None = None
+    tools_diverge_at: int | None = Field(
+        default=None, description="First position where the two tool sequences differ (None: the same)."
+    )
+    flaky_rate: float | None = Field(
+        default=None,
+        description="How often two tries of this case disagree, when it is known to be flaky: from the history's "
+        "runs of the same config, else from the attempts of either run (SPEC §14).",
+    )
+    flaky_basis: Literal["history", "attempts"] | None = Field(default=None, description="Where flaky_rate is from.")
+
+    @property
+    def flaky_note(self) -> str | None:
+        """The case diff's mark of a known-flaky case: its flip may be noise, not the change."""
+        if not self.flaky_rate:
+            return None
+        if self.flaky_basis == "history":
+            return f"flaky (flips {self.flaky_rate:.0%} of runs)"
+        return f"flaky (its attempts disagree {self.flaky_rate:.0%} of the time)"
 
 
 class CaseDiff(_Model):
@@ -179,9 +204,14 @@ class CaseDiff(_Model):
     score_drops: list[CaseDiffEntry] = Field(
         default_factory=list, description="Largest score drops of cases that did not flip pass → fail, worst first."
     )
+    trajectory_changes: list[CaseDiffEntry] = Field(
+        default_factory=list,
+        description="Cases whose tool calls changed (SPEC §15), besides those listed above, in case order.",
+    )
     n_pass_to_fail: int = 0
     n_fail_to_pass: int = 0
     n_score_drops: int = 0
+    n_trajectory_changes: int = 0
     added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
     removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
     changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")

@@ -4,9 +4,12 @@ level, is not decided here (``evals.compare.decide``).
 
 Method per unit: binary metrics on small units → McNemar (mid-p by default, ``gate.mcnemar``);
 means on large units (≈300+ cases) → paired CLT; small non-binary means → paired bootstrap-t
-(studentized); percentiles → paired bootstrap. A metric is binary when its per-case values are
-all 0 or 1 in both runs, whatever its name (``pass_rate``, a 0/1 named score, a ``judge``
-verdict): the same outcomes get the same test, so the same verdict.
+(studentized); percentiles → paired bootstrap. A smoke run drawn with inclusion probabilities
+(``smoke.select: informative``) is tested on the stratified Horvitz–Thompson estimate instead,
+for every mean (``evals.compare.sampling``); its percentiles keep the bootstrap of the drawn
+cases. A metric is binary when its per-case values are all 0 or 1 in both runs, whatever its
+name (``pass_rate``, a 0/1 named score, a ``judge`` verdict): the same outcomes get the same
+test, so the same verdict.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from evals.compare.metrics import MetricDef
 from evals.compare.model import UnitResult
+from evals.compare.sampling import Strata, stratified_mean, stratified_test, t_quantile
 from evals.compare.stats import (
     bootstrap_mean,
     bootstrap_mean_se,
@@ -88,15 +92,20 @@ def is_binary(x: np.ndarray) -> bool:
     return bool(np.all((x == 0.0) | (x == 1.0)))
 
 
-def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.random.Generator) -> Tested:
-    """Test one metric on one unit. Deterministic for a given ``rng`` seed."""
+def paired_test(
+    metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.random.Generator, strata: Strata | None = None
+) -> Tested:
+    """Test one metric on one unit. Deterministic for a given ``rng`` seed. ``strata``: the design
+    of a smoke run's paired rows, when it was drawn with inclusion probabilities."""
     d_ = metric.definition
     base, cand = metric.base, metric.cand
     if unit.rows is not None:
         base, cand = base[unit.rows], cand[unit.rows]
+        strata = strata.rows(unit.rows) if strata is not None else None
     keep = ~(np.isnan(base) | np.isnan(cand))
     if not keep.all():
         base, cand = base[keep], cand[keep]
+        strata = strata.rows(np.flatnonzero(keep)) if strata is not None else None
     n = int(base.size)
     sign = 1.0 if d_.direction == "higher" else -1.0
     confidence = 1.0 - 2.0 * gate.alpha
@@ -124,6 +133,8 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
         )
         return Tested(result, math.inf, margin, 1.0, 1.0, -math.inf, math.inf, 0.0, -math.inf, math.inf)
     d = sign * (cand - base)
+    if strata is not None and d_.percentile is None:
+        return _stratified(metric, d, base, cand, strata, common, gate)
     scale = 1.0 if d_.bounded else data_scale(base, cand)
     smoothed_center, se = smoothed_mean_delta(d, scale)
     binary = d_.bounded and d_.percentile is None and is_binary(base) and is_binary(cand)
@@ -194,6 +205,58 @@ def paired_test(metric: MetricInput, unit: UnitIndex, gate: GateSpec, rng: np.ra
         result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
     drop_unit = 1.0 if d_.bounded else abs(b_value)
     return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit)
+
+
+def _stratified(
+    metric: MetricInput,
+    d: np.ndarray,
+    base: np.ndarray,
+    cand: np.ndarray,
+    strata: Strata,
+    common: dict,
+    gate: GateSpec,
+) -> Tested:
+    """The test of a mean on a smoke run drawn with inclusion probabilities: the stratified
+    Horvitz–Thompson estimates of both sides and of the delta, the t test of
+    ``evals.compare.sampling.stratified_test`` and its t interval (the one interval reported,
+    so also the "smoothed" one the verdicts read)."""
+    sign = 1.0 if metric.definition.direction == "higher" else -1.0
+    rates = metric.definition.bounded
+    b_value = stratified_mean(base, strata, rates=rates).mean
+    c_value = stratified_mean(cand, strata, rates=rates).mean
+    margin = metric.spec.band(b_value)
+    est, p_worse, p_better = stratified_test(d, strata, margin, rates=rates)
+    half = t_quantile(1.0 - gate.alpha, est.df) * est.se
+    low, high = est.mean - half, est.mean + half
+    if metric.definition.bounded:
+        low, high = max(low, -1.0), min(high, 1.0)
+    raw_low, raw_high = (low, high) if sign > 0 else (-high, -low)
+    n = int(d.size)
+    result = UnitResult(
+        **common,
+        baseline=b_value,
+        candidate=c_value,
+        delta=c_value - b_value,
+        tolerance=margin,
+        ci_low=raw_low,
+        ci_high=raw_high,
+        ci_method="stratified-t",
+        method="stratified-ht",
+        p_value=p_worse,
+        p_improved=p_better,
+        smoothed_low=raw_low,
+        smoothed_high=raw_high,
+        verdict="inconclusive",
+        note=f"smoke draw weighted to the full suite (stratified Horvitz–Thompson, {est.df:.0f} df)",
+    )
+    if metric.definition.bounded:
+        discordance = stratified_mean(d * d, strata).mean
+        result.discordance = discordance
+        result.no_change_seen = not d.any()
+        result.certifiable = certifiable_tolerance(n, discordance, gate.alpha, CERTIFY_PROBABILITY)
+        result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
+    drop_unit = 1.0 if metric.definition.bounded else abs(b_value)
+    return Tested(result, est.se, margin, p_worse, p_better, low, high, est.mean, low, high, drop_unit)
 
 
 def data_scale(base: np.ndarray, cand: np.ndarray) -> float:

@@ -23,8 +23,9 @@ from pydantic import BaseModel
 
 from evals.common.errors import EvalgateError, InfraError, UsageError
 from evals.common.escape import workflow_data
-from evals.github.client import Comment, GitHubClient, LoginMismatch
+from evals.github.client import GitHubClient
 from evals.github.logguard import command
+from evals.github.models import Comment, LoginMismatch
 from evals.github.transport import GitHubError
 
 if TYPE_CHECKING:

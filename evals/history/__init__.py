@@ -16,7 +16,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from evals.history.settings import history_url, switched_off
 
@@ -33,6 +33,7 @@ __all__ = [
     "Recorded",
     "history_url",
     "open_history",
+    "read_history",
     "record_comparison",
     "record_promotion",
     "record_reset",
@@ -74,6 +75,37 @@ def open_history(url: str, *, migrate: bool = True) -> Iterator[Engine]:
         yield engine
     finally:
         engine.close()
+
+
+T = TypeVar("T")
+
+
+def read_history(config: SuiteConfig, read: Callable[[Engine], T]) -> T | None:
+    """``read(engine)`` on this config's history, or None: no history here (off, or no database
+    yet: nothing is created), or one that cannot be read (said as a warning: what reads the
+    history — a plan, a smoke draw, a case diff's flaky marks — never fails on it)."""
+    url = history_url(config)
+    if url is None:
+        return None
+    from evals.history.engine import sqlite_path
+
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        return None
+    try:
+        with open_history(url, migrate=False) as engine:
+            if engine.version() == 0:
+                return None
+            return read(engine)
+    except Exception as exc:
+        from evals.history.url import redact_text, redact_url
+
+        problem = redact_text(str(exc), url)
+        print(
+            f"evalgate: warning: history {redact_url(url)}: could not read it ({problem}); going on without it",
+            file=sys.stderr,
+        )
+        return None
 
 
 def _record(config: SuiteConfig | None, what: str, work: Callable[[Writer, Recorded], Any]) -> Recorded:

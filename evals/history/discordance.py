@@ -8,13 +8,11 @@ over the latest pairs."""
 from __future__ import annotations
 
 import itertools
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evals.history.engine import Engine, sqlite_path
-from evals.history.settings import history_url
-from evals.history.url import redact_text, redact_url
+from evals.history import read_history
+from evals.history.engine import Engine
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
@@ -75,22 +73,5 @@ def _label(run_id: int, sha: str | None) -> str:
 
 def discordance_for(config: SuiteConfig) -> Observed | None:
     """The history's discordance for this config's suite and config hash, or None: no history
-    here (off, or no database yet: nothing is created), no two runs of this config, or a history
-    that cannot be read (said as a warning: a plan never fails on the history)."""
-    url = history_url(config)
-    if url is None:
-        return None
-    path = sqlite_path(url)
-    if path is not None and not path.exists():
-        return None
-    try:
-        from evals.history import open_history
-
-        with open_history(url, migrate=False) as engine:
-            if engine.version() == 0:
-                return None
-            return observed_discordance(engine, config.suite, config.config_hash())
-    except Exception as exc:
-        problem = redact_text(str(exc), url)
-        print(f"evalgate: warning: history {redact_url(url)}: could not read it ({problem}); assuming", file=sys.stderr)
-        return None
+    here, no two runs of this config, or a history that cannot be read (``read_history``)."""
+    return read_history(config, lambda engine: observed_discordance(engine, config.suite, config.config_hash()))

@@ -38,3 +38,28 @@ def history_url(config: SuiteConfig | None, env: Mapping[str, str] = os.environ)
     if config is not None:
         return str(config.resolve(spec.path if spec else DEFAULT_PATH))
     return str(Path.cwd() / DEFAULT_PATH)
+
+
+def optional_config(path: str | None, *, required: bool = False) -> SuiteConfig | None:
+    """The config a history command reads: the one named, else ./evalgate.yml when there is one
+    (None without). A named one must exist: a typo would otherwise read (or write) the history of
+    the working folder instead of the suite's, and say nothing."""
+    from evals.suite.config import load_config
+
+    if required or path is not None or Path("evalgate.yml").exists():
+        return load_config(path)
+    return None
+
+
+def why_no_history(config: SuiteConfig | None, env: Mapping[str, str] = os.environ) -> str:
+    """Which switch turned the history off, and the way round it that works (the environment's
+    ``EVALGATE_HISTORY=off`` wins over ``EVALGATE_HISTORY_URL``, so only ``--url`` gets past it)."""
+    switch = env.get("EVALGATE_HISTORY", "").strip()
+    if switch.lower() in OFF_WORDS:
+        return f"no history here: EVALGATE_HISTORY={switch} switches it off; unset it, or name a database with --url"
+    if config is not None and not config.history.enabled:
+        return (
+            f"no history here: {config.where('history', 'enabled')}: history.enabled is false; name a database "
+            "with --url"
+        )
+    return "no history here: inside GitHub Actions the history needs a URL: pass --url or set EVALGATE_HISTORY_URL"

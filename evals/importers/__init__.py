@@ -1,5 +1,6 @@
 """Import results from other harnesses (SPEC §11): ``import_results(fmt, inputs, **options)``
-maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor and JUnit outputs to
+maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor, JUnit, DeepEval,
+pytest-json-report and Braintrust outputs to
 evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs;
 an evalgate results file passes through unchanged.
 
@@ -26,6 +27,9 @@ FORMATS: dict[str, str] = {
     "openai_evals": "evals.importers.openai_evals",
     "harbor": "evals.importers.harbor",
     "junit": "evals.importers.junit",
+    "deepeval": "evals.importers.deepeval",
+    "pytest_json": "evals.importers.pytest_json",
+    "braintrust": "evals.importers.braintrust",
     "evalgate": "evals.importers.evalgate",
 }
 ALIASES: dict[str, str] = {
@@ -37,6 +41,8 @@ ALIASES: dict[str, str] = {
     "oaieval": "openai_evals",
     "pytest": "junit",
     "junit-xml": "junit",
+    "pytest-json": "pytest_json",
+    "pytest-json-report": "pytest_json",
 }
 
 

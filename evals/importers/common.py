@@ -47,7 +47,10 @@ class ImportOptions(BaseModel):
     suite: str | None = Field(default=None, description="run.suite; default: derived from the source.")
     metric: str | None = Field(
         default=None,
-        description="The value that decides passed/score: lm-eval metric, inspect scorer, Harbor reward key.",
+        description=(
+            "The value that decides passed/score: lm-eval metric, inspect scorer, Harbor reward key,"
+            " DeepEval metric, Braintrust score."
+        ),
     )
     filters: dict[str, str] = Field(
         default_factory=dict, description="lm-eval: filter per task; key '*' applies to every task."
@@ -88,6 +91,20 @@ def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not isinstance(obj, dict):
             raise InputFileError(f"{path}:{lineno}", f"not a valid {what}: a line is not a JSON object")
         yield lineno, obj
+
+
+def load_json_of(path: Path, fmt: str, what: str) -> Any:
+    """``load_json``, except that a file holding another format's JSON lines says so (a Braintrust
+    JSONL export given to a single-document importer is not a broken file but the wrong one)."""
+    try:
+        return load_json(path, what)
+    except InputFileError:
+        from evals.importers.detect import sniff
+
+        guess = sniff(path)
+        if guess and guess != fmt:
+            raise not_format(path, fmt, "not a single JSON document") from None
+        raise
 
 
 def not_format(path: Path, fmt: str, problem: str) -> InputFileError:

@@ -32,6 +32,18 @@ def _json_kind(obj: Any) -> str | None:
         return "harbor"
     if "n_total_trials" in obj and "stats" in obj:
         return "harbor"
+    if _braintrust_row(obj) or (
+        isinstance(obj.get("events"), list) and obj["events"] and _braintrust_row(obj["events"][0])
+    ):
+        return "braintrust"
+    if isinstance(obj.get("testRunData"), dict) or (
+        isinstance(obj.get("testCases"), list) and {"testPassed", "metricsScores", "testFile"} & obj.keys()
+    ):
+        return "deepeval"
+    if isinstance(obj.get("test_results"), list) and {"confident_link", "test_run_id"} & obj.keys():
+        return "deepeval"
+    if isinstance(obj.get("summary"), dict) and {"exitcode", "root"} <= obj.keys():
+        return "pytest_json"
     if "spec" in obj or "final_report" in obj or {"sample_id", "type", "data"} <= obj.keys():
         return "openai_evals"
     if "doc_id" in obj and ({"filter", "filtered_resps", "resps"} & obj.keys()):
@@ -40,6 +52,16 @@ def _json_kind(obj: Any) -> str | None:
     if isinstance(results, dict) and isinstance(obj.get("configs"), dict) and {"versions", "n-shot"} & obj.keys():
         return "lm_eval"
     return None
+
+
+def _braintrust_row(obj: Any) -> bool:
+    """A Braintrust experiment row (span): its ids and the experiment or span attributes."""
+    return (
+        isinstance(obj, dict)
+        and isinstance(obj.get("span_id"), str)
+        and "root_span_id" in obj
+        and bool({"span_attributes", "experiment_id"} & obj.keys())
+    )
 
 
 def _sniff_text(text: str) -> tuple[str | None, str | None]:
@@ -52,6 +74,14 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
         except ET.ParseError as exc:
             return None, f"invalid XML ({exc})"
         return None, None
+    if stripped.startswith("["):
+        # A JSON list: a Braintrust export's rows.
+        try:
+            rows = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            problem = f"invalid JSON: {json_problem(exc)}"
+            return None, problem + ("; the file looks truncated" if looks_truncated(exc) else "")
+        return ("braintrust", None) if rows and _braintrust_row(rows[0]) else (None, None)
     if not stripped.startswith("{"):
         return None, None
     try:
@@ -66,7 +96,7 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
             kind = _json_kind(json.loads(line))
         except json.JSONDecodeError:
             return None, problem
-        if kind in ("openai_evals", "lm_eval"):
+        if kind in ("openai_evals", "lm_eval", "braintrust"):
             return kind, None
     return None, problem
 
@@ -148,7 +178,8 @@ def detect_format(inputs: list[Path]) -> str:
                 raise InputFileError(path, f"{problem}: cannot tell which harness wrote it")
             raise InputFileError(
                 path,
-                "not a recognised results file (evalgate, promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit)",
+                "not a recognised results file (evalgate, promptfoo, inspect_ai, lm_eval, openai_evals, harbor, junit,"
+                " deepeval, pytest_json, braintrust)",
                 "pass --from FORMAT to get the reason it does not parse as that format",
             )
         kinds.setdefault(kind, []).append(path)

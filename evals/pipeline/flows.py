@@ -94,8 +94,12 @@ def run_gate(
 
         for line in error_lines(summarize(candidate, config.slices)):
             print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
-    comparison = baselines.compare(candidate, config, reset_command=gate_reset_command(args, results_path))
     from evals.history import record_comparison, record_promotion, store_trends
+    from evals.history.flaky import known_flaky
+
+    comparison = baselines.compare(
+        candidate, config, flaky=known_flaky(config), reset_command=gate_reset_command(args, results_path)
+    )
 
     record_comparison(
         comparison,

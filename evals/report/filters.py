@@ -14,8 +14,9 @@ from markupsafe import Markup
 
 from evals.common import escape
 from evals.compare.model import UnitResult
+from evals.report.timeline import event_line
 
-RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@")
+RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@", "trajectory_changed")
 BAR_CELLS = 20
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -130,6 +131,20 @@ def one_line(entry: Any) -> bool:
     return all(t is None or (len(t) <= ONE_LINE_CHARS and "\n" not in t) for t in texts)
 
 
+def tool_rows(entry: Any) -> list[tuple[int, str, str, bool]]:
+    """A case diff entry's two tool sequences side by side: (call number, baseline tool, candidate
+    tool, first divergence?); "–" where a side made fewer calls, "(no trace)" where it has none."""
+    base, cand = entry.baseline_tools, entry.candidate_tools
+    length = max(len(base or ()), len(cand or ()), 1)
+
+    def at(side: list[str] | None, i: int) -> str:
+        if side is None:
+            return "(no trace)" if i == 0 else ""
+        return side[i] if i < len(side) else "–"
+
+    return [(i + 1, at(base, i), at(cand, i), i == entry.tools_diverge_at) for i in range(length)]
+
+
 def finalize(value: Any) -> Any:
     if isinstance(value, Safe | Markup):
         return value
@@ -166,6 +181,8 @@ def filters() -> dict[str, Callable[..., Any]]:
         "age": fmt_age,
         "bar": bar,
         "one_line": one_line,
+        "tool_rows": tool_rows,
+        "event": lambda ev, limit=200: Safe(escape.inline(event_line(ev["kind"], ev["name"], ev["content"], limit))),
         # For template authors' own trusted text only; never for anything from a case.
         "raw": Safe,
     }

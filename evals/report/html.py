@@ -34,10 +34,13 @@ from evals.report.filters import (
     fmt_p,
     fmt_value,
     short_sha,
+    tool_rows,
 )
 from evals.report.markdown import STATUS, TREND_POINTS, UNIT_STATUS
+from evals.report.timeline import event_line
 from evals.results.model import Attempt, CaseResult, Results, atomic_write
 from evals.results.summary import ResultsSummary, case_values
+from evals.results.trace import tool_names
 
 if TYPE_CHECKING:
     from evals.compare.model import CaseDiffEntry, Comparison
@@ -112,6 +115,7 @@ def _case_row(case: CaseResult) -> dict[str, Any]:
         "error": f"{error.kind}: {_excerpt(error.message)}" if error else "",
         "reasoning": _reasoning(shown),
         "trace": _events(shown),
+        "tools": tool_names(shown.trace) if shown else None,
         "attempts": len(case.attempts),
     }
 
@@ -135,6 +139,7 @@ def _diff_rows(c: Comparison) -> list[dict[str, Any]]:
         ("pass → fail", d.pass_to_fail, d.n_pass_to_fail, True),
         ("fail → pass", d.fail_to_pass, d.n_fail_to_pass, False),
         ("score drop", d.score_drops, d.n_score_drops, True),
+        ("other tool calls", d.trajectory_changes, d.n_trajectory_changes, True),
     ):
         rows.extend({"change": change, "failing": failing, "entry": e, "scores": _score_pairs(e)} for e in entries)
         if total > len(entries):
@@ -166,6 +171,8 @@ def _environment() -> jinja2.Environment:
         fixed=fmt_fixed,
         age=fmt_age,
         sha=short_sha,
+        tool_rows=tool_rows,
+        event=lambda ev: event_line(ev["kind"], ev["name"], ev["content"], limit=None),
     )
     return env
 

@@ -174,12 +174,15 @@ def _grouped(entries: list[CaseDiffEntry], limit: int) -> list[dict[str, Any]]:
 
 
 def _top_cases(c: Comparison, tier: Tier) -> dict[str, Any] | None:
-    """The first flipped cases, shown open: pass → fail, or the largest score drops without any."""
+    """The first flipped cases, shown open: pass → fail, or the largest score drops without any, or
+    the cases whose tool calls changed without either."""
     d = c.case_diff
     if d.pass_to_fail:
         title, entries, total = "Cases that broke", d.pass_to_fail, d.n_pass_to_fail
     elif d.score_drops:
         title, entries, total = "Largest score drops", d.score_drops, d.n_score_drops
+    elif d.trajectory_changes:
+        title, entries, total = "Cases whose tool calls changed", d.trajectory_changes, d.n_trajectory_changes
     else:
         return None
     shown = entries[: tier.top_cases]
@@ -193,6 +196,7 @@ def _case_sections(c: Comparison, tier: Tier, top: dict[str, Any] | None) -> lis
         ("pass → fail", d.pass_to_fail, d.n_pass_to_fail),
         ("fail → pass", d.fail_to_pass if tier.improved else [], d.n_fail_to_pass if tier.improved else 0),
         ("other score drops" if d.n_pass_to_fail else "largest score drops", d.score_drops, d.n_score_drops),
+        ("other tool calls, same outcome", d.trajectory_changes, d.n_trajectory_changes),
     ]
     out = []
     for title, entries, total in sections:

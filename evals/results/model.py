@@ -101,6 +101,38 @@ class TargetInfo(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class Stratum(_Model):
+    population: Annotated[int, Field(ge=1)] = Field(description="N_h: the full suite's cases in this stratum.")
+    drawn: Annotated[int, Field(ge=1)] = Field(description="n_h: how many of them the smoke run drew.")
+    variance: Annotated[float, Field(ge=0)] = Field(
+        description="S_h²: the run-to-run variance of a case's outcome the history predicted (the allocation's "
+        "weight; the variance of a stratum with one drawn case)."
+    )
+
+
+class Inclusion(_Model):
+    stratum: str
+    probability: Annotated[float, Field(gt=0, le=1)] = Field(description="π_i = n_h / N_h.")
+
+
+class SampleDesign(_Model):
+    """How a smoke run drawn with ``smoke.select: informative`` chose its cases (SPEC §14): the
+    strata and each drawn case's inclusion probability, which make its comparison a stratified
+    Horvitz–Thompson estimate of the full suite (``evals.compare.sampling``)."""
+
+    method: Literal["stratified"] = "stratified"
+    history_runs: Annotated[int, Field(ge=0)] = Field(description="Runs of the history the strata were read from.")
+    strata: dict[str, Stratum]
+    cases: dict[str, Inclusion]
+
+    @model_validator(mode="after")
+    def _known_strata(self) -> SampleDesign:
+        for case_id, inclusion in self.cases.items():
+            if inclusion.stratum not in self.strata:
+                raise ValueError(f"sample.cases[{case_id!r}]: stratum {inclusion.stratum!r} is not in sample.strata")
+        return self
+
+
 class RunInfo(_Model):
     suite: str
     status: RunStatus
@@ -118,6 +150,9 @@ class RunInfo(_Model):
     attempts_per_case: Annotated[int, Field(ge=1)] = 1
     shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')
     subset: str | None = Field(default=None, description='"smoke" or "tag:..." when only part of the suite ran.')
+    sample: SampleDesign | None = Field(
+        default=None, description="Strata and inclusion probabilities of an informative smoke draw (SPEC §14)."
+    )
     message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
     evalgate_version: str | None = None
     source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")

@@ -9,10 +9,16 @@ second rule once: the results model rejects a trace that breaks it, and the hist
 the pairing as a foreign key, so the database refuses a tool call without its result too.
 
 Content is stored masked and truncated (8,192 characters; tool results 2,048) with the sha256 of
-the full masked text, like attempt outputs."""
+the full masked text, like attempt outputs.
+
+An agent's trajectory is read from the trace (SPEC §15): the ``tool_call`` events in order
+(``tool_calls``, ``tool_names``) and its model calls (``step_count``: ``log`` events named
+``step``). A call that nobody ran is answered by a ``tool_result`` saying ``not executed: why``, so
+it stays paired without counting as a tool's error."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections import defaultdict, deque
@@ -139,39 +145,54 @@ def failed_tail(attempts: Sequence[Any], n: int = 5, chars: int = 200) -> list[d
     return [{"seq": e.seq, "kind": e.kind, "name": e.name, "content": (e.content or "")[:chars]} for e in events[-n:]]
 
 
-def chat_trace(messages: Sequence[Any], reply: dict[str, Any]) -> list[dict[str, Any]]:
-    """The events of one chat-completion exchange: the messages sent (``name`` = role; an
-    assistant's earlier tool calls as ``tool_call`` and the ``tool`` messages answering them as
-    ``tool_result``), then the reply. Tool calls the reply asks for were not run by anyone here,
-    so they are ``decision`` events named ``tool_call:<function>`` — as are earlier calls the
-    conversation never answered — which keeps every ``tool_call`` paired."""
-    answered = {m.get("tool_call_id") for m in messages if isinstance(m, dict) and m.get("role") == "tool"}
-    names: dict[Any, str | None] = {}
-    events: list[dict[str, Any]] = []
-    for message in [*messages, reply]:
-        if not isinstance(message, dict):
+# ---------------------------------------------------------------------------------------- trajectories
+
+# A tool call nobody ran (a target without ``tools:``, or a step past ``max_steps``) is answered by
+# a ``tool_result`` whose content starts with this: the call stays paired (the trace rule), and
+# ``tool_error_rate`` counts only tools that failed, not calls that were never made.
+NOT_EXECUTED = "not executed"
+# A ``log`` event of this name marks one model call (a step of the agent); ``max_steps`` counts them.
+STEP = "step"
+
+
+def _field(event: Any, name: str) -> Any:
+    return event.get(name) if isinstance(event, dict) else getattr(event, name)
+
+
+def tool_calls(events: Sequence[Any] | None) -> list[tuple[str, Any]] | None:
+    """``(name, arguments)`` of each ``tool_call`` in order (events as models or dicts, raw or
+    stored); arguments as JSON when the content is JSON text. None for no trace at all: what an
+    attempt without a trace did is unknown, not "no tool"."""
+    if events is None:
+        return None
+    calls = []
+    for event in events:
+        if _field(event, "kind") != "tool_call":
             continue
-        role = message.get("role") or "assistant"
-        content = message.get("content")
-        if role == "tool":
-            call_id = message.get("tool_call_id")
-            name = names.get(call_id, message.get("name"))
-            if call_id in names:
-                events.append({"kind": "tool_result", "name": name, "content": content})
-            else:
-                events.append({"kind": "message", "name": role, "content": content})
-            continue
-        if content not in (None, "", []):
-            events.append({"kind": "message", "name": role, "content": content})
-        for call in message.get("tool_calls") or []:
-            if not isinstance(call, dict):
-                continue
-            function = call.get("function") or {}
-            name = function.get("name")
-            arguments = function.get("arguments")
-            if message is not reply and call.get("id") in answered:
-                names[call.get("id")] = name
-                events.append({"kind": "tool_call", "name": name, "content": arguments})
-            else:
-                events.append({"kind": "decision", "name": f"tool_call:{name}", "content": arguments})
-    return events
+        content = _field(event, "content")
+        if isinstance(content, str):
+            with contextlib.suppress(ValueError):  # arguments that are not JSON stay as text
+                content = json.loads(content)
+        calls.append((str(_field(event, "name")), content))
+    return calls
+
+
+def tool_names(events: Sequence[Any] | None) -> list[str] | None:
+    """The trajectory: the names of the tools called, in order (None: no trace)."""
+    calls = tool_calls(events)
+    return None if calls is None else [name for name, _ in calls]
+
+
+def step_count(events: Sequence[Any] | None) -> int | None:
+    """Model calls the attempt made (its ``step`` log events); None when the trace marks none."""
+    steps = sum(1 for e in events or () if _field(e, "kind") == "log" and _field(e, "name") == STEP)
+    return steps or None
+
+
+def first_divergence(a: Sequence[str], b: Sequence[str]) -> int | None:
+    """The first position where two tool sequences differ (the shorter one's end counts), or
+    None when they are the same."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))

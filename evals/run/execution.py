@@ -27,6 +27,7 @@ from evals.results.model import (
     Results,
     RunInfo,
     RunStatus,
+    SampleDesign,
     TargetInfo,
     load_results,
     parse_results,
@@ -38,7 +39,7 @@ from evals.run.progress import Progress
 from evals.run.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
 from evals.run.scorers.builtin import build_scorers
 from evals.run.shards import shard_of
-from evals.run.smoke import smoke_subset, subset_label
+from evals.run.smoke import CaseHistory, draw_smoke, subset_label
 from evals.run.targets.base import Target
 from evals.run.targets.code import build_target
 from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
@@ -59,12 +60,20 @@ def select_cases(
     shard: tuple[int, int] | None,
     filters: list[str] | None = None,
     limit: int | None = None,
-) -> tuple[list[Case], str | None]:
-    """The cases this run covers (smoke, then ``--filter``, ``--limit``, then the shard) and the
-    ``subset`` label: a development subset is compared on its own ids and never promoted."""
+    history: CaseHistory | None = None,
+) -> tuple[list[Case], str | None, SampleDesign | None]:
+    """The cases this run covers (smoke, then ``--filter``, ``--limit``, then the shard), the
+    ``subset`` label (a development subset is compared on its own ids and never promoted) and,
+    for an informative smoke draw (``history``: the runs it reads), its design. Narrowing such a
+    draw further (filter, limit, shard) changes its inclusion probabilities: the design is then
+    dropped and the comparison unweighted, as for any development subset."""
     subset = None
+    sample = None
     if smoke:
-        cases = smoke_subset(cases, config.smoke, config.slices)
+        draw = draw_smoke(cases, config.smoke, config.slices, history)
+        if draw.note:
+            say(draw.note)
+        cases, sample = draw.cases, draw.sample
         subset = subset_label(config.smoke)
         if not cases and config.smoke.tag:
             raise UsageError(
@@ -80,7 +89,9 @@ def select_cases(
         labels.append(f"limit:{limit}")
     if shard is not None:
         cases = [c for c in cases if shard_of(c.id, shard[1]) == shard[0]]
-    return cases, "+".join(labels) or None
+    if filters or limit is not None or shard is not None:
+        sample = None
+    return cases, "+".join(labels) or None, sample
 
 
 def _same_target(a: TargetInfo | None, b: TargetInfo) -> bool:
@@ -223,16 +234,20 @@ def execute(
     filters: list[str] | None = None,
     limit: int | None = None,
     lean: bool = False,
+    history: CaseHistory | None = None,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
     period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
-    only when asked for); the caller decides what an incomplete run means."""
+    only when asked for); the caller decides what an incomplete run means. ``history``: what an
+    informative smoke draw reads (``evals.history.flaky.smoke_history``)."""
     output = Path(output)
     every_case = load_cases(config)
-    scorers = build_scorers(config.scorers, config.root)
+    scorers = build_scorers(config.scorers, config.root, config.where)
     check_case_set(config, every_case)
-    cases, subset = select_cases(every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit)
+    cases, subset, sample = select_cases(
+        every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history
+    )
     target = build_target(config)
     info = target.info()
     kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
@@ -250,6 +265,7 @@ def execute(
         attempts_per_case=config.attempts,
         shard=f"{shard[0]}/{shard[1]}" if shard else None,
         subset=subset,
+        sample=sample,
         evalgate_version=__version__,
     )
     recorder = Recorder(output, cases, run, kept)

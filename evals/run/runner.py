@@ -20,7 +20,7 @@ from evals.results.masking import clip_masked, mask_secrets
 from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.results.trace import TraceError, build_trace
 from evals.run.scorers.builtin import ScorerError, score_attempt_async
-from evals.run.targets.base import Target, TargetFailure, TargetOutput
+from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait
 
 if TYPE_CHECKING:
     from evals.run.scorers.builtin import Scorer
@@ -39,16 +39,6 @@ class RunSettings:
     retries: RetrySpec
     run_timeout_s: float | None = None
     grace_s: float = DEFAULT_GRACE_S
-
-
-def backoff_wait(retries: RetrySpec, retry_number: int, retry_after: float | None) -> float:
-    """Seconds to wait before retry ``retry_number`` (0-based). The server's Retry-After wins over
-    the schedule, capped at ``max_retry_after_s``; past the schedule's end its last step repeats."""
-    if retry_after is not None:
-        return min(retry_after, retries.max_retry_after_s)
-    if not retries.backoff_s:
-        return 0.0
-    return retries.backoff_s[min(retry_number, len(retries.backoff_s) - 1)]
 
 
 class Runner:
@@ -184,12 +174,21 @@ class Runner:
             )
 
     async def _scored(self, case: Case, result: TargetOutput, latency_ms: float, history: list[RetryRecord]) -> Attempt:
-        error = None
+        error = trace_error = None
         passed = score = None
         scores: dict[str, float] = {}
         details: dict[str, Any] = {}
+        trace = None
+        if result.trace is not None:
+            try:
+                trace = build_trace(result.trace, self._mask)
+            except TraceError as exc:  # the target's own bug: its answer stands, the attempt is an error
+                trace_error = AttemptError(kind="target", message=self._mask(f"invalid trace: {exc}"))
+        # Trajectory scorers read the events as the target made them (unmasked, uncut, like the
+        # output the others read); an invalid trace gives them none to judge.
+        events = result.trace if trace is not None else None
         try:
-            verdict = await score_attempt_async(self.scorers, result.output, case)
+            verdict = await score_attempt_async(self.scorers, result.output, case, events)
             passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
             resends = verdict.resends
         except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
@@ -197,12 +196,7 @@ class Runner:
             resends = exc.resends
         # A judge's retried calls are this attempt's infra retries too, beside the target's.
         history = [*history, *(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)]
-        trace = None
-        if result.trace is not None:
-            try:
-                trace = build_trace(result.trace, self._mask)
-            except TraceError as exc:  # the target's own bug: its answer stands, the attempt is an error
-                error = error or AttemptError(kind="target", message=self._mask(f"invalid trace: {exc}"))
+        error = error or trace_error
         stored, digest, truncated = clip_masked(result.output, self.secrets)
         return Attempt(
             passed=passed,

@@ -26,7 +26,8 @@ from evals.results.manifest import MANIFEST_RE
 from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
 
 if TYPE_CHECKING:
-    from evals.github.client import Asset, GitHubClient, Release
+    from evals.github.client import GitHubClient
+    from evals.github.models import Asset, Release
 
 
 DRAFT_GRACE = timedelta(hours=1)  # another writer's draft younger than this may still be in use

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,7 +61,16 @@ class Baselines:
     # compares with the latest baseline, but promotes nothing in that run.
     drift_unchecked: str | None = None
 
-    def compare(self, candidate: Results, config: SuiteConfig, *, reset_command: str | None = None) -> Comparison:
+    def compare(
+        self,
+        candidate: Results,
+        config: SuiteConfig,
+        *,
+        flaky: Mapping[str, float] | None = None,
+        reset_command: str | None = None,
+    ) -> Comparison:
+        """``flaky``: the history's flip rates of known-flaky cases, for the case diff's marks;
+        ``reset_command``: the command that blesses this candidate, for a no-baseline reason."""
         from evals.compare.analysis import compare
 
         comparison = compare(
@@ -71,6 +81,7 @@ class Baselines:
             baseline_ref=self.baseline.ref if self.baseline else None,
             blessed_ref=self.blessed.ref if self.blessed else None,
             reset_command=reset_command,
+            flaky=flaky,
         )
         for loaded in (self.baseline, self.blessed):
             if loaded is not None:

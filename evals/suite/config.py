@@ -28,6 +28,8 @@ from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
 BUILTIN_SCORERS = ("exact", "final_answer", "contains", "regex", "json_valid", "json_equal", "numeric", "judge")
+# Scorers of what the agent did (its trace), not of its output (``evals.run.scorers.trajectory``).
+TRAJECTORY_SCORERS = ("tool_used", "tool_sequence", "max_steps", "tool_args")
 LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
 # Metrics in their own units (milliseconds, tokens, dollars); every other metric — pass_rate,
@@ -59,10 +61,13 @@ class _Strict(BaseModel):
 # ---------------------------------------------------------------------------------------- targets
 
 
+_CALLABLE = r"^[\w.]+:[\w.]+$"
+
+
 class PythonTarget(_Strict):
     """A callable ``module:function`` (sync or async) called with the case input."""
 
-    python: Annotated[str, Field(pattern=r"^[\w.]+:[\w.]+$")]
+    python: Annotated[str, Field(pattern=_CALLABLE)]
     path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
 
 
@@ -86,6 +91,19 @@ class OpenAIParams(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     price_in_per_mtok: float | None = Field(default=None, description="USD per million input tokens.")
     price_out_per_mtok: float | None = Field(default=None, description="USD per million output tokens.")
+    tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
+        Field(
+            default_factory=dict,
+            description="Tools the target runs itself: {name: package.module:function}, sync or async; the model "
+            "gets each as a function whose parameters come from the signature, and the loop runs up to max_steps.",
+        )
+    )
+    max_steps: Annotated[int, Field(ge=1)] = Field(
+        default=8, description="Model calls per attempt at most, with tools: (a step past it is not run)."
+    )
+    tool_timeout_s: Annotated[float, Field(gt=0)] = Field(
+        default=30, description="Seconds one tool call may take; past it the model is told the tool timed out."
+    )
 
     @property
     def model_name(self) -> str:
@@ -146,9 +164,9 @@ class ScorerSpec(_Strict):
 
     @model_validator(mode="after")
     def _known(self) -> ScorerSpec:
-        if self.python is None and self.name not in BUILTIN_SCORERS:
+        if self.python is None and self.name not in (*BUILTIN_SCORERS, *TRAJECTORY_SCORERS):
             raise ValueError(
-                f"unknown scorer {self.name!r}: built-ins are {', '.join(BUILTIN_SCORERS)}; "
+                f"unknown scorer {self.name!r}: built-ins are {', '.join((*BUILTIN_SCORERS, *TRAJECTORY_SCORERS))}; "
                 "a callable is written {python: 'pkg.module:function'}"
             )
         return self
@@ -245,6 +263,11 @@ class SmokeSpec(_Strict):
     per_slice_min: Annotated[int, Field(ge=0)] = 5
     seed: int = 0
     tag: str | None = Field(default=None, description="Use the cases whose tags contain this key (or key=value).")
+    select: Literal["stratified", "informative"] = Field(
+        default="stratified",
+        description="stratified: per_slice_min of every slice value, then a seeded draw; informative: from the "
+        "history, more of the cases whose outcome has been uncertain, with inclusion probabilities (SPEC §14).",
+    )
 
 
 class BaselineSpec(_Strict):

@@ -1,11 +1,12 @@
 """What a scorer is and what it yields (SPEC §2): the ``Score`` of one output, the ``Scorer`` that
 makes it (sync, or async for scorers that call out, like the model-graded ``judge``), and the
-errors a scorer raises. The built-ins live in evals/run/scorers/builtin.py, the judge in evals/run/scorers/judge.py."""
+errors a scorer raises. The built-ins live in evals/run/scorers/builtin.py, the judge in evals/run/scorers/judge.py,
+the trajectory scorers in evals/run/scorers/trajectory.py."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -58,18 +59,20 @@ def verdict(passed: bool, **extras: float) -> Score:
 
 @dataclass(frozen=True)
 class Scorer:
-    """A ready scorer: ``scorer(output, case) -> Score``. Raises ScorerError."""
+    """A ready scorer: ``scorer(output, case, events) -> Score``. Raises ScorerError. A trajectory
+    scorer (``trajectory``) judges the attempt's trace events instead of its output."""
 
     name: str
     fn: Callable[[Any, Case], Score] | None
     extras: tuple[str, ...] = ()
     afn: Callable[[Any, Case], Awaitable[Score]] | None = None  # async scorers (set instead of fn)
+    trajectory: Callable[[Sequence[Any] | None, Case], Score] | None = None  # (set instead of fn)
 
-    def __call__(self, output: Any, case: Case) -> Score:
-        if self.fn is None:
+    def __call__(self, output: Any, case: Case, events: Sequence[Any] | None = None) -> Score:
+        if self.fn is None and self.trajectory is None:
             raise ScorerError(f"scorer {self.name!r} is async: score with score_attempt_async")
         try:
-            return self.fn(output, case)
+            return self.trajectory(events, case) if self.trajectory is not None else self.fn(output, case)  # type: ignore[misc]
         except ScorerError:
             raise
         except Exception as exc:
@@ -80,9 +83,9 @@ class Scorer:
         if close is not None:
             await close()
 
-    async def ascore(self, output: Any, case: Case) -> Score:
+    async def ascore(self, output: Any, case: Case, events: Sequence[Any] | None = None) -> Score:
         if self.afn is None:
-            return self(output, case)
+            return self(output, case, events)
         try:
             return await self.afn(output, case)
         except ScorerError:
@@ -98,3 +101,16 @@ def as_text(value: Any) -> str:
     if value is None:
         return ""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Deep equality of JSON values where ``true`` is not ``1`` (Python's ``==`` says it is)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    return type(a) is type(b) and a == b

@@ -18,9 +18,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evals.common.errors import UsageError
-from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, verdict
+from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, same_json, verdict
 from evals.run.scorers.judge import JudgeParams, make_judge
-from evals.run.targets.code import import_callable
+from evals.run.scorers.trajectory import TRAJECTORY
+from evals.run.targets.loading import import_callable
 from evals.suite.cases import Case
 from evals.suite.config import ScorerSpec
 
@@ -68,19 +69,6 @@ def normalize_text(text: str, remove_punctuation: bool = True) -> str:
     """GAIA string normalisation: no whitespace at all, lower case, optionally no ASCII punctuation."""
     text = _WHITESPACE.sub("", text).lower()
     return text.translate(_PUNCTUATION) if remove_punctuation else text
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Deep equality of JSON values where ``true`` is not ``1`` (Python's ``==`` says it is)."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
-        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and a == b
 
 
 def _strip_fences(text: str) -> str:
@@ -392,10 +380,11 @@ def _user_scorer(spec: ScorerSpec, root: Path) -> Callable[[Any, Case], Score]:
 # ---------------------------------------------------------------------------------------- public
 
 
-def build_scorers(specs: Sequence[ScorerSpec], root: Path) -> list[Scorer]:
+def build_scorers(specs: Sequence[ScorerSpec], root: Path, where: Callable[..., str] | None = None) -> list[Scorer]:
     """Scorers for the config's specs. Callables are imported with ``root`` on sys.path.
     UsageError for unknown/invalid params, callables that cannot be imported, duplicate names;
-    the message starts with the entry's place in the config (``scorers[1]``)."""
+    the message starts with the entry's place in the config: ``where("scorers", i)`` (the
+    config's ``file:line``), then ``scorers[i]``."""
     scorers: list[Scorer] = []
     taken: dict[str, str] = {}
     for index, spec in enumerate(specs):
@@ -409,7 +398,8 @@ def build_scorers(specs: Sequence[ScorerSpec], root: Path) -> list[Scorer]:
                     )
                 taken[key] = scorer.name
         except UsageError as exc:
-            raise UsageError(f"scorers[{index}]: {exc}") from None
+            place = f"{where('scorers', index)}: " if where is not None else ""
+            raise UsageError(f"{place}scorers[{index}]: {exc}") from None
         scorers.append(scorer)
     return scorers
 
@@ -422,8 +412,14 @@ def _build(spec: ScorerSpec, root: Path) -> Scorer:
             return Scorer(spec.name, None, afn=make_judge(JudgeParams.model_validate(spec.params), root))
         except ValidationError as exc:
             raise UsageError(f"scorer 'judge': {_params_problem(exc, JudgeParams)}") from None
+    if spec.name in TRAJECTORY:
+        params_model, make_trajectory = TRAJECTORY[spec.name]
+        try:
+            return Scorer(spec.name, None, trajectory=make_trajectory(params_model.model_validate(spec.params)))
+        except ValidationError as exc:
+            raise UsageError(f"scorer {spec.name!r}: {_params_problem(exc, params_model)}") from None
     if spec.name not in BUILTINS:
-        raise UsageError(f"unknown scorer {spec.name!r}: built-ins are {', '.join(BUILTINS)}")
+        raise UsageError(f"unknown scorer {spec.name!r}: built-ins are {', '.join([*BUILTINS, *TRAJECTORY])}")
     params_model, make, extras = BUILTINS[spec.name]
     try:
         return Scorer(spec.name, make(params_model.model_validate(spec.params)), extras)
@@ -433,7 +429,7 @@ def _build(spec: ScorerSpec, root: Path) -> Scorer:
         raise UsageError(f"scorer {spec.name!r}: {exc}") from None
 
 
-def _params_problem(exc: ValidationError, model: type[_Params]) -> str:
+def _params_problem(exc: ValidationError, model: type[BaseModel]) -> str:
     known = ", ".join(model.model_fields) or "none"
     problems = []
     for err in exc.errors(include_url=False):
@@ -443,15 +439,18 @@ def _params_problem(exc: ValidationError, model: type[_Params]) -> str:
     return "; ".join(problems) + f" (parameters: {known})"
 
 
-def score_attempt(scorers: Sequence[Scorer], output: Any, case: Case) -> Score:
-    """All scorers on one output: passed = every scorer that gave a verdict passed (None if none
-    did); score = mean of the scorers' scores; scores = each scorer's score by name plus extras."""
-    return _combine([(scorer, scorer(output, case)) for scorer in scorers])
+def score_attempt(scorers: Sequence[Scorer], output: Any, case: Case, events: Sequence[Any] | None = None) -> Score:
+    """All scorers on one output (and trace ``events``, for the trajectory scorers): passed = every
+    scorer that gave a verdict passed (None if none did); score = mean of the scorers' scores;
+    scores = each scorer's score by name plus extras."""
+    return _combine([(scorer, scorer(output, case, events)) for scorer in scorers])
 
 
-async def score_attempt_async(scorers: Sequence[Scorer], output: Any, case: Case) -> Score:
+async def score_attempt_async(
+    scorers: Sequence[Scorer], output: Any, case: Case, events: Sequence[Any] | None = None
+) -> Score:
     """``score_attempt`` where some scorers are async (the judge): those are awaited."""
-    return _combine([(scorer, await scorer.ascore(output, case)) for scorer in scorers])
+    return _combine([(scorer, await scorer.ascore(output, case, events)) for scorer in scorers])
 
 
 def _combine(results: list[tuple[Scorer, Score]]) -> Score:

@@ -13,6 +13,7 @@ from evals.results.model import ErrorKind, RetryRecord, TargetInfo
 
 if TYPE_CHECKING:
     from evals.suite.cases import Case
+    from evals.suite.config import RetrySpec
 
 EXCERPT_CHARS = 500
 _RESULT_KEYS = frozenset({"output", "tokens_in", "tokens_out", "cost_usd", "metadata", "trace"})
@@ -42,6 +43,16 @@ class TargetFailure(Exception):
         self.status = status
         self.retry_after = retry_after
         self.resends: list[RetryRecord] = []
+
+
+def backoff_wait(retries: RetrySpec, retry_number: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry ``retry_number`` (0-based). The server's Retry-After wins over
+    the schedule, capped at ``max_retry_after_s``; past the schedule's end its last step repeats."""
+    if retry_after is not None:
+        return min(retry_after, retries.max_retry_after_s)
+    if not retries.backoff_s:
+        return 0.0
+    return retries.backoff_s[min(retry_number, len(retries.backoff_s) - 1)]
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:

@@ -3,6 +3,7 @@ server's ``Retry-After`` honoured, the exchange recorded as the attempt's trace.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import hashlib
 import json
@@ -14,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord, TargetInfo
-from evals.results.trace import chat_trace
+from evals.results.trace import NOT_EXECUTED, STEP
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
-from evals.run.targets.base import Target, TargetFailure, TargetOutput, excerpt
-from evals.suite.config import OpenAITarget
+from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
+from evals.run.targets.tools import load_tools, run_tool
+from evals.suite.config import OpenAITarget, RetrySpec
 
 if TYPE_CHECKING:
     from evals.suite.cases import Case
@@ -44,8 +46,17 @@ def parse_retry_after(value: str | None) -> float | None:
 class OpenAIChatTarget(Target):
     kind = "openai"
 
-    def __init__(self, spec: OpenAITarget, root: Path, timeout_s: float):
+    def __init__(
+        self,
+        spec: OpenAITarget,
+        root: Path,
+        timeout_s: float,
+        retries: RetrySpec | None = None,
+        where: Callable[[], str] = lambda: "target.openai.tools",
+    ):
         self.params = spec.openai
+        self.retries = retries or RetrySpec()
+        self.tools = load_tools(self.params.tools, root, where) if self.params.tools else {}
         self.system_prompt: str | None = None
         if self.params.system_prompt:
             prompt_path = root / self.params.system_prompt
@@ -93,21 +104,29 @@ class OpenAIChatTarget(Target):
         if self.system_prompt is not None:
             digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()
             params["system_prompt"] = {"path": p.system_prompt, "sha256": f"sha256:{digest}"}
+        if self.tools:  # what the agent could do and for how long: a change here is a change of target
+            params["tools"] = {name: tool.ref for name, tool in self.tools.items()}
+            params["max_steps"] = p.max_steps
+            params["tool_timeout_s"] = p.tool_timeout_s
         return TargetInfo(kind="openai", model=p.model, params=params)
 
     def observed(self) -> dict[str, Any]:
         return {"system_fingerprint": sorted(self.fingerprints)} if self.fingerprints else {}
 
-    def request_body(self, value: Any) -> dict[str, Any]:
-        p = self.params
+    def messages(self, value: Any) -> list[Any]:
+        """The conversation a case starts: its own ``{"messages": [...]}``, or its input as the user's
+        message after the system prompt."""
         if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            messages = value["messages"]
-        else:
-            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-            messages = [{"role": "user", "content": text}]
-            if self.system_prompt is not None:
-                messages.insert(0, {"role": "system", "content": self.system_prompt})
+            return list(value["messages"])
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt is not None else []
+        return [*system, {"role": "user", "content": text}]
+
+    def request_body(self, messages: list[Any]) -> dict[str, Any]:
+        p = self.params
         body: dict[str, Any] = {"model": p.model_name, "messages": messages}
+        if self.tools:
+            body["tools"] = [tool.schema() for tool in self.tools.values()]
         for key in ("temperature", "seed", "max_tokens", "top_p"):
             if getattr(p, key) is not None:
                 body[key] = getattr(p, key)
@@ -120,15 +139,97 @@ class OpenAIChatTarget(Target):
             resends.append(RetryRecord(message=message, wait_s=0.0, latency_ms=latency_ms))
 
         try:
-            result = await self._call(case, on_resend)
+            result = await self._loop(case, on_resend, resends)
         except TargetFailure as exc:
             exc.resends = resends
             raise
         result.resends = resends
         return result
 
-    async def _call(self, case: Case, on_resend: Callable[[str, float], None]) -> TargetOutput:
-        request = self.request_body(case.input)
+    async def _loop(
+        self, case: Case, on_resend: Callable[[str, float], None], resends: list[RetryRecord]
+    ) -> TargetOutput:
+        """Model → its tool calls → the tools → model, up to ``max_steps`` model calls (one without
+        ``tools:``), each step traced (SPEC §15)."""
+        messages = self.messages(case.input)
+        trace = conversation_events(messages)
+        usage = _Usage()
+        limit = self.params.max_steps if self.tools else 1
+        metadata: dict[str, Any] = {}
+        content = ""
+        for step in range(1, limit + 1):
+            # Before any tool ran, a failed request is the runner's to retry (the whole attempt,
+            # as for any target); after, it is retried here, so the tools are not run twice.
+            body = self.request_body(messages)
+            reply = await (
+                self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
+            )
+            message, finish, fingerprint = self._reply(reply, usage)
+            content = _text(message.get("content"))
+            calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
+            trace.append({"kind": "log", "name": STEP, "content": _step_line(step, calls, finish)})
+            if content:
+                trace.append({"kind": "message", "name": "assistant", "content": content})
+            if finish:
+                metadata["finish_reason"] = finish
+            if fingerprint:
+                metadata["system_fingerprint"] = fingerprint
+            if not calls:
+                break
+            if step == limit:  # calls nobody will run: kept for the caller, answered in the trace
+                metadata["tool_calls"] = calls
+                why = f"max_steps ({limit}) reached" if self.tools else "the target has no tools: to run it"
+                for call in calls:
+                    name, arguments = _function(call)
+                    trace.append({"kind": "tool_call", "name": name, "content": arguments})
+                    trace.append({"kind": "tool_result", "name": name, "content": f"{NOT_EXECUTED}: {why}"})
+                if self.tools:
+                    metadata["finish_reason"] = "max_steps"
+                break
+            messages.append({"role": "assistant", "content": message.get("content"), "tool_calls": calls})
+            for call in calls:
+                name, arguments = _function(call)
+                trace.append({"kind": "tool_call", "name": name, "content": arguments})
+                ok, text = await run_tool(self.tools, name, arguments, self.params.tool_timeout_s)
+                trace.append({"kind": "tool_result" if ok else "tool_error", "name": name, "content": text})
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.get("id"), "content": text if ok else f"error: {text}"}
+                )
+        return TargetOutput(
+            output=content,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            cost_usd=self._cost(usage.tokens_in, usage.tokens_out),
+            metadata=metadata,
+            trace=trace,
+        )
+
+    async def _post_again(
+        self, body: dict[str, Any], on_resend: Callable[[str, float], None], resends: list[RetryRecord], step: int
+    ) -> Reply:
+        """``_post``, its infra failures retried on the runner's schedule and budget (the attempt's
+        retries, resends included), each one recorded with the step it stopped."""
+        while True:
+            started = time.perf_counter()
+            try:
+                return await self._post(body, on_resend)
+            except TargetFailure as exc:
+                if exc.kind != "infra" or len(resends) >= self.retries.max:
+                    exc.message = f"step {step}: {exc.message}"
+                    exc.args = (exc.message,)
+                    raise
+                wait = backoff_wait(self.retries, len(resends), exc.retry_after)
+                resends.append(
+                    RetryRecord(
+                        message=f"step {step}: {exc.message}",
+                        status=exc.status,
+                        wait_s=wait,
+                        latency_ms=(time.perf_counter() - started) * 1000.0,
+                    )
+                )
+                await asyncio.sleep(wait)
+
+    async def _post(self, request: dict[str, Any], on_resend: Callable[[str, float], None]) -> Reply:
         body = json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str)
         try:
             reply = await self.pool.post(body.encode("utf-8"), on_resend)
@@ -146,42 +247,26 @@ class OpenAIChatTarget(Target):
             )
         if status >= 400:
             raise TargetFailure("target", f"HTTP {status}: {excerpt(reply.text)}", status=status)
-        return self._parse(reply, request["messages"])
+        return reply
 
-    def _parse(self, reply: Reply, sent: list[Any] | tuple[Any, ...] = ()) -> TargetOutput:
+    def _reply(self, reply: Reply, usage: _Usage) -> tuple[dict[str, Any], str | None, str | None]:
+        """The reply's message, finish reason and system fingerprint; its usage added to ``usage``."""
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
             data = json.loads(reply.body)
-            message = data["choices"][0]["message"]
+            choice = data["choices"][0]
+            message = choice["message"]
+            if not isinstance(message, dict):
+                raise TypeError
         except (ValueError, KeyError, IndexError, TypeError):
             raise TargetFailure(
                 "infra", f"malformed response from the server: {excerpt(reply.text, 200) or '(empty body)'}"
             ) from None
-        content = message.get("content")
-        if isinstance(content, list):  # content parts
-            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-        metadata: dict[str, Any] = {}
-        if message.get("tool_calls"):
-            metadata["tool_calls"] = message["tool_calls"]
-        finish = data["choices"][0].get("finish_reason")
-        if finish:
-            metadata["finish_reason"] = finish
         fingerprint = data.get("system_fingerprint")
         if fingerprint:
-            metadata["system_fingerprint"] = fingerprint
             self.fingerprints.add(fingerprint)
-        usage = data.get("usage") or {}
-        tokens_in, tokens_out = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        tokens_in = tokens_in if isinstance(tokens_in, int) and tokens_in >= 0 else None
-        tokens_out = tokens_out if isinstance(tokens_out, int) and tokens_out >= 0 else None
-        return TargetOutput(
-            output=content if content is not None else "",
-            tokens_in=tokens_in,
-            tokens_out=tokens_out,
-            cost_usd=self._cost(tokens_in, tokens_out),
-            metadata=metadata,
-            trace=chat_trace(sent, message),
-        )
+        usage.add(data.get("usage") or {})
+        return message, choice.get("finish_reason"), fingerprint
 
     def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         p = self.params
@@ -195,3 +280,54 @@ class OpenAIChatTarget(Target):
 
     async def aclose(self) -> None:
         await self.pool.aclose()
+
+
+class _Usage:
+    """Tokens over the steps of an attempt; None on a side no reply reported (a sum of some steps
+    would understate it)."""
+
+    def __init__(self) -> None:
+        self.tokens_in: int | None = 0
+        self.tokens_out: int | None = 0
+
+    def add(self, usage: dict[str, Any]) -> None:
+        def count(value: Any, total: int | None) -> int | None:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+            return total + value if ok and total is not None else None
+
+        self.tokens_in = count(usage.get("prompt_tokens"), self.tokens_in)
+        self.tokens_out = count(usage.get("completion_tokens"), self.tokens_out)
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):  # content parts
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content if isinstance(content, str) else ""
+
+
+def _function(call: dict[str, Any]) -> tuple[str, Any]:
+    function = call.get("function") or {}
+    return str(function.get("name")), function.get("arguments")
+
+
+def _step_line(step: int, calls: list[dict[str, Any]], finish: str | None) -> str:
+    asked = "calls " + ", ".join(_function(c)[0] for c in calls) if calls else "answers"
+    return f"step {step}: {asked}" + (f" (finish_reason {finish})" if finish else "")
+
+
+def conversation_events(messages: list[Any]) -> list[dict[str, Any]]:
+    """The conversation an attempt starts from, as ``message`` events (``name`` = role). Tool calls
+    and results in it are history the case gave, not calls made in this attempt, so they are part of
+    the message text rather than ``tool_call`` events: the trajectory is only the attempt's own."""
+    events = []
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        text = _text(message.get("content"))
+        for call in message.get("tool_calls") or []:
+            if isinstance(call, dict):
+                name, arguments = _function(call)
+                text += f"{chr(10) if text else ''}[tool call] {name}({arguments if arguments is not None else ''})"
+        if text or message.get("role") == "tool":
+            events.append({"kind": "message", "name": message.get("role") or "user", "content": text})
+    return events

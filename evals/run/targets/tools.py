@@ -1,0 +1,117 @@
+"""The tools the ``openai`` target runs itself (``target.openai.tools``, SPEC §15): Python callables,
+sync or async, offered to the model as functions whose JSON Schema comes from their signature,
+and called with the arguments the model chose.
+
+Whatever goes wrong in a call — arguments that are not a JSON object or do not fit the signature,
+a tool the config does not have, an exception, the per-call timeout — is the model's trajectory
+going wrong, not the world's: ``run_tool`` returns it as the error text the model reads back (and
+the trace records as a ``tool_error``), never raises it."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import create_model
+
+from evals.common.errors import UsageError
+from evals.run.targets.loading import import_callable
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    ref: str  # module:function, as the config says
+    fn: Callable[..., Any]
+    signature: inspect.Signature | None
+
+    def schema(self) -> dict[str, Any]:
+        """The ``tools`` entry of a chat request."""
+        function: dict[str, Any] = {"name": self.name, "parameters": _parameters(self.signature)}
+        doc = inspect.getdoc(self.fn)
+        if doc:
+            function["description"] = doc.split("\n\n", 1)[0].strip()
+        return {"type": "function", "function": function}
+
+
+def _parameters(signature: inspect.Signature | None) -> dict[str, Any]:
+    """JSON Schema of the keyword arguments a signature takes (pydantic reads the annotations)."""
+    if signature is None:
+        return {"type": "object", "properties": {}}
+    fields: dict[str, Any] = {}
+    for p in signature.parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
+            continue
+        annotation = Any if p.annotation is p.empty else p.annotation
+        fields[p.name] = (annotation, ... if p.default is p.empty else p.default)
+    schema = create_model("Arguments", **fields).model_json_schema()
+    schema.pop("title", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+    return schema
+
+
+def load_tools(spec: dict[str, str], root: Path, where: Callable[[], str]) -> dict[str, Tool]:
+    """The configured tools, imported with the config folder importable. ``where()``: the config's
+    ``file:line`` of ``tools:``, which every error names (asked for only on the way to an error)."""
+    tools = {}
+    for name, ref in spec.items():
+        try:
+            fn = import_callable(ref, root, [], f"tool {name}")
+        except UsageError as exc:
+            raise UsageError(f"{where()}: target.openai.tools: {exc}") from None
+        try:
+            signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            signature = None  # builtins without one: called with what the model sends
+        if signature is not None and any(p.kind == p.POSITIONAL_ONLY for p in signature.parameters.values()):
+            raise UsageError(
+                f"{where()}: target.openai.tools: tool {name} ({ref}) takes positional-only parameters; the model "
+                "passes arguments by name, so make them ordinary parameters"
+            )
+        tools[name] = Tool(name, ref, fn, signature)
+    return tools
+
+
+async def run_tool(tools: dict[str, Tool], name: str, arguments: Any, timeout_s: float) -> tuple[bool, str]:
+    """Call one tool as the model asked: ``(True, result text)`` or ``(False, error text)``.
+    A sync tool runs in a thread so the other attempts go on; past the timeout its thread is left
+    to finish on its own (Python cannot stop it), its result unused."""
+    tool = tools.get(name)
+    if tool is None:
+        return False, f"unknown tool {name!r}: the tools are {', '.join(sorted(tools))}"
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError as exc:
+        return False, f"the arguments are not JSON ({exc}): {str(arguments)[:200]}"
+    if args is None or args == "":
+        args = {}
+    if not isinstance(args, dict):
+        return False, f"the arguments must be a JSON object, got {type(args).__name__}"
+    if tool.signature is not None:
+        try:
+            tool.signature.bind(**args)
+        except TypeError as exc:
+            return False, f"bad arguments for {name}: {exc}"
+    try:
+        async with asyncio.timeout(timeout_s) as deadline:
+            if inspect.iscoroutinefunction(tool.fn):
+                value = await tool.fn(**args)
+            else:
+                value = await asyncio.to_thread(tool.fn, **args)
+                if inspect.isawaitable(value):
+                    value = await value
+    except TimeoutError as exc:
+        if deadline.expired():
+            return False, f"{name} did not return within tool_timeout_s={timeout_s:g}"
+        return False, f"TimeoutError: {exc}"
+    except Exception as exc:
+        return False, f"{type(exc).__name__}: {exc}"
+    if isinstance(value, str):
+        return True, value
+    return True, json.dumps(value, ensure_ascii=False, default=str)
