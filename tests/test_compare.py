@@ -636,7 +636,7 @@ def test_tolerance_wider_than_target_mde_is_named_as_the_limit():
         return [w for w in compare(base, cand, config).warnings if "target_mde" in w]
 
     wide = warnings(0.08)
-    assert len(wide) == 1 and "tolerance (0.08) is itself larger than target_mde 0.05" in wide[0]
+    assert len(wide) == 1 and "tolerance (8 pp) is itself larger than target_mde 0.05 = 5 pp" in wide[0]
     assert "paired cases would reach it" not in wide[0]
     # A tolerance inside the limit with too few cases to see it: more cases do help.
     few = compare(

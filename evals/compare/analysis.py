@@ -384,16 +384,17 @@ def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSp
             continue
         relative = not bounded.get(u.metric, True)
         scale = abs(u.baseline) if relative and u.baseline else 1.0
-        target = f"target_mde {gate.target_mde:g}"
+        # Rates in percentage points, as the report shows them; a relative target as a share.
+        target = f"target_mde {gate.target_mde:g}" + ("" if relative else f" = {100 * gate.target_mde:.3g} pp")
         # The MDE is the tolerance plus a sampling term: past the tolerance, cases cannot help.
         if u.tolerance / scale > gate.target_mde:
-            shown = f"{u.tolerance / scale:.1%} of the baseline value" if relative else f"{u.tolerance:.3g}"
+            shown = f"{u.tolerance / scale:.1%} of the baseline value" if relative else f"{100 * u.tolerance:.3g} pp"
             out.append(
                 f"{u.metric}'s tolerance ({shown}) is itself larger than {target}: no number of cases "
                 "makes the gate detect smaller drops; lower the tolerance or raise target_mde"
             )
         elif u.mde / scale > gate.target_mde:
-            shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{u.mde:.3g}"
+            shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{100 * u.mde:.3g} pp"
             more = f" (about {u.cases_for_target} paired cases would reach it)" if u.cases_for_target else ""
             out.append(f"{u.metric} overall can only detect drops of {shown} or more ({target}){more}")
     return out

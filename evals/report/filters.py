@@ -13,10 +13,10 @@ from typing import Any
 from markupsafe import Markup
 
 from evals.common import escape
+from evals.compare.metrics import metric_def
 from evals.compare.model import UnitResult
 from evals.report.timeline import event_line
 
-RATE_METRICS = ("pass_rate", "score", "error_rate", "pass@", "trajectory_changed")
 BAR_CELLS = 20
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
@@ -26,7 +26,10 @@ class Safe(str):
 
 
 def is_rate(metric: str) -> bool:
-    return metric.startswith(RATE_METRICS)
+    """Whether a metric's values are rates in [0, 1], shown in % and pp: every metric the
+    comparison treats as bounded (pass rates, scores, any named score such as a 0/1 judge or
+    trajectory scorer), not latency, tokens or cost."""
+    return bool(metric) and metric_def(metric).bounded
 
 
 def finite(x: float | None) -> bool:
