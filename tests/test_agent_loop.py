@@ -16,6 +16,7 @@ from suites import write_suite
 
 from evals.common.errors import UsageError
 from evals.results.model import Attempt
+from evals.results.trace import step_count
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -168,6 +169,18 @@ def test_max_steps_stops_the_loop_and_the_last_calls_are_not_run(tmp_path, opena
     assert [e.kind for e in a.trace].count("log") == 3
     assert [e.content for e in a.trace if e.kind == "tool_result"][-1] == "not executed: max_steps (3) reached"
     assert [e.kind for e in a.trace if e.kind.startswith("tool_")].count("tool_call") == 3
+    # An agent the cap cut off had not finished: it needed more steps than the cap, so a max_steps
+    # scorer at the cap fails it (it read 3 steps and passed it).
+    assert step_count(a.trace) == 4
+
+
+def test_a_reply_with_malformed_tool_calls_is_an_infra_error_not_a_crash(tmp_path, openai_server):
+    """A tool call whose function is not an object (or tool_calls that are not a list) is a
+    broken reply: the attempt's infra error, never a traceback that stops every case."""
+    openai_server.responder = lambda body: {"content": None, "tool_calls": [{"id": "1", "function": "get_weather"}]}
+    config = suite(tmp_path, openai_server, [{"id": "a", "input": "q", "expected": "x"}], **TOOLS_CONFIG)
+    a = attempt(config, tmp_path)
+    assert a.error is not None and a.error.kind == "infra" and "malformed response" in a.error.message
 
 
 def test_a_tool_that_cannot_be_imported_names_the_config_line(tmp_path, openai_server):

@@ -518,3 +518,20 @@ def test_show_slices_as_import_does(python_exe):
     units = re.findall(r"^(class=\S+)\s+(\d+)", proc.stdout, re.MULTILINE)
     assert units == [("class=TestDivision", "2")], proc.stdout
     assert "infra 1 (connection 1)" in proc.stdout
+
+
+def test_a_braintrust_case_id_never_carries_a_secret_from_its_input(tmp_path):
+    """Without a dataset record id a case is named by its input; an id is written as it is
+    everywhere, so an input holding a key is named by its digest instead."""
+    rows = _bt_rows()
+    secret = "sk-live-" + "a1B2c3D4e5F6g7H8i9J0" * 2
+    for row in rows:
+        if row.get("input") == {"question": "Which plan includes SSO?"}:
+            row["input"] = {"question": f"Which plan includes SSO? my key is {secret}"}
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    imported = import_results("braintrust", [path])
+    ids = [c.id for c in imported.cases]
+    assert not any(secret[:12] in i for i in ids) and len(set(ids)) == len(ids)
+    assert any(i.startswith("input #") for i in ids)
+    assert secret not in imported.model_dump_json()

@@ -341,3 +341,15 @@ def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_
     for secret in [UNKNOWN_ENV_SECRETS["MY_PASSPHRASE"], *SHAPE_SECRETS]:
         for name, data in written.items():
             assert secret.encode() not in data, f"{secret!r} in {name}"
+
+
+def test_no_part_of_a_secret_survives_the_cut_of_a_long_output() -> None:
+    """A long output is cut before it is masked; a cut inside a secret left its first part
+    unmatched, and masking the earlier copies to *** pulled that part inside the stored 8 KiB
+    (320 of these 400 offsets leaked 8+ characters of it). The cut now moves past a secret it
+    would split."""
+    secret = "Zq8vN3kLp0Xa7Rt2Yw5Bm9Cd4Ef6Gh1Ij3Kl5Mn7"
+    for pad in range(400):
+        stored, _, truncated = clip_masked("x" * pad + secret * 260, [secret])
+        assert truncated
+        assert not any(secret[:k] in stored or secret[-k:] in stored for k in range(8, len(secret) + 1)), pad

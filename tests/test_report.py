@@ -609,3 +609,16 @@ def test_a_breached_floor_has_its_section_and_the_banner_without_a_baseline() ->
     assert first_line(md).startswith("> **❌ evalgate FAIL:** pass\\_rate on overall below its floor min 0.95: ")
     assert "#### ⛔ Beyond an absolute floor (1)\n\n- pass\\_rate on overall below its floor min 0.95" in md
     assert "added" not in md and "What changed" not in md and problems(md) == []
+
+
+def test_a_pass_names_the_slices_it_could_not_clear() -> None:
+    """A pass bounds overall only: a slice whose own interval reaches past the tolerance is named
+    as inconclusive, never counted among slices "within the band"."""
+    clean = compare(results(BASE, base_pass), results(CAND, base_pass), tolerance=0.02)
+    assert first_line(render_markdown(clean)).endswith("(400 paired cases); no slice regressed (4 tested).")
+    doubt = compare(results(BASE, base_pass), results(CAND, lambda i: base_pass(i) and i not in (2, 6)), tolerance=0.02)
+    assert doubt.verdict == "pass"
+    assert [u.unit for u in doubt.units if u.verdict == "inconclusive"] == ["language=ja"]
+    line = first_line(render_markdown(doubt))
+    assert "inconclusive on language=ja (no significant regression, not enough cases to rule one out)" in line
+    assert "no slice regressed" not in line

@@ -36,6 +36,7 @@ from evals.importers.common import (
     read_text,
 )
 from evals.results.infra import error_kind
+from evals.results.masking import mask_text
 from evals.results.model import CaseResult, TargetInfo, json_problem
 
 FORMAT = "braintrust"
@@ -201,7 +202,11 @@ def _case_key(root: dict[str, Any]) -> tuple[str, str]:
         return f"origin:{origin['id']}", origin["id"]
     value = root.get("input")
     text = value if isinstance(value, str) else _canonical(value)
-    return _canonical([root.get("input"), root.get("expected")]), text
+    # An id is written everywhere as it is (results, comment, history): never a secret the
+    # input held. A masked input is named by its digest, so two such cases stay apart.
+    key = _canonical([root.get("input"), root.get("expected")])
+    masked = mask_text(text)
+    return key, text if masked == text else f"input #{_digest(key)}"
 
 
 def _tags(trace: _Trace) -> dict[str, Any]:

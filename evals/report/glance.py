@@ -122,10 +122,19 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
             if u.n >= 2 and u.ci_low is not None and u.ci_high is not None and bad_side(u)[0] < -u.tolerance:
                 return wrap(_inconclusive_sentence(u, st))
     if c.verdict == "pass" and overall:
-        slices = len({u.unit for u in c.units if u.unit != "overall" and u.gated})
-        where = f"overall and in {slices:,} slice{'s' if slices != 1 else ''}" if slices else "overall"
         bands = ", ".join(f"{metric_name(u.metric)} within {_tolerance(u)}" for u in overall)
-        return wrap(st.text(f"no regression beyond tolerance {where}: {bands} ({overall[0].n:,} paired cases).", 1000))
+        # A pass bounds overall only; a slice is said to be within the band when its own interval is.
+        sliced = {u.unit for u in c.units if u.unit != "overall" and u.gated}
+        unsure = sorted(
+            {u.unit for u in c.units if u.unit in sliced and u.verdict == "inconclusive" and not u.no_change_seen}
+        )
+        text = f"no regression beyond tolerance overall: {bands} ({overall[0].n:,} paired cases)"
+        if sliced and not unsure:
+            text += f"; no slice regressed ({len(sliced):,} tested)"
+        elif unsure:
+            named = ", ".join(unsure[:3]) + (f" and {len(unsure) - 3:,} more" if len(unsure) > 3 else "")
+            text += f"; inconclusive on {named} (no significant regression, not enough cases to rule one out)"
+        return wrap(st.text(text + ".", 1000))
     return wrap(st.text(c.reason[:1].upper() + c.reason[1:], 1000))
 
 

@@ -179,6 +179,18 @@ class _Literals:
         self.values = tuple(sorted({v for v in values if v and v.strip()}, key=len, reverse=True))
         self.pattern = re.compile("|".join(map(re.escape, self.values))) if self.values else None
 
+    def safe_cut(self, text: str, cap: int) -> int:
+        """Where to cut ``text`` near ``cap`` so no literal secret is cut in half (a half is not
+        matched by :meth:`mask` and would be stored): past the end of one that spans ``cap``."""
+        if self.pattern is None:
+            return cap
+        longest = len(self.values[0])
+        start = max(0, cap - longest)
+        for m in self.pattern.finditer(text, start, cap + longest):
+            if m.start() < cap < m.end():
+                return m.end()
+        return cap
+
     def mask(self, text: str) -> str:
         if self.pattern is None:
             return text
@@ -204,7 +216,8 @@ def mask_text(text: str, extra_values: Iterable[str] = ()) -> str:
 
 def _mask_text(text: str, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> str:
     if len(text) > cap:
-        text = text[:cap] + f"… [{len(text) - cap:,} characters cut before masking]"
+        cut = literals.safe_cut(text, cap)
+        text = text[:cut] + f"… [{len(text) - cut:,} characters cut before masking]"
     # Literal secrets first: a pattern might otherwise mask only part of one and leave the rest.
     text = literals.mask(text)
     folded = text.casefold()

@@ -151,6 +151,8 @@ def failed_tail(attempts: Sequence[Any], n: int = 5, chars: int = 200) -> list[d
 # a ``tool_result`` whose content starts with this: the call stays paired (the trace rule), and
 # ``tool_error_rate`` counts only tools that failed, not calls that were never made.
 NOT_EXECUTED = "not executed"
+# How a call the loop did not run because of the cap is answered: "not executed: max_steps (4) reached".
+MAX_STEPS_CUT = "max_steps ("
 # A ``log`` event of this name marks one model call (a step of the agent); ``max_steps`` counts them.
 STEP = "step"
 
@@ -184,9 +186,16 @@ def tool_names(events: Sequence[Any] | None) -> list[str] | None:
 
 
 def step_count(events: Sequence[Any] | None) -> int | None:
-    """Model calls the attempt made (its ``step`` log events); None when the trace marks none."""
+    """Model calls the attempt made (its ``step`` log events), plus one when the loop stopped at
+    its ``max_steps`` with calls still pending: such an agent had not finished, so it needed more
+    steps than the cap, and a ``max_steps`` scorer at the cap must not pass it. None when the trace
+    marks no step."""
     steps = sum(1 for e in events or () if _field(e, "kind") == "log" and _field(e, "name") == STEP)
-    return steps or None
+    cap = f"{NOT_EXECUTED}: {MAX_STEPS_CUT}"
+    cut = any(
+        _field(e, "kind") == "tool_result" and str(_field(e, "content") or "").startswith(cap) for e in events or ()
+    )
+    return steps + cut if steps else None
 
 
 def first_divergence(a: Sequence[str], b: Sequence[str]) -> int | None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord, TargetInfo
-from evals.results.trace import NOT_EXECUTED, STEP
+from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
 from evals.run.targets.tools import load_tools, run_tool
@@ -178,7 +178,7 @@ class OpenAIChatTarget(Target):
                 break
             if step == limit:  # calls nobody will run: kept for the caller, answered in the trace
                 metadata["tool_calls"] = calls
-                why = f"max_steps ({limit}) reached" if self.tools else "the target has no tools: to run it"
+                why = f"{MAX_STEPS_CUT}{limit}) reached" if self.tools else "the target has no tools: to run it"
                 for call in calls:
                     name, arguments = _function(call)
                     trace.append({"kind": "tool_call", "name": name, "content": arguments})
@@ -257,6 +257,13 @@ class OpenAIChatTarget(Target):
             choice = data["choices"][0]
             message = choice["message"]
             if not isinstance(message, dict):
+                raise TypeError
+            calls = message.get("tool_calls") or []
+            # Tool calls must be a list of objects with a function object: anything else is a
+            # broken reply, not the model's answer (and must not crash the run further on).
+            if not isinstance(calls, list) or not all(
+                isinstance(c, dict) and isinstance(c.get("function") or {}, dict) for c in calls
+            ):
                 raise TypeError
         except (ValueError, KeyError, IndexError, TypeError):
             raise TargetFailure(
