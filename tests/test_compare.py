@@ -775,6 +775,38 @@ def test_a_floor_breach_fails_the_gate_without_a_baseline():
     assert Comparison.model_validate_json(c.model_dump_json()).breached_floors == [floor]
 
 
+def test_overall_floors_are_not_judged_on_a_smoke_subset():
+    """A stratified smoke subset over-samples small slices, so overall on it is no estimate of the
+    suite: an overall floor there cannot fail the gate (the full run judges it); a per-slice floor,
+    a simple random sample within its slice, still does."""
+    smoke = floor_run(0.6, 0.6)
+    smoke.run.subset = "smoke"
+    c = compare(None, smoke, floor_config(min=0.8))
+    assert c.verdict == "no-baseline" and not c.floors
+    assert any("not judged on the smoke subset" in w and "pass_rate on overall below" in w for w in c.warnings)
+    sliced = compare(None, smoke, floor_config(min=0.8, per_slice=True))
+    assert sliced.verdict == "fail" and {f.unit for f in sliced.breached_floors} == {"language=en", "language=ko"}
+
+
+def test_a_floor_no_case_can_be_judged_on_is_said():
+    """A per-slice floor on a score that one slice's cases never record cannot be checked there:
+    a warning, not a silent pass."""
+    run = floor_run(0.9, 0.9)
+    for c_ in run.cases:
+        if c_.slices["language"] == "en":
+            c_.attempts[0].scores = {"judge": 1.0}
+    config = SuiteConfig(
+        suite="demo",
+        cases=[],
+        slices=["language"],
+        metrics={"pass_rate": MetricSpec(), "judge": MetricSpec(min=0.8, per_slice=True)},
+    )
+    c = compare(None, run, config)
+    assert {f.unit for f in c.floors if f.metric == "judge"} == {"overall", "language=en"}
+    assert {f.unit: f.n for f in c.floors if f.metric == "judge"} == {"overall": 100, "language=en": 100}
+    assert any("judge on language=ko: no case of the candidate has a value" in w for w in c.warnings)
+
+
 def test_a_floor_breach_fails_beside_a_passing_relative_test():
     same = floor_run(0.6, 0.6)
     c = compare(same, floor_run(0.6, 0.6), floor_config(min=0.8))

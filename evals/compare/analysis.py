@@ -253,7 +253,7 @@ def compare(
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
-    floors = check_floors(defs, specs, ct, slice_keys, gate)
+    floors = _subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
     if breached := [f for f in floors if f.verdict == "breached"]:
         verdict, reason = _floor_verdict(verdict, reason, breached)
     warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
@@ -284,6 +284,28 @@ def compare(
         evalgate_version=__version__,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
+
+
+def _subset_floors(floors: list[FloorResult], candidate: Run, warnings: list[str]) -> list[FloorResult]:
+    """A smoke subset is no even sample of the suite: an informative draw over-samples uncertain
+    cases in every unit, a stratified one over-samples small slices, which biases overall. A floor
+    judged where the subset biases it cannot fail the gate (the full run on the default branch
+    judges it); it is said once, as a warning, whatever it found."""
+    run = candidate.run
+    if not run.subset:
+        return floors
+    informative = run.sample is not None
+    biased = [f for f in floors if informative or f.unit == "overall"]
+    if not biased:
+        return floors
+    where = "every unit" if informative else "overall"
+    found = [f for f in biased if f.verdict != "met"]
+    said = f"; it would read: {'; '.join(floor_sentence(f) for f in found[:3])}" if found else ""
+    warnings.append(
+        f"absolute floors on {where} are not judged on the {run.subset} subset, which does not sample the suite "
+        f"evenly: the full run judges them{said}"
+    )
+    return [f for f in floors if f not in biased]
 
 
 def _floor_verdict(verdict: Verdict, reason: str, breached: list[FloorResult]) -> tuple[Verdict, str]:

@@ -26,10 +26,16 @@ from evals.suite.config import GateSpec, MetricSpec
 
 
 def check_floors(
-    defs: Iterable[MetricDef], specs: dict[str, MetricSpec], table: RunTable, slice_keys: list[str], gate: GateSpec
+    defs: Iterable[MetricDef],
+    specs: dict[str, MetricSpec],
+    table: RunTable,
+    slice_keys: list[str],
+    gate: GateSpec,
+    warnings: list[str],
 ) -> list[FloorResult]:
     """Every configured floor and ceiling on every unit it applies to, over the candidate's cases
-    that have a value (infra-errored cases have none)."""
+    that have a value (infra-errored cases have none). A unit where no case has one cannot be
+    judged: said in ``warnings``, never passed over in silence."""
     confidence = 1.0 - 2.0 * gate.alpha
     rng = np.random.default_rng(gate.seed)
     out: list[FloorResult] = []
@@ -39,10 +45,18 @@ def check_floors(
         if not limits:
             continue
         values = table.values(d)
-        rows = np.flatnonzero(~table.errored & ~np.isnan(values))
+        # Units over every case that ran (infra-errored ones have no value), so a slice whose cases
+        # never record the score is a unit that cannot be judged, not one that is not there.
+        rows = np.flatnonzero(~table.errored)
         for unit in unit_indices(table, rows, slice_keys if spec.per_slice else []):
             x = values[rows] if unit.rows is None else values[rows][unit.rows]
+            x = x[~np.isnan(x)]
             if x.size == 0:
+                bounds = " and ".join(f"{bound} {limit:g}" for bound, limit in limits)
+                warnings.append(
+                    f"{d.name} on {unit.name}: no case of the candidate has a value, so its {bounds} could not "
+                    "be checked (does every case record this score?)"
+                )
                 continue
             value, low, high = _estimate(x, d, confidence, gate.bootstrap_resamples, rng)
             for bound, limit in limits:
