@@ -28,6 +28,7 @@ from evals.importers.common import (
     as_number,
     attempt,
     build_results,
+    canonical_json,
     choose_slices,
     iter_jsonl,
     make_error,
@@ -91,10 +92,6 @@ def _span_type(row: dict[str, Any]) -> str | None:
 def _span_name(row: dict[str, Any]) -> str:
     attrs = row.get("span_attributes")
     return str(attrs.get("name") or "") if isinstance(attrs, dict) else ""
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _last_line(text: Any) -> str:
@@ -201,10 +198,10 @@ def _case_key(root: dict[str, Any]) -> tuple[str, str]:
     if isinstance(origin.get("id"), str) and origin["id"]:
         return f"origin:{origin['id']}", origin["id"]
     value = root.get("input")
-    text = value if isinstance(value, str) else _canonical(value)
+    text = value if isinstance(value, str) else canonical_json(value)
     # An id is written everywhere as it is (results, comment, history): never a secret the
     # input held. A masked input is named by its digest, so two such cases stay apart.
-    key = _canonical([root.get("input"), root.get("expected")])
+    key = canonical_json([root.get("input"), root.get("expected")])
     masked = mask_text(text)
     return key, text if masked == text else f"input #{_digest(key)}"
 

@@ -60,6 +60,12 @@ class ImportOptions(BaseModel):
 # ------------------------------------------------------------------------------------- reading
 
 
+def canonical_json(value: Any) -> str:
+    """``value`` as one canonical JSON text (sorted keys, no spaces): a key that names the same
+    data the same way in every file."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def read_text(path: Path) -> str:
     raw = read_json_bytes(path)  # gunzips when gzip magic is present
     try:

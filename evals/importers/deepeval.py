@@ -16,7 +16,6 @@ DeepEval itself counts such cases in ``testFailed``. ``--metric NAME`` makes one
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from evals.importers.common import (
     as_number,
     attempt,
     build_results,
+    canonical_json,
     choose_slices,
     load_json_of,
     make_error,
@@ -217,23 +217,19 @@ def _tags(case: dict[str, Any]) -> dict[str, Any]:
     return {**found, **case["metadata"]}
 
 
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
 def _ids(cases: list[dict[str, Any]]) -> list[str]:
     """The test case names; a name shared by different test cases gets a short hash of its input."""
     import hashlib
 
     inputs: dict[str, set[str]] = {}
     for case in cases:
-        inputs.setdefault(case["name"], set()).add(_canonical([case["input"], case["expected"]]))
+        inputs.setdefault(case["name"], set()).add(canonical_json([case["input"], case["expected"]]))
     ids = []
     for case in cases:
         if len(inputs[case["name"]]) == 1:
             ids.append(case["name"])
         else:
-            digest = hashlib.sha256(_canonical([case["input"], case["expected"]]).encode()).hexdigest()[:8]
+            digest = hashlib.sha256(canonical_json([case["input"], case["expected"]]).encode()).hexdigest()[:8]
             ids.append(f"{case['name']} #{digest}")
     return ids
 

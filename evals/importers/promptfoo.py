@@ -10,7 +10,6 @@ Slices: the tests' ``metadata`` by default; ``--slice-key`` may also name vars."
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from evals.importers.common import (
     as_number,
     attempt,
     build_results,
+    canonical_json,
     choose_slices,
     load_json,
     make_error,
@@ -34,10 +34,6 @@ FORMAT = "promptfoo"
 SUPPORTED_VERSION = 3
 FAILURE_ERROR = 2  # promptfoo ResultFailureReason.ERROR; 1 is ASSERT (a wrong answer)
 _ID_MAX_CHARS = 120
-
-
-def _canonical(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _rows(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -91,7 +87,7 @@ def _case_ids(groups: dict[str, list[dict[str, Any]]], many_providers: bool, man
     for key, rows in groups.items():
         row = rows[0]
         test = _test(row)
-        text = str(test.get("description") or _canonical(row.get("vars") or test.get("vars") or {}))
+        text = str(test.get("description") or canonical_json(row.get("vars") or test.get("vars") or {}))
         if many_providers:
             text += f" [{_provider(row)}]"
         if many_prompts:
@@ -138,7 +134,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
     for _path, _data, rows in files:
         for row in rows:
             test = _test(row)
-            key = _canonical(
+            key = canonical_json(
                 [test.get("description"), row.get("vars"), test.get("assert"), _provider(row), _prompt(row)]
             )
             groups.setdefault(key, []).append(row)
