@@ -136,6 +136,8 @@ _TEXT_PATTERNS = [
     (("hooks.",), re.compile(rf"(\bhttps?://hooks\.[^{_END}/]+/)[^{_END}]+")),
     (("hook",), re.compile(rf"(\bhttps?://[^{_END}/]+/(?:[^{_END}/?#]+/)*?(?:webhooks?|webhookb2|hooks)/)[^{_END}]+")),
 ]
+# Any of the patterns' words: text holding none of them needs no pattern run at all.
+_ANY_WORD = re.compile("|".join(re.escape(w) for words, _ in _TEXT_PATTERNS for w in words))
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come back in every case
@@ -221,6 +223,8 @@ def _mask_text(text: str, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> s
     # Literal secrets first: a pattern might otherwise mask only part of one and leave the rest.
     text = literals.mask(text)
     folded = text.casefold()
+    if _ANY_WORD.search(folded) is None:  # most text: one scan instead of one per pattern
+        return text
     for words, pattern in _TEXT_PATTERNS:
         if any(word in folded for word in words):
             text = pattern.sub(lambda m: m.group(1) + MASK, text)
