@@ -109,3 +109,11 @@ def test_flaky_command_lists_them_per_slice(suite, tmp_path: Path) -> None:
     assert "  c1  2/3 attempts passed: they disagree 67% of the time" in within.stdout
     unknown = flaky("--slice", "language=xx")
     assert unknown.returncode == 2 and "language=en, language=ko" in unknown.stderr
+
+
+def test_a_slice_key_with_one_value_on_every_case_is_no_unit_of_flaky_either():
+    """As in compare and plan: `task=toy` on every case would be overall again."""
+    from evals.history.flaky import _units
+
+    slices = [{"task": "toy", "lang": "ko" if i % 2 else "en"} for i in range(6)]
+    assert [u[0] for u in _units(slices, ["task", "lang"], None)] == ["overall", "lang=en", "lang=ko"]

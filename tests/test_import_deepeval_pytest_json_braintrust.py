@@ -19,7 +19,7 @@ from test_importers import ALL
 
 from evals.common.errors import InputFileError
 from evals.compare.analysis import compare
-from evals.compare.casediff import _reasoning
+from evals.compare.casediff import grader_reasoning
 from evals.importers import import_results
 from evals.importers.deepeval import metric_errored
 from evals.importers.detect import sniff
@@ -100,7 +100,7 @@ def test_deepeval_test_run_counts_match_deepevals_own_totals():
     assert reset.passed is False and reset.error is None and reset.score == pytest.approx((0 + 0.7917) / 2)
     assert cases["test_support_answer[math-add]"].slices == {"category": "math", "language": "en"}
     # Each metric's reason is the case's grader reasoning, failing metrics first, as the report shows it.
-    reasoning = _reasoning(reset.metadata)
+    reasoning = grader_reasoning(reset.metadata)
     assert reasoning.startswith("Exact Answer (failed, score 0.0, threshold 1.0): expected 'open settings")
     assert "Brevity (passed, score 0.7917, threshold 0.5): 13 words" in reasoning
     assert all(c.hash for c in r.cases) and cases["test_support_answer[math-div]"].input == "What is 10 / 4?"
@@ -251,7 +251,7 @@ def test_braintrust_rows_trials_scores_and_errors():
     first = sso.attempts[0]
     assert first.passed is False and first.error is None
     assert first.metadata["scorer_errors"] == {"helpfulness": "openai.APIConnectionError: Connection error."}
-    assert _reasoning(first.metadata) == "brevity (0.75): 14 words (limit 8)"
+    assert grader_reasoning(first.metadata) == "brevity (0.75): 14 words (limit 8)"
     assert Counter(outcome(a) for c in r.cases for a in c.attempts) == {
         "pass": 2,
         "fail": 4,

@@ -19,7 +19,8 @@ from evals.results.model import CaseResult
 from evals.results.trace import failed_tail, first_divergence, tool_names
 
 
-def _excerpt(value: Any, limit: int) -> str | None:
+def text_excerpt(value: Any, limit: int) -> str | None:
+    """A case value as text (JSON for structures), cut to ``limit`` characters with "…"."""
     if value is None:
         return None
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
@@ -37,7 +38,7 @@ class _Side:
     tools: list[str] | None = None
 
 
-def _reasoning(metadata: dict[str, Any]) -> Any:
+def grader_reasoning(metadata: dict[str, Any]) -> Any:
     # Our judge keeps ``metadata.judge.reasoning``; importers keep a grader's ``reason``.
     judge = metadata.get("judge")
     if isinstance(judge, dict) and judge.get("reasoning"):
@@ -52,9 +53,9 @@ def _side(case: CaseResult, limit: int) -> _Side:
     error = next((f"{a.error.kind}: {a.error.message}" for a in valid if a.error), None)
     first = valid[0]
     return _Side(
-        output=_excerpt(first.output, limit),
-        error=_excerpt(error, limit) if error else None,
-        reasoning=_excerpt(_reasoning(first.metadata), limit),
+        output=text_excerpt(first.output, limit),
+        error=text_excerpt(error, limit) if error else None,
+        reasoning=text_excerpt(grader_reasoning(first.metadata), limit),
         scores=dict(first.scores),
         tools=tool_names(first.trace),
     )
@@ -129,8 +130,8 @@ def case_diff(
             baseline_score=num(b_score[k]),
             candidate_score=num(c_score[k]),
             score_delta=num(drop[k]),
-            input=_excerpt(c_case.input if c_case.input is not None else b_case.input, excerpt),
-            expected=_excerpt(c_case.expected if c_case.expected is not None else b_case.expected, excerpt),
+            input=text_excerpt(c_case.input if c_case.input is not None else b_case.input, excerpt),
+            expected=text_excerpt(c_case.expected if c_case.expected is not None else b_case.expected, excerpt),
             baseline_output=b_side.output,
             candidate_output=c_side.output,
             candidate_error=c_side.error,

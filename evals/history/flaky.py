@@ -7,6 +7,7 @@ flip rate is ``evals.compare.flaky.run_flip_rate`` of those outcomes."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ import numpy as np
 from evals.common.errors import UsageError
 from evals.compare.flaky import attempt_flip_rate, pass_hat_k, run_flip_rate, stability
 from evals.compare.metrics import scan
+from evals.compare.pairing import repeats_overall
 from evals.compare.stats import pass_at_k
 from evals.history import read_history
 from evals.run.smoke import CaseHistory
@@ -159,8 +161,10 @@ def _units(
     """("overall" | "key=value", key, value) for every slice value seen, or just ``wanted``."""
     units: list[tuple[str, str | None, str | None]] = [("overall", None, None)]
     for key in keys:
-        for value in sorted({s[key] for s in slices if key in s}):
-            units.append((f"{key}={value}", key, value))
+        counts = Counter(s[key] for s in slices if key in s)
+        if repeats_overall(counts, len(slices)):  # no unit of its own, as in compare and plan
+            continue
+        units += [(f"{key}={value}", key, value) for value in sorted(counts)]
     if wanted is None:
         return units
     chosen = [u for u in units if u[0] == wanted]

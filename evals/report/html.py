@@ -15,12 +15,12 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import jinja2
 
+from evals.compare.casediff import grader_reasoning, text_excerpt
 from evals.compare.floors import floor_sentence
 from evals.report import facts, glance
 from evals.report.filters import (
@@ -64,10 +64,7 @@ def _asset(name: str) -> tuple[str, str]:
 
 
 def _excerpt(value: Any, limit: int = EXCERPT_CHARS) -> str:
-    if value is None:
-        return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= limit else text[:limit] + "…"
+    return text_excerpt(value, limit) or ""
 
 
 def _events(attempt: Attempt | None) -> list[dict[str, Any]]:
@@ -80,11 +77,7 @@ def _events(attempt: Attempt | None) -> list[dict[str, Any]]:
 
 
 def _reasoning(attempt: Attempt | None) -> str:
-    if attempt is None:
-        return ""
-    judge = attempt.metadata.get("judge")
-    found = judge.get("reasoning") if isinstance(judge, dict) else None
-    return _excerpt(found or attempt.metadata.get("reason"))
+    return _excerpt(grader_reasoning(attempt.metadata)) if attempt is not None else ""
 
 
 def _case_rows(results: Results) -> list[dict[str, Any]]:
