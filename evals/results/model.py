@@ -67,6 +67,10 @@ class Attempt(_Model):
     retry_history: list[RetryRecord] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
     trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt (SPEC §3).")
+    cached: StrictBool = Field(default=False, description="The answer came from the response cache (SPEC §14).")
+    batch: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="The more-evidence batch that added this attempt (SPEC §5); none for the first look."
+    )
 
     @field_validator("trace")
     @classmethod
