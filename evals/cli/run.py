@@ -52,6 +52,21 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=int, metavar="N", help="development run: only the first N cases; the run is marked as a subset"
     )
+    parser.add_argument(
+        "--ids",
+        metavar="FILE",
+        help="only the cases whose ids are listed in FILE, one per line (what a more-evidence batch runs); "
+        "the run is marked as a subset",
+    )
+    parser.add_argument("--attempts", type=int, metavar="N", help="override the config's attempts per case")
+    parser.add_argument(
+        "--attempt-offset",
+        type=int,
+        default=0,
+        metavar="K",
+        help="number this run's attempts from K (a more-evidence batch: its attempts are new ones, not a "
+        "repeat of the first look's, for the response cache too)",
+    )
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
     parser.add_argument(
         "--summary",
@@ -62,12 +77,25 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def read_ids(path: Path) -> list[str]:
+    try:
+        return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    except OSError as exc:
+        raise UsageError(f"--ids {path}: cannot read it ({exc.strerror or exc})") from None
+
+
 def main(args: argparse.Namespace) -> int:
     config = load_config(args.config)
     if args.concurrency is not None:
         if args.concurrency < 1:
             raise UsageError(f"--concurrency must be at least 1, got {args.concurrency}")
         config.concurrency = args.concurrency
+    if args.attempts is not None:
+        if args.attempts < 1:
+            raise UsageError(f"--attempts must be at least 1, got {args.attempts}")
+        config.attempts = args.attempts
+    if args.attempt_offset < 0:
+        raise UsageError(f"--attempt-offset must be >= 0, got {args.attempt_offset}")
     if args.grace_s < 0:
         raise UsageError(f"--grace-s must be >= 0, got {args.grace_s:g}")
     shard = parse_shard(args.shard) if args.shard else None
@@ -89,6 +117,8 @@ def main(args: argparse.Namespace) -> int:
         limit=args.limit,
         lean=True,
         history=history,
+        ids=read_ids(Path(args.ids)) if args.ids else None,
+        attempt_offset=args.attempt_offset,
     )
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:

@@ -110,7 +110,7 @@ def _inputs(
     ]
 
 
-def _exit_code(verdict: Verdict, policy: str, on_missing: str) -> int:
+def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
     if verdict == "pass":
         return EXIT_PASS
     if verdict == "inconclusive":
@@ -269,7 +269,7 @@ def compare(
     return Comparison(
         verdict=verdict,
         reason=reason,
-        exit_code=_exit_code(verdict, policy, on_missing),
+        exit_code=exit_code_for(verdict, policy, on_missing),
         gate=gate_model,
         units=units,
         floors=floors,

@@ -288,6 +288,53 @@ class SliceTrend(_Model):
     values: list[float]
 
 
+class EvidenceValue(_Model):
+    """One unit's betting e-process at one look (SPEC §5 "More evidence")."""
+
+    metric: str
+    unit: str
+    e_value: float = Field(description="Wealth of the bet against 'the drop is at most the tolerance'.")
+    threshold: float | None = Field(
+        description="About what it needs alone to fail the gate: 1/(ρ·α·weight); e-Holm decides exactly."
+    )
+    rejected: bool
+    observed_drop: float | None = Field(description="Mean paired drop over every observation so far (oriented).")
+    observations: int
+    rerun: bool = Field(description="This look's batch re-ran every case of the unit.")
+
+
+class EvidenceLook(_Model):
+    look: int = Field(description="0: the first look; N: after batch N.")
+    units: list[str] = Field(default_factory=list, description="Units whose cases the batch re-ran.")
+    cases: int = Field(default=0, description="Cases re-run on each side.")
+    attempts: int = Field(default=0, description="Attempts added, both sides together.")
+    cost_usd: float | None = Field(default=None, description="What the batch cost, both sides (None: unknown).")
+    values: list[EvidenceValue] = Field(default_factory=list)
+    pass_e_values: dict[str, float] = Field(
+        default_factory=dict, description="Per gated metric: overall's e-value against 'the drop is at least δ'."
+    )
+    passed: bool = False
+    outcome: Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
+
+
+class MoreEvidence(_Model):
+    """What ``gate.more_evidence`` did: the looks, how the baseline side was run, how it ended."""
+
+    rho: float
+    first_look_alpha: float = Field(description="(1 − ρ)·α: the fixed-sample rule's level at the first look.")
+    sequential_alpha: float = Field(description="ρ·α: the level of the e-Holm family over every look.")
+    select: Literal["looks_worse", "all"]
+    max_batches: int
+    max_cost_usd: float | None = None
+    baseline_side: str = Field(description="How the baseline's attempts were made (or why they could not be).")
+    looks: list[EvidenceLook] = Field(default_factory=list)
+    ended: Literal["fail", "pass", "inconclusive", "incomplete", "not-run"]
+    summary: str = Field(description="One line: how it ended.")
+    estimand: str
+    attempts: int = Field(default=0, description="Attempts the batches added, both sides.")
+    cost_usd: float | None = Field(default=None, description="What the batches cost, both sides (None: unknown).")
+
+
 class Comparison(_Model):
     comparison_version: Literal[1] = COMPARISON_VERSION
     verdict: Verdict
@@ -307,6 +354,7 @@ class Comparison(_Model):
     drift_ok: bool = True
     warnings: list[str] = Field(default_factory=list)
     trends: list[SliceTrend] = Field(default_factory=list, description="History of regressed units (SPEC §12).")
+    more_evidence: MoreEvidence | None = Field(default=None, description="gate.more_evidence's looks (SPEC §5).")
     evalgate_version: str | None = None
     created_at: str | None = None
 

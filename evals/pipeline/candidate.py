@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
@@ -129,7 +129,16 @@ def _require_slices(results: Results, path: Path, keys: list[str]) -> None:
         require_slice_keys(missing, offered - set(missing), where=where, asked_in="slices: or --slice-key")
 
 
-def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str, str] = os.environ) -> Results:
+def run_suite(
+    config_path: Path,
+    output: Path,
+    *,
+    smoke: bool,
+    env: Mapping[str, str] = os.environ,
+    extra: Sequence[str] = (),
+    resume: bool = False,
+    cwd: Path | None = None,
+) -> Results:
     """Run the suite as ``python -P -m evals run`` in a child process and read what it wrote.
 
     The suite is user code (a python target runs in the runner's process) and this process may
@@ -139,18 +148,20 @@ def run_suite(config_path: Path, output: Path, *, smoke: bool, env: Mapping[str,
     process is made non-dumpable first, so the child cannot read the token from
     ``/proc/<our pid>/environ``. A partial run (exit 3 with a results file) is still returned:
     the comparison says ``incomplete``."""
-    output.unlink(missing_ok=True)  # never gate on an earlier gate's file
+    if not resume:
+        output.unlink(missing_ok=True)  # never gate on an earlier gate's file
     # -P: `evals` is ours, not a package of that name in the user's checkout (python targets put
     # their own folders on sys.path explicitly, evals.run.targets.code.import_callable).
     command = [sys.executable, "-P", "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
     command.append("--no-summary")
-    command += ["--progress", "lines", *(["--smoke"] if smoke else [])]
+    command += ["--progress", "lines", *(["--smoke"] if smoke else []), *(["--resume"] if resume else []), *extra]
     seal_process()
     # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.
     # `evalgate run` writes nothing to stdout; what does is the suite's code or a tool it starts
     # (straight to fd 1), so that goes through the relay's guard too.
     child = subprocess.Popen(
         command,
+        cwd=cwd,
         env=suite_env(env),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

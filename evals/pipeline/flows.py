@@ -24,6 +24,16 @@ from evals.pipeline.candidate import (
     out_dir_of,
     run_suite,
 )
+from evals.pipeline.evidence import (
+    BaselineSide,
+    first_look_only,
+    gather,
+    imported,
+    not_run,
+    nothing_to_rerun,
+    prepare_baseline_side,
+    remove_baseline_side,
+)
 from evals.report.files import write_report_files
 from evals.results.model import Results
 from evals.store.selection import Baselines, load_baselines, open_store_for
@@ -76,6 +86,8 @@ def run_gate(
     client = github_client(activity)
     if candidate is None and not args.results:
         guard_suite_job(activity, config, client)
+    if config.gate.more_evidence.enabled and getattr(args, "results_format", None):
+        raise UsageError(nothing_to_rerun(config, args.results_format))
     store = open_store_for(config, args, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
@@ -97,9 +109,30 @@ def run_gate(
     from evals.history import record_comparison, record_promotion, store_trends
     from evals.history.flaky import known_flaky
 
-    comparison = baselines.compare(
-        candidate, config, flaky=known_flaky(config), reset_command=gate_reset_command(args, results_path)
-    )
+    look_config, side = config, None
+    if config.gate.more_evidence.enabled and baseline is not None:
+        look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline)
+    try:
+        comparison = baselines.compare(
+            candidate, look_config, flaky=known_flaky(config), reset_command=gate_reset_command(args, results_path)
+        )
+        if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
+            comparison = gather(
+                comparison,
+                candidate=candidate,
+                candidate_path=results_path,
+                baseline=baseline.results,
+                config=config,
+                config_path=Path(args.config),
+                side=side,
+                out_dir=out_dir,
+                alpha=config.gate.alpha,
+            )
+        elif side is not None:
+            comparison.more_evidence = not_run(config, comparison, side)
+    finally:
+        if isinstance(side, BaselineSide):
+            remove_baseline_side(side)
 
     record_comparison(
         comparison,
@@ -172,6 +205,22 @@ def run_gate(
         if activity.in_actions:
             set_outputs_safely({"promoted": outputs["promoted"]})
     return GateOutcome(comparison, exit_code, paths, baseline, outputs)
+
+
+def more_evidence_setup(
+    config: SuiteConfig, args: argparse.Namespace, candidate: Results, baseline: LoadedBaseline
+) -> tuple[SuiteConfig, BaselineSide | str, Results]:
+    """The config of the first look and where the baseline's batches run (or why they cannot: the
+    first look then keeps its whole α). Imported results have nothing to re-run: an error."""
+    if fmt := imported(candidate):
+        raise UsageError(nothing_to_rerun(config, fmt))
+    side = prepare_baseline_side(Path(args.config), baseline)
+    if isinstance(side, str):
+        print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
+        return config, side, candidate
+    rho = config.gate.more_evidence.rho
+    gate = config.gate.model_copy(update={"alpha": config.gate.alpha * (1 - rho)})
+    return config.model_copy(update={"gate": gate}), side, first_look_only(candidate)
 
 
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:

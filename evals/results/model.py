@@ -137,6 +137,14 @@ class SampleDesign(_Model):
         return self
 
 
+class BatchInfo(_Model):
+    """One more-evidence batch whose attempts this file holds (SPEC §5)."""
+
+    batch: Annotated[int, Field(ge=1)]
+    units: list[str] = Field(default_factory=list, description="The units whose cases it re-ran.")
+    case_ids: list[str] = Field(default_factory=list)
+
+
 class RunInfo(_Model):
     suite: str
     status: RunStatus
@@ -160,6 +168,9 @@ class RunInfo(_Model):
     message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
     evalgate_version: str | None = None
     source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")
+    batches: list[BatchInfo] = Field(
+        default_factory=list, description="More-evidence batches: which cases got one more attempt (attempt.batch)."
+    )
 
     @property
     def is_complete(self) -> bool:

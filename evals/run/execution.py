@@ -61,6 +61,7 @@ def select_cases(
     filters: list[str] | None = None,
     limit: int | None = None,
     history: CaseHistory | None = None,
+    ids: list[str] | None = None,
 ) -> tuple[list[Case], str | None, SampleDesign | None]:
     """The cases this run covers (smoke, then ``--filter``, ``--limit``, then the shard), the
     ``subset`` label (a development subset is compared on its own ids and never promoted) and,
@@ -87,11 +88,26 @@ def select_cases(
     if limit is not None:
         cases = limit_cases(cases, limit)
         labels.append(f"limit:{limit}")
+    if ids is not None:
+        cases = only_ids(cases, ids)
+        labels.append(f"ids:{len(cases)}")
     if shard is not None:
         cases = [c for c in cases if shard_of(c.id, shard[1]) == shard[0]]
-    if filters or limit is not None or shard is not None:
+    if filters or limit is not None or shard is not None or ids is not None:
         sample = None
     return cases, "+".join(labels) or None, sample
+
+
+def only_ids(cases: list[Case], ids: list[str]) -> list[Case]:
+    """The cases named in ``ids`` (``--ids``: a more-evidence batch), in the suite's order; an id
+    the suite does not hold is an error — the batch would silently shrink."""
+    known = {c.id for c in cases}
+    unknown = [i for i in ids if i not in known]
+    if unknown:
+        shown = ", ".join(repr(i) for i in unknown[:5]) + (" …" if len(unknown) > 5 else "")
+        raise UsageError(f"--ids: {len(unknown)} id(s) the suite does not hold: {shown}")
+    wanted = set(ids)
+    return [c for c in cases if c.id in wanted]
 
 
 def _same_target(a: TargetInfo | None, b: TargetInfo) -> bool:
@@ -235,6 +251,8 @@ def execute(
     limit: int | None = None,
     lean: bool = False,
     history: CaseHistory | None = None,
+    ids: list[str] | None = None,
+    attempt_offset: int = 0,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -246,7 +264,7 @@ def execute(
     scorers = build_scorers(config.scorers, config.root, config.where)
     check_case_set(config, every_case)
     cases, subset, sample = select_cases(
-        every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history
+        every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history, ids=ids
     )
     target = build_target(config)
     info = target.info()
@@ -278,6 +296,7 @@ def execute(
         retries=config.retries,
         run_timeout_s=config.run_timeout_s,
         grace_s=grace_s,
+        attempt_offset=attempt_offset,
     )
     runner = Runner(settings, target, scorers, secrets=target.secrets)
     bar = Progress(len(cases), done=recorder.completed, bar=progress)

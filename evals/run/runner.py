@@ -39,6 +39,7 @@ class RunSettings:
     retries: RetrySpec
     run_timeout_s: float | None = None
     grace_s: float = DEFAULT_GRACE_S
+    attempt_offset: int = 0
 
 
 class Runner:

@@ -219,6 +219,32 @@ class MetricSpec(_Strict):
         return float(self.tolerance)
 
 
+class MoreEvidenceSpec(_Strict):
+    """SPEC §5 "More evidence": when the gate ends inconclusive, re-run the cases of the slices
+    that look worse (both sides) in batches and test again with an anytime-valid rule."""
+
+    max_batches: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Most batches to run after the first look; 0 turns more evidence off."
+    )
+    max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Stop starting batches once both sides' batches cost this much."
+    )
+    rho: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.2,
+        description="Share of α the anytime-valid test gets over every look; the first look's fixed-sample "
+        "rule keeps (1 − rho)·α.",
+    )
+    select: Literal["looks_worse", "all"] = Field(
+        default="looks_worse",
+        description="looks_worse: the cases of slices not regressed whose delta is below the tolerance (can only "
+        "turn inconclusive into fail); all: every case (the only way overall can reach pass).",
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.max_batches > 0
+
+
 class GateSpec(_Strict):
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     power: Annotated[float, Field(gt=0, lt=1)] = 0.8
@@ -246,6 +272,7 @@ class GateSpec(_Strict):
     )
     bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
     seed: int = 0
+    more_evidence: MoreEvidenceSpec = Field(default_factory=MoreEvidenceSpec)
 
     @model_validator(mode="before")
     @classmethod

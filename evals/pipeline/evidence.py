@@ -1,0 +1,363 @@
+"""``gate.more_evidence`` in the gate (SPEC §5): when the first look is inconclusive, run batches
+of one more attempt of the selected cases on both sides and look again (``evals.compare.sequential``
+decides). The candidate's side runs from this checkout, the baseline's from a git worktree of the
+baseline's commit: the slices were chosen *because* of the first look, so re-running only the
+candidate against the stored baseline's values would keep the baseline's lucky draws and fail
+unchanged slices (``benchmarks/sim_evidence.py`` measures it). Where the baseline's commit cannot
+be checked out, more evidence says so and does not run, and the first look keeps its whole α.
+
+Every batch is a child ``evalgate run`` (the same token isolation as the suite run) writing its
+own file under ``<out-dir>/more-evidence/``; a gate run again with the same out dir reuses the
+complete ones and resumes a partial one. A batch that does not complete (cancelled, timed out,
+infra errors) ends the gate ``incomplete``: never a pass."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evals.common.errors import EvalgateError
+from evals.common.escape import log_value
+from evals.compare.analysis import exit_code_for
+from evals.compare.model import Comparison, MoreEvidence
+from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
+from evals.pipeline.candidate import content_digest, run_suite
+from evals.results.model import BatchInfo, Results, load_results, save_results
+
+if TYPE_CHECKING:
+    from evals.store.baseline import LoadedBaseline
+    from evals.suite.config import SuiteConfig
+
+FOLDER = "more-evidence"
+GIT_TIMEOUT_S = 300
+
+
+def say(text: str) -> None:
+    print(f"evalgate gate: more evidence: {log_value(text, limit=None)}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class BaselineSide:
+    """Where the baseline's attempts come from: its commit checked out in a worktree."""
+
+    sha: str
+    root: Path  # the checkout the worktree belongs to
+    tree: Path
+    config_path: Path
+
+    @property
+    def description(self) -> str:
+        return f"re-run at the baseline's commit {self.sha[:12]} (a git worktree of it)"
+
+
+def imported(results: Results) -> str | None:
+    """The harness a results file was imported from (nothing to re-run), else None."""
+    fmt = results.run.source.get("format") if results.run.source else None
+    return str(fmt) if fmt and fmt != "evalgate" else None
+
+
+def nothing_to_rerun(config: SuiteConfig, fmt: str) -> str:
+    return (
+        f"gate.more_evidence re-runs cases, but the candidate was imported from {fmt}: there is nothing to "
+        f"re-run — let evalgate run the suite (a target in the config), or remove gate.more_evidence from "
+        f"{config.path or 'the config'}"
+    )
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
+    )
+
+
+def prepare_baseline_side(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
+    """A worktree of the baseline's commit holding the suite's config, or why there cannot be one."""
+    sha = baseline.results.run.git_sha or (baseline.ref.snapshot.sha if baseline.ref.snapshot else None)
+    if not sha:
+        return "the baseline run records no git commit, so its side cannot be re-run"
+    config_path = config_path.resolve()
+    try:
+        top = _git(config_path.parent, "rev-parse", "--show-toplevel")
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"git is not available ({exc}), so the baseline's commit cannot be checked out"
+    if top.returncode != 0:
+        return (
+            f"{config_path.parent} is not in a git checkout, so the baseline's commit {sha[:12]} cannot be checked out"
+        )
+    root = Path(top.stdout.strip())
+    if _git(root, "cat-file", "-e", f"{sha}^{{commit}}").returncode != 0:
+        fetched = _git(root, "fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha)
+        if fetched.returncode != 0 or _git(root, "cat-file", "-e", f"{sha}^{{commit}}").returncode != 0:
+            return (
+                f"the baseline's commit {sha[:12]} is not in this checkout and could not be fetched "
+                "(in Actions: actions/checkout with fetch-depth: 0)"
+            )
+    # Outside the checkout: a worktree inside it would show in its status and its scans.
+    tree = Path(tempfile.mkdtemp(prefix="evalgate-baseline-")) / "tree"
+    added = _git(root, "worktree", "add", "--detach", "--force", str(tree), sha)
+    if added.returncode != 0:
+        return f"git worktree add of the baseline's commit {sha[:12]} failed: {added.stderr.strip()[:300]}"
+    relative = config_path.relative_to(root)
+    if not (tree / relative).exists():
+        remove_baseline_side(BaselineSide(sha, root, tree, tree / relative))
+        return f"the baseline's commit {sha[:12]} has no {relative}"
+    return BaselineSide(sha, root, tree, tree / relative)
+
+
+def remove_baseline_side(side: BaselineSide) -> None:
+    _git(side.root, "worktree", "remove", "--force", str(side.tree))
+    shutil.rmtree(side.tree.parent, ignore_errors=True)
+
+
+def first_look_only(results: Results) -> Results:
+    """The candidate as its first look saw it: a results file of an earlier gate may hold its
+    batches' attempts already (they are run again, or reused from their files)."""
+    if not any(a.batch for case in results.cases for a in case.attempts):
+        return results
+    cases = [c.model_copy(update={"attempts": [a for a in c.attempts if a.batch is None]}) for c in results.cases]
+    run = results.run.model_copy(update={"batches": []})
+    return results.model_copy(update={"cases": cases, "run": run})
+
+
+def _batch_file(
+    label: str, config_path: Path, path: Path, ids_file: Path, ids: list[str], offset: int, cwd: Path
+) -> Results:
+    """One side of one batch, reusing a complete file of an earlier gate on the same first look
+    (:func:`start_folder`) and resuming a partial one."""
+    earlier = None
+    if path.exists():
+        try:
+            earlier = load_results(path)
+        except EvalgateError:  # an unreadable leftover is run again, not trusted
+            earlier = None
+    if earlier is not None and earlier.run.total_cases == len(ids):
+        if earlier.run.is_complete and sorted(c.id for c in earlier.cases) == ids:
+            say(f"{label}: reusing {path.name} (complete)")
+            return earlier
+        say(f"{label}: resuming {path.name} ({earlier.run.completed_cases}/{len(ids)} cases done)")
+    resume = earlier is not None and earlier.run.total_cases == len(ids)
+    extra = ["--ids", str(ids_file), "--attempts", "1", "--attempt-offset", str(offset)]
+    return run_suite(config_path, path, smoke=False, extra=extra, resume=resume, cwd=cwd)
+
+
+def start_folder(out_dir: Path, candidate: Results, baseline_sha: str) -> Path:
+    """The batches' folder for this first look: the files of a gate on another first look (another
+    candidate run, another baseline) are removed, those of the same one are kept to be reused."""
+    folder = (out_dir / FOLDER).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    state = folder / "first-look.json"
+    key = json.dumps({"candidate": content_digest(candidate), "baseline": baseline_sha}, sort_keys=True)
+    if not state.exists() or state.read_text(encoding="utf-8") != key:
+        for stale in folder.glob("*-*.json"):
+            stale.unlink()
+        for stale in folder.glob("batch-*.ids"):
+            stale.unlink()
+        state.write_text(key, encoding="utf-8")
+    return folder
+
+
+def _spent(results: Results) -> tuple[int, float | None]:
+    attempts = [a for c in results.cases for a in c.attempts]
+    costs = [a.cost_usd for a in attempts if a.cost_usd is not None]
+    return len(attempts), (sum(costs) if costs else None)
+
+
+def _add(a: float | None, b: float | None) -> float | None:
+    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
+
+
+def _merge(candidate: Results, batch: Results, number: int, units: list[str]) -> None:
+    """The batch's attempts join the candidate's cases, marked with their batch."""
+    by_id = candidate.by_id()
+    for case in batch.cases:
+        if case.id in by_id:
+            by_id[case.id].attempts.extend(a.model_copy(update={"batch": number}) for a in case.attempts)
+    candidate.run.batches.append(BatchInfo(batch=number, units=units, case_ids=[c.id for c in batch.cases]))
+
+
+def gather(
+    comparison: Comparison,
+    *,
+    candidate: Results,
+    candidate_path: Path,
+    baseline: Results,
+    config: SuiteConfig,
+    config_path: Path,
+    side: BaselineSide,
+    out_dir: Path,
+    alpha: float,
+) -> Comparison:
+    """Run batches until the gate is decided or the budget is spent; ``comparison`` (the first look,
+    at (1 − ρ)·α) gets its verdict from the looks and a ``more_evidence`` record of each. The
+    candidate's results file is rewritten with the batches' attempts."""
+    spec = config.gate.more_evidence
+    evidence = Evidence.first_look(comparison, baseline, candidate, config, alpha)
+    folder = start_folder(out_dir, candidate, side.sha)
+    record = MoreEvidence(
+        rho=spec.rho,
+        first_look_alpha=(1 - spec.rho) * alpha,
+        sequential_alpha=spec.rho * alpha,
+        select=spec.select,
+        max_batches=spec.max_batches,
+        max_cost_usd=spec.max_cost_usd,
+        baseline_side=side.description,
+        ended="inconclusive",
+        summary="",
+        estimand=ESTIMAND,
+    )
+    comparison.more_evidence = record
+    failing, passed = evidence.look()
+    outcome = _outcome(comparison, failing, passed)
+    evidence.record(0, units=[], cases=0, attempts=0, cost_usd=None, failing=failing, passed=passed, outcome=outcome)
+    batches = 0
+    spent: float | None = None
+    attempts_added = 0
+    offset = max((len(c.attempts) for c in candidate.cases), default=config.attempts)
+    while outcome == "continue":
+        units, ids = evidence.select(comparison)
+        if not ids:
+            outcome = "inconclusive"
+            record.summary = _still(batches, "no slice looks worse than the tolerance any more")
+            break
+        if batches >= spec.max_batches:
+            outcome = "inconclusive"
+            record.summary = _still(batches, f"max_batches {spec.max_batches} reached")
+            break
+        if spec.max_cost_usd is not None and spent is not None and spent >= spec.max_cost_usd:
+            outcome = "inconclusive"
+            record.summary = _still(batches, f"max_cost_usd {spec.max_cost_usd:g} reached (spent ${spent:.4g})")
+            break
+        number = batches + 1
+        say(f"batch {number}: {len(ids)} cases of {', '.join(units)} on both sides")
+        ids_file = folder / f"batch-{number}.ids"
+        ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
+        cand = _batch_file(
+            "candidate", config_path.resolve(), folder / f"candidate-{number}.json", ids_file, ids, offset, Path.cwd()
+        )
+        base = None
+        if cand.run.is_complete:
+            base = _batch_file(
+                "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.tree
+            )
+        offset += 1
+        batches = number
+        n_cand, cost_cand = _spent(cand)
+        n_base, cost_base = _spent(base) if base is not None else (0, None)
+        cost = _add(cost_cand, cost_base)
+        spent = _add(spent, cost)
+        attempts_added += n_cand + n_base
+        _merge(candidate, cand, number, units)
+        unfinished = next((r for r in (cand, base) if r is None or not r.run.is_complete), None)
+        if unfinished is not None or base is None:
+            which = "candidate" if not cand.run.is_complete else "baseline"
+            state = f"{unfinished.run.status}, " if unfinished is not None else ""
+            done = f"{unfinished.run.completed_cases}/{unfinished.run.total_cases}" if unfinished else "0"
+            outcome = "incomplete"
+            record.summary = (
+                f"batch {number} did not complete on the {which} side ({state}{done} cases): the gate is incomplete; "
+                f"resume with `evalgate gate --results {candidate_path}` and the same --out-dir"
+            )
+            evidence.record(
+                number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+                failing=[], passed=False, outcome=outcome,
+            )  # fmt: skip
+            break
+        if base.run.config_hash != baseline.run.config_hash:
+            outcome = "incomplete"
+            record.summary = (
+                f"the baseline's commit {side.sha[:12]} scores with other definitions (config hash "
+                f"{base.run.config_hash} vs the stored baseline's {baseline.run.config_hash}): its re-run is no "
+                "baseline attempt; more evidence stopped"
+            )
+            evidence.record(
+                number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+                failing=[], passed=False, outcome=outcome,
+            )  # fmt: skip
+            break
+        evidence.add_batch(base, cand, ids)
+        failing, passed = evidence.look()
+        outcome = _outcome(comparison, failing, passed)
+        evidence.record(
+            number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+            failing=failing, passed=passed, outcome=outcome,
+        )  # fmt: skip
+    record.looks = evidence.looks
+    record.attempts = attempts_added
+    record.cost_usd = spent
+    _conclude(comparison, record, evidence, failing if outcome == "fail" else [], batches, outcome)
+    if batches:
+        save_results(candidate, candidate_path)
+    return comparison
+
+
+def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | str) -> MoreEvidence:
+    """The record of a gate whose more evidence did not run: the baseline side cannot be re-run
+    (``side`` says why), or the first look decided."""
+    spec = config.gate.more_evidence
+    ran = isinstance(side, BaselineSide)
+    alpha = config.gate.alpha
+    why = f"the first look decided ({comparison.verdict}): no batch was needed" if ran else f"not run: {side}"
+    if not ran:
+        comparison.warnings.append(f"more evidence {why}; the first look used the whole α")
+    return MoreEvidence(
+        rho=spec.rho,
+        first_look_alpha=(1 - spec.rho) * alpha if ran else alpha,
+        sequential_alpha=spec.rho * alpha if ran else 0.0,
+        select=spec.select,
+        max_batches=spec.max_batches,
+        max_cost_usd=spec.max_cost_usd,
+        baseline_side=side.description if ran else str(side),
+        ended="not-run",
+        summary=why,
+        estimand=ESTIMAND,
+    )
+
+
+def _outcome(comparison: Comparison, failing: list, passed: bool) -> str:
+    if failing:
+        return "fail"
+    if passed:
+        return "pass"
+    return "continue"
+
+
+def _still(batches: int, why: str) -> str:
+    plural = "batch" if batches == 1 else "batches"
+    return f"still inconclusive after {batches} {plural} ({why})"
+
+
+def _conclude(
+    comparison: Comparison, record: MoreEvidence, evidence: Evidence, failing: list, batches: int, outcome: str
+) -> None:
+    plural = "batch" if batches == 1 else "batches"
+    if outcome == "fail":
+        marked = mark_failing(comparison, failing, batches, evidence.threshold)
+        names = ", ".join(f"{u.metric} on {u.unit}" for u in marked)
+        record.ended = "fail"
+        record.summary = f"regressed after {batches} {plural}: {names}"
+        comparison.verdict = "fail"
+        comparison.reason = f"regression (more evidence, {batches} {plural}): {names}; {ESTIMAND}"
+    elif outcome == "pass":
+        record.ended = "pass"
+        record.summary = f"overall certified within the tolerance after {batches} {plural}"
+        comparison.verdict = "pass"
+        comparison.reason = (
+            f"no regression beyond tolerance: every gated overall within the band by the anytime-valid test after "
+            f"{batches} {plural}"
+        )
+    elif outcome == "incomplete":
+        record.ended = "incomplete"
+        comparison.verdict = "incomplete"
+        comparison.reason = f"more evidence: {record.summary}"
+    else:
+        record.ended = "inconclusive"
+        record.summary = record.summary or _still(batches, "nothing decided")
+        comparison.reason = f"{comparison.reason}; more evidence: {record.summary}"
+    comparison.exit_code = exit_code_for(comparison.verdict, comparison.gate.inconclusive, "warn")
+    say(record.summary)

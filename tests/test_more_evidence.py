@@ -1,0 +1,141 @@
+"""gate.more_evidence end to end (SPEC §5): a 25-case slice that got 28 points worse is
+inconclusive on the first look; with more evidence the gate re-runs that slice's cases on both
+sides — the baseline's from a git worktree of its commit — and fails naming the slice. Imported
+results have nothing to re-run; a suite outside git cannot re-run its baseline and says so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.suites import git
+
+
+def _bot(repo: Path, broken: list[int]) -> None:
+    wrong = sorted(f"q{i}" for i in broken)
+    (repo / "bot.py").write_text(
+        f"BROKEN = set({wrong!r})\n\n\ndef answer(text):\n    return 'wrong' if text in BROKEN else text\n",
+        encoding="utf-8",
+    )
+
+
+def _suite(repo: Path, **gate) -> None:
+    config = {
+        "suite": "t",
+        "cases": "cases.jsonl",
+        "target": {"python": "bot:answer"},
+        "scorers": ["exact"],
+        "slices": ["language"],
+        **({"gate": gate} if gate else {}),
+    }
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def _gate(repo: Path, store: Path, *extra: str) -> tuple[int, dict, str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+         "--baseline-dir", str(store), *extra],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    path = repo / ".evalgate" / "out" / "comparison.json"
+    return done.returncode, json.loads(path.read_text()) if path.exists() else {}, done.stderr
+
+
+def _repo(tmp_path: Path) -> tuple[Path, Path]:
+    """500 cases (475 en, 25 ko); the baseline commit breaks 20 en cases, the candidate commit
+    20 other en cases (noise overall) and 7 of the 25 ko cases."""
+    repo, store = tmp_path / "repo", tmp_path / "store"
+    repo.mkdir()
+    cases = [
+        {"id": f"c{i:03d}", "input": f"q{i}", "expected": f"q{i}", "tags": {"language": "ko" if i >= 475 else "en"}}
+        for i in range(500)
+    ]
+    (repo / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    _suite(repo)
+    _bot(repo, list(range(20)))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "baseline")
+    _, comparison, err = _gate(repo, store, "--seed")
+    assert comparison["verdict"] == "no-baseline", err
+    _bot(repo, [*range(20, 40), *range(475, 482)])
+    git(repo, "commit", "-qam", "candidate")
+    return repo, store
+
+
+def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
+    repo, store = _repo(tmp_path)
+    code, first, err = _gate(repo, store)
+    assert (code, first["verdict"]) == (0, "inconclusive"), err
+    ko = next(u for u in first["units"] if u["unit"] == "language=ko")
+    assert ko["verdict"] == "inconclusive" and ko["delta"] < -0.25
+
+    _suite(repo, more_evidence={"max_batches": 10})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (1, "fail"), err
+    assert "language=ko" in c["reason"]
+    me = c["more_evidence"]
+    assert me["ended"] == "fail"
+    assert me["first_look_alpha"] == pytest.approx(0.04) and me["sequential_alpha"] == pytest.approx(0.01)
+    assert len(me["looks"]) >= 2 and all(look["units"] == ["language=ko"] for look in me["looks"][1:])
+    assert me["attempts"] == 2 * 25 * (len(me["looks"]) - 1)
+    assert c["gate"]["alpha"] == pytest.approx(0.04)
+    # The candidate's results say which cases got which batches; only the ko cases got any.
+    results = json.loads((repo / ".evalgate" / "out" / "results.json").read_text())
+    assert [b["units"] for b in results["run"]["batches"]] == [["language=ko"]] * (len(me["looks"]) - 1)
+    batched = {c["id"] for c in results["cases"] if any(a["batch"] for a in c["attempts"])}
+    assert batched == {f"c{i:03d}" for i in range(475, 500)}
+    # The baseline side ran the baseline commit's bot: its ko cases pass there.
+    base = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").read_text())
+    assert all(a["passed"] for case in base["cases"] for a in case["attempts"])
+    assert git(repo, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    report = (repo / ".evalgate" / "out" / "report.md").read_text()
+    assert "More evidence: regressed after" in report and "these cases got worse" in report
+
+    # Run again on the same first look (--results): the batch files are reused, same verdict.
+    code, again, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
+    assert (code, again["verdict"]) == (1, "fail"), err
+    assert "reusing candidate-1.json" in err
+    assert [(look["look"], look["outcome"]) for look in again["more_evidence"]["looks"]] == [
+        (look["look"], look["outcome"]) for look in me["looks"]
+    ]
+
+
+def test_the_budget_ends_still_inconclusive(tmp_path):
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 1})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    assert c["more_evidence"]["summary"].startswith("still inconclusive after 1 batch")
+    assert "still inconclusive after 1 batch" in c["reason"]
+
+
+def test_imported_results_have_nothing_to_re_run(tmp_path):
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 3})
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuite name="s"><testcase classname="a" name="b"/></testsuite>', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+         "--baseline-dir", str(store), "--results", str(junit), "--results-format", "junit"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "nothing to re-run" in done.stderr
+
+
+def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_alpha(tmp_path):
+    repo, store = _repo(tmp_path)
+    subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
+    _suite(repo, more_evidence={"max_batches": 3})
+    _, c, err = _gate(repo, store)
+    assert c["verdict"] == "inconclusive", err
+    assert c["gate"]["alpha"] == 0.05
+    assert c["more_evidence"]["ended"] == "not-run"
+    assert "not in a git checkout" in c["more_evidence"]["summary"]
+    assert any("more evidence not run" in w for w in c["warnings"])
