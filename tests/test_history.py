@@ -104,12 +104,13 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "applied 0001_runs, 0002_results, 0003_views (schema version 3)" in init()
-    assert "up to date (schema version 3)" in init()
+    assert "applied 0001_runs, 0002_results, 0003_views, 0004_looks (schema version 4)" in init()
+    assert "up to date (schema version 4)" in init()
     assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
         (1, "runs"),
         (2, "results"),
         (3, "views"),
+        (4, "looks"),
     ]
 
 

@@ -6,20 +6,26 @@ results have nothing to re-run; a suite outside git cannot re-run its baseline a
 from __future__ import annotations
 
 import json
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import yaml
+from suites import git
 
-from tests.suites import git
 
-
-def _bot(repo: Path, broken: list[int]) -> None:
+def _bot(repo: Path, broken: list[int], slow_s: float = 0.0) -> None:
+    """The bot answers the input back, except for ``broken`` ones; ko inputs take ``slow_s``."""
     wrong = sorted(f"q{i}" for i in broken)
     (repo / "bot.py").write_text(
-        f"BROKEN = set({wrong!r})\n\n\ndef answer(text):\n    return 'wrong' if text in BROKEN else text\n",
+        f"import time\n\nBROKEN = set({wrong!r})\n\n\ndef answer(text):\n"
+        f"    if int(text[1:]) >= 475:\n        time.sleep({slow_s})\n"
+        "    return 'wrong' if text in BROKEN else text\n",
         encoding="utf-8",
     )
 
@@ -37,16 +43,17 @@ def _suite(repo: Path, **gate) -> None:
 
 
 def _gate(repo: Path, store: Path, *extra: str) -> tuple[int, dict, str]:
+    env = {**os.environ, "EVALGATE_HISTORY": "on"}  # the history records every look
     done = subprocess.run(
         [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
          "--baseline-dir", str(store), *extra],
-        cwd=repo, capture_output=True, text=True, timeout=300,
+        cwd=repo, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     path = repo / ".evalgate" / "out" / "comparison.json"
     return done.returncode, json.loads(path.read_text()) if path.exists() else {}, done.stderr
 
 
-def _repo(tmp_path: Path) -> tuple[Path, Path]:
+def _repo(tmp_path: Path, slow_s: float = 0.0) -> tuple[Path, Path]:
     """500 cases (475 en, 25 ko); the baseline commit breaks 20 en cases, the candidate commit
     20 other en cases (noise overall) and 7 of the 25 ko cases."""
     repo, store = tmp_path / "repo", tmp_path / "store"
@@ -63,7 +70,7 @@ def _repo(tmp_path: Path) -> tuple[Path, Path]:
     git(repo, "commit", "-qm", "baseline")
     _, comparison, err = _gate(repo, store, "--seed")
     assert comparison["verdict"] == "no-baseline", err
-    _bot(repo, [*range(20, 40), *range(475, 482)])
+    _bot(repo, [*range(20, 40), *range(475, 482)], slow_s)
     git(repo, "commit", "-qam", "candidate")
     return repo, store
 
@@ -94,6 +101,11 @@ def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
     base = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").read_text())
     assert all(a["passed"] for case in base["cases"] for a in case["attempts"])
     assert git(repo, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    # The history records every look.
+    db = sqlite3.connect(repo / ".evalgate" / "history.sqlite")
+    looks = db.execute("SELECT look, units, cases, attempts, outcome FROM gate_looks ORDER BY look").fetchall()
+    assert looks[-1][-1] == "fail" and [row[0] for row in looks] == list(range(len(me["looks"])))
+    assert looks[1][1:4] == ("language=ko", 25, 50)
     report = (repo / ".evalgate" / "out" / "report.md").read_text()
     assert "More evidence: regressed after" in report and "these cases got worse" in report
 
@@ -139,3 +151,30 @@ def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_a
     assert c["more_evidence"]["ended"] == "not-run"
     assert "not in a git checkout" in c["more_evidence"]["summary"]
     assert any("more evidence not run" in w for w in c["warnings"])
+
+
+def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):
+    repo, store = _repo(tmp_path, slow_s=0.4)
+    _suite(repo, more_evidence={"max_batches": 10})
+    command = [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+               "--baseline-dir", str(store)]  # fmt: skip
+    gate = subprocess.Popen(command, cwd=repo, stderr=subprocess.PIPE, text=True)
+    seen = []
+    for line in gate.stderr:
+        seen.append(line)
+        if "more evidence: batch 1:" in line:
+            time.sleep(0.8)  # the batch's child is running, some of its attempts in flight
+            gate.send_signal(signal.SIGTERM)
+            break
+    rest = gate.stderr.read()
+    assert gate.wait(timeout=120) == 3, "".join(seen) + rest
+    c = json.loads((repo / ".evalgate" / "out" / "comparison.json").read_text())
+    assert c["verdict"] == "incomplete" and c["more_evidence"]["ended"] == "incomplete"
+    assert "did not complete on the candidate side (cancelled" in c["reason"]
+    partial = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "candidate-1.json").read_text())
+    assert partial["run"]["status"] == "cancelled" and 0 < partial["run"]["completed_cases"] < 25
+
+    code, done, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
+    assert (code, done["verdict"]) == (1, "fail"), err
+    assert "resuming candidate-1.json" in err
+    assert "language=ko" in done["reason"]

@@ -78,33 +78,31 @@ def e_holm(log_e_values: np.ndarray, weights: np.ndarray, level: float) -> np.nd
     weight > 0, ``Σ_S w_j e_j / Σ_S w_j ≥ 1/level``. Vectorised over leading axes of
     ``log_e_values`` (``(..., m)``); weights ``(m,)``; units of weight 0 are never rejected.
 
-    For a given i the smallest weighted mean over sets containing i adds the other units in
-    increasing e order for as long as each lowers the mean: a unit below the running mean lowers
-    it, and the running mean only falls, so the first unit at or above it ends the search."""
+    For a given i the smallest weighted mean over sets containing i is reached by i with the k
+    other units of smallest e, for some k (adding a unit lowers the mean iff its e is below it).
+    Those sets are ``{i} ∪ P_k`` for the prefixes ``P_k`` of the units sorted by e, so the search
+    is a minimum over m + 1 prefix sums per unit: O(m²) array work, no loop over subsets."""
     log_e_values = np.asarray(log_e_values, dtype=float)
     weights = np.asarray(weights, dtype=float)
     shape = log_e_values.shape
-    flat = log_e_values.reshape(-1, shape[-1])
-    out = np.zeros(flat.shape, dtype=bool)
+    out = np.zeros((int(np.prod(shape[:-1], dtype=int)), shape[-1]), dtype=bool)
     live = np.flatnonzero(weights > 0)
-    if live.size == 0:
+    if live.size == 0 or out.shape[0] == 0:
         return out.reshape(shape)
-    threshold = 1.0 / level
-    e = np.exp(np.minimum(flat[:, live], 700.0))
-    w = weights[live]
+    e = np.exp(np.minimum(log_e_values.reshape(-1, shape[-1])[:, live], 700.0))
+    w = np.broadcast_to(weights[live], e.shape)
     order = np.argsort(e, axis=1, kind="stable")
-    for row in range(e.shape[0]):
-        sorted_e, sorted_w = e[row, order[row]], w[order[row]]
-        for rank, i in enumerate(order[row]):
-            total_w, total = w[i], w[i] * e[row, i]
-            for j in range(sorted_e.size):
-                if j == rank:
-                    continue
-                if sorted_e[j] >= total / total_w:
-                    break
-                total_w += sorted_w[j]
-                total += sorted_w[j] * sorted_e[j]
-            out[row, live[i]] = total / total_w >= threshold
+    rank = np.argsort(order, axis=1, kind="stable")  # each unit's place in the sorted order
+    sorted_e = np.take_along_axis(e, order, axis=1)
+    sorted_w = np.take_along_axis(w, order, axis=1)
+    zeros = np.zeros((e.shape[0], 1))
+    sums = np.concatenate([zeros, np.cumsum(sorted_w * sorted_e, axis=1)], axis=1)  # (rows, m + 1): P_0 .. P_m
+    totals = np.concatenate([zeros, np.cumsum(sorted_w, axis=1)], axis=1)
+    k = np.arange(e.shape[1] + 1)
+    outside = k[None, None, :] <= rank[:, :, None]  # i is not in P_k: add it
+    num = sums[:, None, :] + np.where(outside, (w * e)[:, :, None], 0.0)
+    den = totals[:, None, :] + np.where(outside, w[:, :, None], 0.0)
+    out[:, live] = (num / den).min(axis=2) >= 1.0 / level
     return out.reshape(shape)
 
 

@@ -30,7 +30,7 @@ from evals.results.trace import TraceEvent, tool_pairs
 
 if TYPE_CHECKING:
     from evals.compare.lazyload import LazyResults
-    from evals.compare.model import Comparison
+    from evals.compare.model import Comparison, EvidenceLook
     from evals.results.manifest import SnapshotInfo
     from evals.results.model import Attempt, CaseResult, Results
 
@@ -64,6 +64,20 @@ UNIT_COLUMNS = (
     "gate_id", "unit", "slice_key", "slice_value", "metric", "direction", "baseline", "candidate", "delta",
     "tolerance", "ci_low", "ci_high", "p_value", "p_adjusted", "mde", "n", "blocking", "verdict", "method",
 )  # fmt: skip
+
+
+LOOK_COLUMNS = (
+    "gate_id", "look", "units", "cases", "attempts", "cost_usd", "outcome", "strongest_unit", "strongest_e_value",
+)  # fmt: skip
+
+
+def _look_row(gate_id: int, look: EvidenceLook) -> tuple:
+    top = max(look.values, key=lambda v: v.e_value, default=None)
+    unit = f"{top.metric} on {top.unit}" if top else None
+    return (
+        gate_id, look.look, ",".join(look.units), look.cases, look.attempts, look.cost_usd, look.outcome,
+        unit, top.e_value if top else None,
+    )  # fmt: skip
 
 
 def now_iso() -> str:
@@ -416,5 +430,9 @@ class Writer:
                     "unit_results",
                     UNIT_COLUMNS,
                     ((gate_id, *(_plain(getattr(u, name)) for name in UNIT_COLUMNS[1:])) for u in c.units),
+                )
+            if c is not None and c.more_evidence is not None and c.more_evidence.looks:
+                self.engine.insert_rows(
+                    "gate_looks", LOOK_COLUMNS, (_look_row(gate_id, look) for look in c.more_evidence.looks)
                 )
         return gate_id
