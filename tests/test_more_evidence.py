@@ -83,9 +83,11 @@ def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
     assert ko["verdict"] == "inconclusive" and ko["delta"] < -0.25
 
     _suite(repo, more_evidence={"max_batches": 10})
-    code, c, err = _gate(repo, store)
+    code, c, err = _gate(repo, store, "--html", "page.html")
     assert (code, c["verdict"]) == (1, "fail"), err
     assert "language=ko" in c["reason"]
+    page = (repo / "page.html").read_text()
+    assert "More evidence: regressed after" in page and "weighted e-Holm" in page
     me = c["more_evidence"]
     assert me["ended"] == "fail"
     assert me["first_look_alpha"] == pytest.approx(0.04) and me["sequential_alpha"] == pytest.approx(0.01)

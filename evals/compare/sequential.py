@@ -54,6 +54,7 @@ class Member:
     rerun: bool = False  # updated by the latest batch
 
     def add(self, y: np.ndarray) -> None:
+        y = y[np.isfinite(y)]  # a case without a value on one side (no such score) says nothing
         if not self.testable or y.size == 0:
             return
         self.worse = self.worse + log_wealth(y, self.delta, "worse")
