@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import socket
 import struct
@@ -90,6 +91,42 @@ def last_user_text(body: dict[str, Any]) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else json.dumps(content)
     return ""
+
+
+class Sampled:
+    """A responder that answers like a model sampled at a temperature: for each request, the right
+    answer with a probability set by the model asked (a "version") and the question, else a wrong
+    one. Every request is a fresh draw — seeded by the model, the question and how many times that
+    model was asked it before — so a run is reproducible whatever the concurrency, and a re-run of
+    the same cases (a more-evidence batch) draws anew."""
+
+    def __init__(
+        self,
+        answers: Callable[[str], tuple[str, str]],
+        p_right: Callable[[str, str], float],
+        seed: int = 0,
+    ):
+        self.answers = answers  # question -> (right reply, wrong reply)
+        self.p_right = p_right  # (model, question) -> probability of the right reply
+        self.seed = seed
+        self.asked: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+
+    def draw(self, model: str, text: str) -> float:
+        with self._lock:
+            n = self.asked[(model, text)]
+            self.asked[(model, text)] += 1
+        return unit(f"{self.seed}:{model}:{n}:{text}")
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        text, model = last_user_text(body), str(body.get("model"))
+        right, wrong = self.answers(text)
+        return right if self.draw(model, text) < self.p_right(model, text) else wrong
+
+
+def unit(text: str) -> float:
+    """A number in [0, 1) fixed by ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2**64
 
 
 class OpenAIServer:

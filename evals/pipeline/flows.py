@@ -24,16 +24,8 @@ from evals.pipeline.candidate import (
     out_dir_of,
     run_suite,
 )
-from evals.pipeline.evidence import (
-    BaselineSide,
-    first_look_only,
-    gather,
-    imported,
-    not_run,
-    nothing_to_rerun,
-    prepare_baseline_side,
-    remove_baseline_side,
-)
+from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
+from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
 from evals.results.model import Results
 from evals.store.selection import Baselines, load_baselines, open_store_for
@@ -214,7 +206,7 @@ def more_evidence_setup(
     first look then keeps its whole α). Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
-    side = prepare_baseline_side(Path(args.config), baseline)
+    side = prepare_baseline_side(config, Path(args.config), baseline)
     if isinstance(side, str):
         print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
         return config, side, candidate
