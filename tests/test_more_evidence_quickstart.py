@@ -72,7 +72,7 @@ def _unit_named(comparison: dict, name: str) -> dict:
 # The candidate's change, appended to the quickstart's bot: a new version that errs on other
 # questions than the old one (noise both ways, as a real model change has) and whose Spanish
 # questions lost part of their handling.
-BROKEN_SPANISH = '''
+BROKEN_SPANISH = """
 
 _answer_before = answer
 _unit_before = _unit
@@ -87,7 +87,7 @@ def answer(question: str) -> str:
         working, _, wrong = _solve(question)
         return f"{working}\\nFINAL ANSWER: {wrong}"
     return _answer_before(question)
-'''
+"""
 
 
 def test_quickstart_python_target_a_worse_25_case_slice_fails_with_more_evidence(tmp_path):
@@ -132,8 +132,8 @@ PROMPT = "Answer the question. Show your working, then end with a line `FINAL AN
 
 def _quickstart_model() -> Sampled:
     """The local server as a model behind the quickstart's questions: version v1 answers each
-    question right with its own probability (0.65–0.98, a hash of the question); v2 (the
-    candidate) the same, except Spanish questions, 0.45 less likely right."""
+    question right with its own probability (0.80–0.99, a hash of the question); v2 (the
+    candidate) the same, except Spanish questions, 0.35 less likely right."""
     spec = importlib.util.spec_from_file_location("quickstart_bot_model", QUICKSTART / "bot.py")
     bot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bot)
@@ -143,10 +143,10 @@ def _quickstart_model() -> Sampled:
         return f"{working}\nFINAL ANSWER: {right}", f"{working}\nFINAL ANSWER: {wrong}"
 
     def p_right(model: str, question: str) -> float:
-        p = 0.65 + 0.33 * unit(f"p:{question}")
-        return max(0.0, p - 0.45) if model == "v2" and _spanish(question) else p
+        p = 0.80 + 0.19 * unit(f"p:{question}")
+        return max(0.0, p - 0.35) if model == "v2" and _spanish(question) else p
 
-    return Sampled(answers, p_right, seed=3)
+    return Sampled(answers, p_right, seed=2)
 
 
 def _openai(server: OpenAIServer, version: str) -> dict:
@@ -186,7 +186,7 @@ def test_quickstart_openai_target_outside_git_rebuilds_the_baseline_from_its_rec
     assert (code, first["verdict"]) == (0, "inconclusive"), err
     es = _unit_named(first, "language=es")
     assert es["n"] == ES_CASES and es["verdict"] == "inconclusive" and es["delta"] < -0.2
-    asked_v1 = sum(n for (m, _), n in model.asked.items() if m == "quickstart:v1")
+    asked_v1 = sum(n for (m, _), n in model.asked.items() if m == "v1")
 
     _configure(folder, target=_openai(server, "v2"), gate={"more_evidence": {"max_batches": 10}})
     code, c, err = _gate(folder, store, "--results", ".evalgate/out/results.json")
@@ -194,37 +194,39 @@ def test_quickstart_openai_target_outside_git_rebuilds_the_baseline_from_its_rec
     assert "language=es" in c["reason"] and _unit_named(c, "language=es")["verdict"] == "regressed"
     me = c["more_evidence"]
     assert "not in a git checkout" not in me["baseline_side"]
-    assert me["baseline_side"] == (
-        f"re-run from the baseline's recorded openai target (quickstart:v1 at {server.url})"
-    )
-    batches = len(me["looks"]) - 1
-    assert batches >= 1 and me["attempts"] == 2 * ES_CASES * batches
-    # The baseline side asked the server as v1 (its system prompt included), for the es cases only.
+    assert me["baseline_side"] == (f"re-run from the baseline's recorded openai target (quickstart:v1 at {server.url})")
+    batches, rerun = len(me["looks"]) - 1, sum(look["cases"] for look in me["looks"])
+    assert batches >= 1 and me["attempts"] == 2 * rerun
+    assert all("language=es" in look["units"] for look in me["looks"][1:])
+    # The baseline side asked the server as v1 (its system prompt included) once per case a batch
+    # re-ran: every es question once more per batch.
     es_questions = {
         json.loads(line)["input"]
         for line in (folder / "cases.jsonl").read_text(encoding="utf-8").splitlines()
         if json.loads(line)["tags"]["language"] == "es"
     }
-    batch_v1 = {q: n for (m, q), n in model.asked.items() if m == "quickstart:v1" and n > 1}
-    assert set(batch_v1) == es_questions and all(n == 1 + batches for n in batch_v1.values())
-    assert sum(n for (m, _), n in model.asked.items() if m == "quickstart:v1") == asked_v1 + ES_CASES * batches
+    assert all(model.asked[("v1", q)] == 1 + batches for q in es_questions)
+    assert sum(n for (m, _), n in model.asked.items() if m == "v1") == asked_v1 + rerun
     v1_requests = [r for r in server.requests if r["model"] == "v1"]
     assert all(r["messages"][0] == {"role": "system", "content": PROMPT} for r in v1_requests)
     assert all(r["temperature"] == 0.7 for r in v1_requests)
     # Cost of both sides is counted and said.
     costs = []
-    for path in sorted((folder / ".evalgate" / "out" / "more-evidence").glob("*-*.json")):
+    folder_me = folder / ".evalgate" / "out" / "more-evidence"
+    for path in [*folder_me.glob("candidate-*.json"), *folder_me.glob("baseline-*.json")]:
         costs += [a["cost_usd"] for case in json.loads(path.read_text())["cases"] for a in case["attempts"]]
-    assert len(costs) == 2 * ES_CASES * batches and me["cost_usd"] == pytest.approx(sum(costs))
+    assert len(costs) == 2 * rerun and me["cost_usd"] == pytest.approx(sum(costs))
 
 
 def test_quickstart_openai_batches_stop_at_max_cost_usd(quickstart_openai):
     folder, store, server, _ = quickstart_openai
     code, first, err = _gate(folder, store)
     assert first["verdict"] == "inconclusive", err
-    # One batch of both sides (50 attempts) costs about $0.002: the budget is spent after two.
-    budget = 0.003
-    _configure(folder, target=_openai(server, "v2"), gate={"more_evidence": {"max_batches": 10, "max_cost_usd": budget}})
+    # A batch of both sides costs about $0.03 here (the slices that look worse, ~130 cases): the
+    # budget is spent after two, before the third batch that fails the gate without a budget.
+    budget = 0.04
+    spec = {"max_batches": 10, "max_cost_usd": budget}
+    _configure(folder, target=_openai(server, "v2"), gate={"more_evidence": spec})
     code, c, err = _gate(folder, store, "--results", ".evalgate/out/results.json")
     me = c["more_evidence"]
     looks = me["looks"]
@@ -234,4 +236,4 @@ def test_quickstart_openai_batches_stop_at_max_cost_usd(quickstart_openai):
     spent = f"${sum(per_batch):.4g}"
     assert me["summary"] == f"still inconclusive after 2 batches (max_cost_usd {budget:g} reached (spent {spent}))"
     report = (folder / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
-    assert f"max_cost_usd {budget:g} reached (spent {spent})" in report
+    assert f"max_cost_usd {budget:g} reached (spent {spent})" in report.replace("\\", "")  # markdown escapes

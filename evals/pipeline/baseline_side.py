@@ -7,6 +7,7 @@ false fails that would cause); where neither way works, more evidence says why a
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -117,7 +118,7 @@ def _recorded_target(config: SuiteConfig, config_path: Path, baseline: Results) 
     target = baseline.run.target
     kind = target.kind if target else "no"
     if target is None or kind != "openai":
-        return f"the baseline's recorded target is {kind}, which is code: only an openai target is re-run from its record"
+        return f"the baseline's recorded target is {kind}, which is code: only an openai target runs from its record"
     if not isinstance(config.target, OpenAITarget):
         return "the suite's own target is not openai, so the key and headers the baseline's endpoint needs are unknown"
     params = {k: v for k, v in target.params.items() if k not in LEARNT}
@@ -165,10 +166,8 @@ def _prompt_text(config: SuiteConfig, target: TargetInfo) -> bytes | str | None:
     if target.system_prompt is not None:
         candidates.append(target.system_prompt.encode("utf-8"))
     if isinstance(recorded.get("path"), str):
-        try:
+        with contextlib.suppress(OSError):  # gone or unreadable here: the recorded text is all there is
             candidates.append(config.resolve(recorded["path"]).read_bytes())
-        except OSError:
-            pass
     for text in candidates:
         if "sha256:" + hashlib.sha256(text).hexdigest() == want:
             return text

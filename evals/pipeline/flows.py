@@ -16,6 +16,7 @@ from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, InfraErro
 from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
+from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
 from evals.pipeline.candidate import (
     candidate_sha,
     gate_reset_command,
@@ -24,7 +25,6 @@ from evals.pipeline.candidate import (
     out_dir_of,
     run_suite,
 )
-from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
 from evals.results.model import Results
