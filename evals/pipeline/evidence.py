@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
 from evals.compare.analysis import exit_code_for
+from evals.compare.casediff import case_diff_of
 from evals.compare.model import Comparison, MoreEvidence
 from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
@@ -137,6 +138,7 @@ def gather(
     side: BaselineSide,
     out_dir: Path,
     alpha: float,
+    flaky: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Run batches until the gate is decided or the budget is spent; ``comparison`` (the first look,
     at (1 − ρ)·α) gets its verdict from the looks and a ``more_evidence`` record of each. The
@@ -237,6 +239,10 @@ def gather(
     record.attempts = attempts_added
     record.cost_usd = spent
     _conclude(comparison, record, evidence, failing if outcome == "fail" else [], batches, outcome)
+    if outcome == "fail":  # the slices that failed now: their cases first in the case diff
+        first = first_look_only(candidate)
+        slice_keys = comparison.gate.slice_keys
+        comparison.case_diff = case_diff_of(baseline, first, config, comparison.units, slice_keys, flaky or {})
     if batches:
         save_results(candidate, candidate_path)
     return comparison

@@ -107,8 +107,9 @@ def run_gate(
         ran_suite = not args.results and not given_candidate
         look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
     try:
+        flaky = known_flaky(config)
         comparison = baselines.compare(
-            candidate, look_config, flaky=known_flaky(config), reset_command=gate_reset_command(args, results_path)
+            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
         )
         if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
             comparison = gather(
@@ -121,6 +122,7 @@ def run_gate(
                 side=side,
                 out_dir=out_dir,
                 alpha=config.gate.alpha,
+                flaky=flaky,
             )
         elif side is not None:
             comparison.more_evidence = not_run(config, comparison, side)
