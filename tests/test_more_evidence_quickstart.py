@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -116,6 +117,10 @@ def test_quickstart_python_target_a_worse_25_case_slice_fails_with_more_evidence
     # several), es among them; only es crossed its threshold.
     assert all("language=es" in look["units"] for look in me["looks"][1:])
     assert [v["unit"] for v in me["looks"][-1]["values"] if v["rejected"]] == ["language=es"]
+    # The comment shows the failing slice's cases first, not the other slices' noisy flips.
+    report = (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    top = report[report.index("Cases that broke") :]
+    assert re.search(r"\*\*([a-z]{2})-[a-z]+-\d{3}\*\*", top).group(1) == "es"
     # The baseline side ran the baseline commit's bot: every answer is the unchanged quickstart's.
     base = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").read_text())
     assert len(base["cases"]) == me["looks"][1]["cases"] >= ES_CASES
