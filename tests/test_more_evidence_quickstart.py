@@ -151,6 +151,9 @@ def _quickstart_model() -> Sampled:
         p = 0.80 + 0.19 * unit(f"p:{question}")
         return max(0.0, p - 0.35) if model == "v2" and _spanish(question) else p
 
+    # The draws are fixed by the seed. A 25-case slice's first look is a coin toss by design: with
+    # seeds 1, 3, 4 and 5 it already fails (es, or by chance another slice); seed 2 is a draw where
+    # it is inconclusive, the case more evidence is for. What follows from there is not chosen.
     return Sampled(answers, p_right, seed=2)
 
 
