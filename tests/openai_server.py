@@ -7,7 +7,9 @@ message is ``key`` (or for any request, ``key=None``), in order: ``status(429, r
 ``status(500)``, ``reset()``, ``hang(30)``, ``malformed()`` — ``after=N`` lets N such requests be
 answered first (a fault in the middle of an agent's loop, whose steps share the user message). A
 responder may answer with tool calls (``tool_calls(("name", {args}), ...)``). It records every
-request body and headers, and the highest number of requests in flight at once.
+request body and headers, and the highest number of requests in flight at once. ``Sampled`` is a
+responder that answers like a sampled model: right with a probability per model and question, a
+fresh draw per request (what a more-evidence batch needs).
 
 asyncio rather than ``http.server``: a thread per connection costs ~0.4 ms of CPU per request
 under the GIL, which at 2,000 requests is as much as the whole ideal run time the benchmark

@@ -656,3 +656,22 @@ def test_the_failing_slices_cases_come_first_in_the_comment_and_the_case_diff():
     page = render_html(comparison=c)
     rows = re.findall(r'state-pass-to-fail">pass → fail.*?</td><td>(q-\d{3})</td>', page)
     assert rows and all(int(r[2:]) in broken_ko for r in rows), rows
+
+
+def test_case_ranks_order_failing_then_regressed_then_looking_worse_then_the_rest():
+    from evals.compare.casediff import FAILING, LOOKS_WORSE, OTHER, REGRESSED, case_ranks
+    from evals.compare.metrics import scan
+    from evals.compare.pairing import pair
+
+    base, cand = results(BASE, lambda i: True, n=40), results(CAND, lambda i: i % 4 not in (0, 1), n=40)
+    c = compare(base, cand, SuiteConfig(suite="support-bot", cases=[], slices=["language"]))
+    units = {u.unit: u for u in c.units if u.metric == "pass_rate"}
+    units["language=ko"].verdict = "regressed"
+    units["language=en"] = units["language=en"].model_copy(update={"verdict": "regressed", "gated": False})
+    units["language=ja"] = units["language=ja"].model_copy(update={"verdict": "inconclusive", "delta": -0.05})
+    units["language=de"] = units["language=de"].model_copy(update={"verdict": "inconclusive", "delta": -0.01})
+    units["overall"].verdict = "regressed"  # every case's: it orders nothing
+    bt, ct = scan(base.cases, len(base.cases), []), scan(cand.cases, len(cand.cases), [])
+    ranks = case_ranks(ct, pair(bt, ct, False), list(units.values()), ["language"])
+    expected = {"ko": FAILING, "en": REGRESSED, "ja": LOOKS_WORSE, "de": OTHER}
+    assert ranks.tolist() == [expected[LANGS[i % 4]] for i in range(40)]
