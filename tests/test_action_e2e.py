@@ -1555,3 +1555,66 @@ def test_no_log_line_starts_a_workflow_command_evalgate_did_not_mean(world: Worl
     assert commands, "evalgate's own annotations are missing"
     for line in commands:  # ... but every command line is one evalgate meant
         assert line.startswith(("::error ", "::warning ", "::notice ", "::warning title=evalgate::")), line
+
+
+# ------------------------------------------------------------------------------------------ more evidence
+
+
+def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:
+    """A PR whose bot is a new version that errs on other questions (noise both ways) and broke
+    part of its Spanish handling, with gate.more_evidence turned on in the suite's config."""
+    from test_more_evidence_quickstart import BROKEN_SPANISH
+
+    feature = world.checkout(name)
+    with (feature / BOT).open("a", encoding="utf-8") as fh:
+        fh.write(BROKEN_SPANISH)
+    config_path = feature / CONFIG
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return feature, world.commit(feature, "a new bot version; more evidence on")
+
+
+def test_the_two_job_layouts_gate_job_runs_no_batch_and_says_why(world: World) -> None:
+    """Batches run the suite's code; the shipped gate job gates a results file with a token that
+    can comment and runs no code of the repository. More evidence does not run there, the first
+    look keeps its whole α, and the comment says why and where it can run."""
+    world.seed()
+    feature, head = _more_evidence_pr(world, "feature")
+    gate = world.runner.run(world.pull_request(feature, head))
+    assert gate.returncode in (0, 1), gate.log
+    comparison = json.loads((gate.out_dir / "comparison.json").read_text())
+    me = comparison["more_evidence"]
+    assert me["ended"] == "not-run" and me["looks"] == []
+    assert "gates a results file and runs no code of the repository" in me["summary"]
+    assert comparison["gate"]["alpha"] == 0.05
+    assert not (gate.out_dir / "more-evidence").exists()
+    body = our_comments(world.gh)[0]["body"]
+    assert "More evidence: not run: this job gates a results file" in body.replace("\\", "")
+
+
+def test_a_single_read_only_pr_job_runs_more_evidence_against_the_base_commit(world: World) -> None:
+    """The docs' eval-gate-more-evidence.yml: one job with a read-only token runs the PR's smoke
+    subset, and, inconclusive, batches on both sides — the baseline's in a worktree of the PR's
+    base commit (the checkout's full history) — until the gate fails naming the slice. Its comment
+    is posted by the two-phase flow; the job itself cannot write."""
+    workflow = world.tmp / "eval-gate-more-evidence.yml"
+    text = doc_workflows()["eval-gate-more-evidence.yml"]
+    for ours, theirs in TO_DOCS[:2]:
+        text = text.replace(theirs, ours)
+    workflow.write_text(text, encoding="utf-8")
+    world.seed()
+    feature, head = _more_evidence_pr(world, "feature")
+    job = world.pull_request(feature, head)
+    job.workflow, job.token = workflow, world.gh.read_token
+    gate = world.runner.run(job)
+    comparison = json.loads((gate.out_dir / "comparison.json").read_text())
+    me = comparison["more_evidence"]
+    assert me["baseline_side"].startswith(f"re-run at the baseline's commit {world.origin.main_sha[:12]}"), me
+    assert len(me["looks"]) >= 2 and me["ended"] == "fail", me["summary"]
+    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log
+    assert "language=es" in comparison["reason"]
+    assert "More evidence: regressed after" in gate.summary
+    assert (gate.out_dir / "more-evidence" / "baseline-1.json").is_file()
+    assert git(feature, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    assert our_comments(world.gh) == []  # the read-only token cannot comment: the fork flow posts it

@@ -19,7 +19,7 @@ from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.run.execution import execute, say
 from evals.run.runner import DEFAULT_GRACE_S
 from evals.run.shards import parse_shard
-from evals.suite.config import load_config
+from evals.suite.config import load_config, replace_target
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +60,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--attempts", type=int, metavar="N", help="override the config's attempts per case")
     parser.add_argument(
+        "--target",
+        metavar="FILE",
+        help="run the target FILE defines (JSON: the config's target: mapping) instead of the config's; how more "
+        "evidence re-runs a baseline from the openai target its results recorded",
+    )
+    parser.add_argument(
         "--attempt-offset",
         type=int,
         default=0,
@@ -94,6 +100,8 @@ def main(args: argparse.Namespace) -> int:
         if args.attempts < 1:
             raise UsageError(f"--attempts must be at least 1, got {args.attempts}")
         config.attempts = args.attempts
+    if args.target:
+        replace_target(config, Path(args.target))
     if args.attempt_offset < 0:
         raise UsageError(f"--attempt-offset must be >= 0, got {args.attempt_offset}")
     if args.grace_s < 0:

@@ -336,7 +336,7 @@ def execute(
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
+    run.target = info.model_copy(update={"params": {**info.params, **target.observed()}})
     run.status, run.message = _final_status(reason, recorder, settings)
     run.ended_at = now_iso()
     recorder.write()

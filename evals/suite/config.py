@@ -517,3 +517,21 @@ def _check_metric_names(config: SuiteConfig, src: Located) -> None:
 
 def config_json_schema() -> dict[str, Any]:
     return SuiteConfig.model_json_schema()
+
+
+def replace_target(config: SuiteConfig, path: Path) -> None:
+    """``evalgate run --target FILE``: run the target FILE defines (JSON, the config's ``target:``
+    mapping) instead of the config's — how more evidence re-runs a baseline from its recorded
+    target. When both are ``openai``, what FILE leaves out (the key's variable, headers, prices:
+    transport and credentials, which a results file never records) comes from the config's own."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(path, f"cannot read a target from it ({exc})", "--target") from None
+    own = config.target
+    if isinstance(data, dict) and isinstance(data.get("openai"), dict) and isinstance(own, OpenAITarget):
+        data = {"openai": {**own.openai.model_dump(exclude_unset=True), **data["openai"]}}
+    try:
+        config.target = SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
+    except ValidationError as exc:
+        raise InputFileError(path, f"not a target: {exc.errors(include_url=False)[0]['msg']}", "--target") from None

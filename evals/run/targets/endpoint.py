@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results.masking import mask_text
 from evals.results.model import RetryRecord, TargetInfo
 from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
@@ -108,7 +109,10 @@ class OpenAIChatTarget(Target):
             params["tools"] = {name: tool.ref for name, tool in self.tools.items()}
             params["max_steps"] = p.max_steps
             params["tool_timeout_s"] = p.tool_timeout_s
-        return TargetInfo(kind="openai", model=p.model, params=params)
+        # The prompt is config, not a secret, but masked like all that is written: a prompt that
+        # quotes a key then no longer matches its sha256, and is not used to re-run this target.
+        prompt = mask_text(self.system_prompt, self.secrets) if self.system_prompt is not None else None
+        return TargetInfo(kind="openai", model=p.model, params=params, system_prompt=prompt)
 
     def observed(self) -> dict[str, Any]:
         return {"system_fingerprint": sorted(self.fingerprints)} if self.fingerprints else {}
