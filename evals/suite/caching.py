@@ -1,0 +1,50 @@
+"""``cache:`` in ``evalgate.yml`` (SPEC §14): the response cache's folder, what it serves and its
+size cap. The store itself is ``evals.run.cache``; docs/config.md says when a cached answer is
+stale and how to start afresh."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+CacheableKind = Literal["openai", "python", "command"]
+# Kinds whose code is not in the key: only the user's cache.key says when their answers change.
+KEYED_KINDS = ("python", "command")
+DEFAULT_MAX_BYTES = 512 << 20
+
+
+class CacheSpec(BaseModel):
+    """The response cache, on when this block is present (``cache: {}`` for the defaults)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    dir: str = Field(
+        default=".evalgate/cache",
+        description="Folder of the entries, relative to the config file's folder (like history.path); the "
+        "folder to give actions/cache.",
+    )
+    targets: list[CacheableKind] = Field(
+        default_factory=lambda: ["openai"],
+        description="Target kinds served from the cache (a kind or a list). openai is keyed by its exact request; "
+        "python and command only with `key` set, since their code is not in the key; [] for none.",
+    )
+    judge: bool = Field(default=True, description="Serve the judge scorer's verdicts from the cache too.")
+    key: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="Mixed into every entry's key: change it to start afresh. Required when targets lists python "
+        "or command — change it whenever their code, or anything else their answer depends on, changes.",
+    )
+    max_bytes: Annotated[int, Field(ge=1 << 20)] = Field(
+        default=DEFAULT_MAX_BYTES,
+        description="Size cap of the folder in bytes (at least 1 MiB); after a run that wrote entries, the least "
+        "recently used are removed down to it.",
+    )
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def serves(self, kind: str) -> bool:
+        return kind in self.targets
