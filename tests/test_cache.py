@@ -192,14 +192,14 @@ def test_attempts_and_the_attempt_offset_key_apart(tmp_path, openai_server):
         {"openai": {"model": "local:other"}},
         {"openai": {"temperature": 0.7}},
         {"openai": {"system_prompt": "prompt.md"}, "prompt": "Be brief."},
-        {"openai": {"tools": {"lookup": "agent_tools:lookup"}}},
+        {"openai": {"tools": {"lookup": "cache_test_tools:lookup"}}},
         {"openai": {"seed": 7}},
     ],
     ids=["model", "temperature", "system-prompt", "tools", "seed"],
 )
 def test_a_changed_request_is_a_miss(tmp_path, openai_server, change):
     (tmp_path / "prompt.md").write_text("Be helpful.", encoding="utf-8")
-    (tmp_path / "agent_tools.py").write_text("def lookup(q: str) -> str:\n    return q\n", encoding="utf-8")
+    (tmp_path / "cache_test_tools.py").write_text("def lookup(q: str) -> str:\n    return q\n", encoding="utf-8")
     base = {"system_prompt": "prompt.md"} if "prompt" in change else {}
     config = openai_suite(tmp_path, openai_server, n=3, openai=base)
     execute(load_config(config), tmp_path / "r.json", progress=False)
