@@ -13,6 +13,9 @@ What is simulated and how:
   ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
   ``matrix.shard``), literals, ``==``/``!=`` and ``&&``. Anything else fails the test rather than
   being guessed.
+- actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
+  newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
+  succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
 - Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
   actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
   into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
@@ -178,8 +181,12 @@ class Runner:
         self.tmp = tmp
         self.artifacts = tmp / "artifacts"
         self._ids = itertools.count(1)  # next() on it is atomic: concurrent jobs get distinct folders
+        self.caches: list[tuple[str, str, Path]] = []  # (ref scope, key, saved folder), oldest first
+        self._cache_lock = threading.Lock()
 
-    def contexts(self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None) -> dict[str, Any]:
+    def contexts(
+        self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None, run_id: int = 0
+    ) -> dict[str, Any]:
         return {
             "github": {
                 "event_name": job.event_name,
@@ -191,6 +198,8 @@ class Runner:
                 "token": job.token,
                 "workspace": str(job.checkout),
                 "api_url": self.gh.api_url,
+                "run_id": str(run_id),
+                "run_attempt": "1",
             },
             "inputs": dict(job.dispatch_inputs),
             "runner": {"temp": str(runner_temp), "os": "Linux"},
@@ -241,9 +250,10 @@ class Runner:
         home = self.tmp / f"job{next(self._ids)}"
         runner_temp = home / "runner-temp"
         runner_temp.mkdir(parents=True)
-        contexts = self.contexts(job, runner_temp, matrix)
+        contexts = self.contexts(job, runner_temp, matrix, run_id)
         result = None
         failed = False
+        to_save: list[tuple[str, Path]] = []  # actions/cache's post step: (key, folder) once the job succeeds
         for number, step in enumerate(spec["steps"]):
             condition = str(step.get("if", "success()"))
             if condition == "always()":
@@ -257,6 +267,8 @@ class Runner:
                     inputs |= overrides
                 result = self.action(job, home / f"action{number}", runner_temp, inputs)
                 failed = result.returncode != 0
+            elif uses.startswith("actions/cache@"):
+                to_save.append(self.restore_cache(job, step, contexts))
             elif uses.startswith("actions/upload-artifact@"):
                 self.upload(job, step, contexts, run_id)
             elif uses.startswith("actions/download-artifact@"):
@@ -274,7 +286,36 @@ class Runner:
                 assert done.returncode == 0, f"step {step.get('name')} failed: {done.stdout}{done.stderr}"
             else:
                 raise AssertionError(f"the simulated runner does not know the step {step}")
+        if not failed:
+            for key, folder in to_save:
+                self.save_cache(job, key, folder)
         return result
+
+    def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path]:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        folder = job.checkout / options["path"]
+        key = options["key"]
+        prefixes = [line.strip() for line in options.get("restore-keys", "").splitlines() if line.strip()]
+        scopes = list(dict.fromkeys([job.ref, "refs/heads/main"]))
+        with self._cache_lock:
+            caches = list(self.caches)
+        for wanted, exact in [(key, True), *((prefix, False) for prefix in prefixes)]:
+            for scope in scopes:
+                found = [c for c in caches if c[0] == scope and (c[1] == wanted if exact else c[1].startswith(wanted))]
+                if found:
+                    shutil.copytree(found[-1][2], folder, dirs_exist_ok=True)
+                    return key, folder
+        return key, folder
+
+    def save_cache(self, job: Job, key: str, folder: Path) -> None:
+        if not folder.is_dir():
+            return  # GitHub warns that the path does not exist and saves nothing
+        with self._cache_lock:
+            if any(c[0] == job.ref and c[1] == key for c in self.caches):
+                return  # cache keys are immutable within a scope
+            saved = self.tmp / "caches" / str(len(self.caches))
+            shutil.copytree(folder, saved)
+            self.caches.append((job.ref, key, saved))
 
     def upload(self, job: Job, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
         options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
