@@ -1203,6 +1203,7 @@ DOC = ROOT / "docs" / "github-action.md"
 TO_DOCS = [
     ("uses: $/.", "uses: evalgate/evalgate@<full-commit-sha> # v1"),
     ("examples/quickstart/evalgate.yml", "evalgate.yml"),
+    ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
         'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
