@@ -4,9 +4,15 @@ stale and how to start afresh."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evals.common.errors import InputFileError
+
+if TYPE_CHECKING:
+    from evals.suite.config import SuiteConfig
+    from evals.suite.yamlsource import Located
 
 CacheableKind = Literal["openai", "python", "command"]
 # Kinds whose code is not in the key: only the user's cache.key says when their answers change.
@@ -48,3 +54,20 @@ class CacheSpec(BaseModel):
 
     def serves(self, kind: str) -> bool:
         return kind in self.targets
+
+
+def check_cache_key(config: SuiteConfig, src: Located) -> None:
+    """A python or command target served from the cache must carry ``cache.key``: nothing of its
+    code is part of what an entry is keyed on, so without one a changed target would keep getting
+    its old answers. An error naming the line, with the fix."""
+    if config.cache is None or config.target is None:
+        return
+    kind = next((k for k in KEYED_KINDS if getattr(config.target, k, None) is not None), None)
+    if kind is not None and config.cache.serves(kind) and config.cache.key is None:
+        line = src.line_of(["cache", "targets"]) or src.line_of(["cache"])
+        raise InputFileError(
+            f"{src.path}:{line}" if line else src.path,
+            f"cache.targets lists {kind}, but cache.key is not set: a {kind} target's code is not part of what "
+            "the cache is keyed on",
+            f'add cache: {{key: "v1"}} and change it whenever the target changes, or drop {kind} from cache.targets',
+        )

@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
-from evals.suite.caching import KEYED_KINDS, CacheSpec
+from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -456,7 +456,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     _check_metric_names(config, src)
     _check_floor_ranges(config, src)
     _check_pass_at_k(config, src)
-    _check_cache_key(config, src)
+    check_cache_key(config, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
         print(
@@ -483,22 +483,6 @@ def _check_pass_at_k(config: SuiteConfig, src: Located) -> None:
                 f"{config.attempts}",
                 f"set attempts: {name.removeprefix('pass@')} (or more), or use pass@1",
             )
-
-
-def _check_cache_key(config: SuiteConfig, src: Located) -> None:
-    """A python or command target served from the cache must carry ``cache.key``: nothing of its code
-    is in an entry's key, so without one a changed target would keep getting its old answers."""
-    if config.cache is None or config.target is None:
-        return
-    kind = _target_kind(config.target)
-    if kind in KEYED_KINDS and config.cache.serves(kind) and config.cache.key is None:
-        line = src.line_of(["cache", "targets"]) or src.line_of(["cache"])
-        raise InputFileError(
-            f"{src.path}:{line}" if line else src.path,
-            f"cache.targets lists {kind}, but cache.key is not set: a {kind} target's code is not part of what "
-            "the cache is keyed on",
-            f'add cache: {{key: "v1"}} and change it whenever the target changes, or drop {kind} from cache.targets',
-        )
 
 
 def _check_floor_ranges(config: SuiteConfig, src: Located) -> None:
