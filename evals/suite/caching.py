@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from evals.common.errors import InputFileError
 
 if TYPE_CHECKING:
-    from evals.suite.config import SuiteConfig
     from evals.suite.yamlsource import Located
 
 CacheableKind = Literal["openai", "python", "command"]
@@ -56,14 +55,15 @@ class CacheSpec(BaseModel):
         return kind in self.targets
 
 
-def check_cache_key(config: SuiteConfig, src: Located) -> None:
+def check_cache_key(cache: CacheSpec | None, target: BaseModel | None, src: Located) -> None:
     """A python or command target served from the cache must carry ``cache.key``: nothing of its
     code is part of what an entry is keyed on, so without one a changed target would keep getting
-    its old answers. An error naming the line, with the fix."""
-    if config.cache is None or config.target is None:
+    its old answers. An error naming the line, with the fix. (Given the config's parts, not the
+    config: ``evals.suite.config`` imports this module.)"""
+    if cache is None or target is None:
         return
-    kind = next((k for k in KEYED_KINDS if getattr(config.target, k, None) is not None), None)
-    if kind is not None and config.cache.serves(kind) and config.cache.key is None:
+    kind = next((k for k in KEYED_KINDS if getattr(target, k, None) is not None), None)
+    if kind is not None and cache.serves(kind) and cache.key is None:
         line = src.line_of(["cache", "targets"]) or src.line_of(["cache"])
         raise InputFileError(
             f"{src.path}:{line}" if line else src.path,

@@ -456,7 +456,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     _check_metric_names(config, src)
     _check_floor_ranges(config, src)
     _check_pass_at_k(config, src)
-    check_cache_key(config, src)
+    check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
         print(
