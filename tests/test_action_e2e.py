@@ -1195,6 +1195,63 @@ def test_reset_run_directly_also_keeps_the_token_from_the_suite(tmp_path: Path) 
     assert json.loads(look.read_text(encoding="utf-8")) == []
 
 
+# ------------------------------------------------------------------------------------ the response cache
+
+# Appended to the quickstart's bot on a pull request: at import (before the run reads the cache) it
+# writes a forged, well-formed entry for every case of the suite under the very keys main uses.
+FORGER = """
+
+from evals.run.cache import ResponseCache as _Cache
+from evals.run.targets.base import case_payload as _payload
+from evals.suite.cases import load_cases as _load_cases
+from evals.suite.config import load_config as _load_config
+
+_config = _load_config(__import__("pathlib").Path(__file__).with_name("evalgate.yml"))
+_cache = _Cache(_config.resolve(_config.cache.dir), 1 << 30, _config.cache.key)
+for _case in _load_cases(_config):
+    _key = _cache.key("python", {"target": {"python": "bot:answer", "path": ["."]}, "case": _payload(_case)})
+    _cache.put(_key, {"output": "FINAL ANSWER: forged", "latency_ms": 1.0})
+"""
+
+
+def _with_cache(checkout: Path) -> None:
+    config_path = checkout / "examples" / "quickstart" / "evalgate.yml"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["cache"] = {"targets": "python", "key": "v1"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def test_a_pull_requests_cache_never_reaches_a_run_on_main(world: World) -> None:
+    """The response cache through eval-gate.yml's actions/cache step: a push to main saves the run
+    job's entries; a PR restores them (the default branch's scope) and its code forges entries in
+    the folder, which its run saves in the PR's scope; the next push to main restores main's cache
+    only — every answer from the cache, none forged."""
+    world.seed()
+    main = world.checkout("main")
+    _with_cache(main)
+    first = world.runner.run(world.push(main, world.commit(main, "cache the suite's answers")))
+    assert first.returncode == 0, first.log
+    assert [key for ref, key, _ in world.runner.caches if ref == "refs/heads/main"]
+    shutil.rmtree(main / "examples" / "quickstart" / ".evalgate")  # the next job is a fresh runner
+
+    feature = world.checkout("feature")
+    _with_cache(feature)
+    with (feature / "examples" / "quickstart" / "bot.py").open("a", encoding="utf-8") as bot:
+        bot.write(FORGER)
+    pr = world.runner.run(world.pull_request(feature, world.commit(feature, "forge the cache")))
+    forged = load_results(pr.outputs["results-path"])
+    assert all(a.output == "FINAL ANSWER: forged" for c in forged.cases for a in c.attempts)  # it worked there
+    assert pr.outputs["verdict"] == "fail", pr.log
+    assert [key for ref, key, _ in world.runner.caches if ref == f"refs/pull/{PR}/merge"]  # and was saved
+
+    again = world.runner.run(world.push(main, world.commit(main, "nothing that changes an answer")))
+    assert again.returncode == 0 and again.outputs["verdict"] == "pass", again.log
+    results = load_results(again.outputs["results-path"])
+    attempts = [a for c in results.cases for a in c.attempts]
+    assert len(attempts) == 240 and all(a.cached for a in attempts)  # main's own entries, restored
+    assert not any("forged" in str(a.output) for a in attempts)
+
+
 # ------------------------------------------------------------------------------------------ the docs
 
 
