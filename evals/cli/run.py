@@ -73,6 +73,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="number this run's attempts from K (a more-evidence batch: its attempts are new ones, not a "
         "repeat of the first look's, for the response cache too)",
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="pay for every answer again: do not read or write the response cache (config cache:; the same as "
+        "EVALGATE_CACHE=off)",
+    )
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
     parser.add_argument(
         "--summary",
@@ -127,6 +133,7 @@ def main(args: argparse.Namespace) -> int:
         history=history,
         ids=read_ids(Path(args.ids)) if args.ids else None,
         attempt_offset=args.attempt_offset,
+        cache=not args.no_cache,
     )
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:

@@ -64,6 +64,13 @@ class ResultsSummary(BaseModel):
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
     cost_usd: float | None = None
+    cache_hits: int = Field(0, description="attempts whose answer came from the response cache (SPEC §14)")
+    judge_cache_hits: int = Field(0, description="attempts whose judge verdict came from the response cache")
+    cost_usd_paid: float | None = Field(
+        None,
+        description="cost of the attempts not answered from the cache: what this run paid (cost_usd counts every "
+        "attempt at its first run's cost, so runs compare like with like)",
+    )
 
 
 def wilson(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -139,11 +146,15 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     tokens_in = tokens_out = 0
     has_in = has_out = False
     costs: list[float] = []
-    attempts = 0
+    paid: list[float] = []
+    attempts = hits = judge_hits = 0
     for case in results.cases:
         case_latency = []
         for a in case.attempts:
             attempts += 1
+            hits += a.cached
+            judge = a.metadata.get("judge")
+            judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
                 messages[a.error.kind, without_case_id(a.error.message, case.id)] += 1
@@ -158,6 +169,8 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             tokens_out += a.tokens_out or 0
             if a.cost_usd is not None:
                 costs.append(a.cost_usd)
+                if not a.cached:
+                    paid.append(a.cost_usd)
         if case_latency:  # one value per case, as the comparison's latency metrics
             latencies.append(sum(case_latency) / len(case_latency))
     return ResultsSummary(
@@ -180,6 +193,9 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         latency_p50_ms=percentile(latencies, 50),
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
+        cache_hits=hits,
+        judge_cache_hits=judge_hits,
+        cost_usd_paid=(sum(paid) if paid else 0.0) if costs else None,
     )
 
 
@@ -260,6 +276,15 @@ def error_lines(summary: ResultsSummary) -> list[str]:
     return lines
 
 
+def cache_line(summary: ResultsSummary) -> str:
+    """How much of the run the response cache answered, and what was paid."""
+    judge = f", judge verdicts {summary.judge_cache_hits:,}" if summary.judge_cache_hits else ""
+    paid = ""
+    if summary.cost_usd_paid is not None:
+        paid = f"; paid this run ${summary.cost_usd_paid:,.6f}".rstrip("0").rstrip(".")
+    return f"cache:   {summary.cache_hits:,} of {summary.attempts:,} attempts from the response cache{judge}{paid}"
+
+
 def render_text(summary: ResultsSummary) -> str:
     """The summary as an aligned plain-text table (a terminal, a CI log)."""
     show_score = any(u.score is not None for u in summary.units) and not any(
@@ -287,6 +312,8 @@ def render_text(summary: ResultsSummary) -> str:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
     if summary.cost_usd is not None:
         lines.append(f"cost:    ${summary.cost_usd:,.6f}".rstrip("0").rstrip("."))
+    if summary.cache_hits or summary.judge_cache_hits:
+        lines.append(cache_line(summary))
     if summary.message:
         lines.append(f"note:    {summary.message}")
     return "\n".join(lines) + "\n"

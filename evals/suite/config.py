@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
+from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -353,6 +354,10 @@ class SuiteConfig(_Strict):
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
+    cache: CacheSpec | None = Field(
+        default=None,
+        description="The response cache (SPEC §14): off unless this block is set; `cache: {}` for the defaults.",
+    )
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)
@@ -451,6 +456,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     _check_metric_names(config, src)
     _check_floor_ranges(config, src)
     _check_pass_at_k(config, src)
+    check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
         print(
