@@ -258,11 +258,21 @@ def test_the_folder_is_relative_to_the_config_and_env_turns_it_off(tmp_path, ope
     assert "response cache" not in done.stderr
 
 
-def test_without_a_cache_block_nothing_is_cached(tmp_path, openai_server):
-    config = openai_suite(tmp_path, openai_server, n=2, cache=None)
-    execute(load_config(config), tmp_path / "r.json", progress=False)
-    execute(load_config(config), tmp_path / "r.json", progress=False)
-    assert len(openai_server.requests) == 4 and not (tmp_path / ".evalgate" / "cache").exists()
+def test_the_cache_is_on_without_a_block_and_cache_false_turns_it_off(tmp_path, openai_server):
+    default = tmp_path / "default"
+    config = openai_suite(default, openai_server, n=2)
+    text = config.read_text()
+    config.write_text("\n".join(line for line in text.splitlines() if not line.startswith("cache:")) + "\n")
+    assert "cache" not in load_config(config).model_fields_set
+    execute(load_config(config), default / "r.json", progress=False)
+    execute(load_config(config), default / "r.json", progress=False)
+    assert len(openai_server.requests) == 2 and all(a.cached for a in attempts(default / "r.json"))
+
+    off = tmp_path / "off"
+    config = openai_suite(off, openai_server, n=2, cache=False)
+    execute(load_config(config), off / "r.json", progress=False)
+    execute(load_config(config), off / "r.json", progress=False)
+    assert len(openai_server.requests) == 2 + 4 and not (off / ".evalgate" / "cache").exists()
 
 
 # ------------------------------------------------------------------------- python and command

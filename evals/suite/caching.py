@@ -20,7 +20,8 @@ DEFAULT_MAX_BYTES = 512 << 20
 
 
 class CacheSpec(BaseModel):
-    """The response cache, on when this block is present (``cache: {}`` for the defaults)."""
+    """The response cache, on by default for the openai target and the judge (SPEC §14); the
+    config's ``cache: false`` turns it off."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 

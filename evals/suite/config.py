@@ -355,9 +355,18 @@ class SuiteConfig(_Strict):
     report: ReportSpec = Field(default_factory=ReportSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
     cache: CacheSpec | None = Field(
-        default=None,
-        description="The response cache (SPEC §14): off unless this block is set; `cache: {}` for the defaults.",
+        default_factory=CacheSpec,
+        description="The response cache (SPEC §14): on with its defaults (the openai target and the judge); "
+        "`cache: false` turns it off.",
     )
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache_switch(cls, value: object) -> object:
+        # A switch reads as one: `cache: false` is off, `cache: true` the defaults.
+        if isinstance(value, bool):
+            return {} if value else None
+        return value
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)
