@@ -119,6 +119,8 @@ def write_suite(folder: Path, url: str, cases: int, concurrency: int) -> Path:
                 "target": {"openai": {"base_url": url, "model": "local:echo", "api_key_env": None}},
                 "scorers": ["exact"],
                 "concurrency": concurrency,
+                # Every repeat measures requests, not the response cache answering them.
+                "cache": False,
             }
         )
     )
