@@ -33,6 +33,7 @@ from evals.results.model import (
     parse_results,
     write_results_bytes,
 )
+from evals.results.spend import LimitStop, limit_sentence, spend_line, spend_of
 from evals.results.summary import case_values
 from evals.run.containment import RunContainment
 from evals.run.progress import Progress
@@ -294,9 +295,10 @@ def execute(
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
         retries=config.retries,
-        run_timeout_s=config.run_timeout_s,
+        limits=config.limits if config.limits.enabled else None,
         grace_s=grace_s,
         attempt_offset=attempt_offset,
+        spent_before=spend_of(a for r in kept.values() for a in r.attempts) if kept else None,
     )
     runner = Runner(settings, target, scorers, secrets=target.secrets)
     bar = Progress(len(cases), done=recorder.completed, bar=progress)
@@ -337,7 +339,11 @@ def execute(
         gc.set_threshold(*thresholds)
         gc.unfreeze()
     run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
-    run.status, run.message = _final_status(reason, recorder, settings)
+    if reason == "limit" and recorder.completed == len(recorder.order):
+        reason = "done"  # reached with the last case: nothing was left out
+    run.limit = runner.limit if reason == "limit" else None
+    at_once = bool(kept) and runner.spent.attempts == 0
+    run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once)
     run.ended_at = now_iso()
     recorder.write()
     bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
@@ -355,7 +361,7 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
             say(f"{name} again: abandoning in-flight attempts now")
         else:
             say(f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts")
-        runner.stop("cancelled")
+        runner.stop()
 
     installed = []
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -372,15 +378,14 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
             await scorer.aclose()
 
 
-def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
+def _final_status(
+    reason: StopReason, recorder: Recorder, settings: RunSettings, limit: LimitStop | None, *, at_once: bool
+) -> tuple[RunStatus, str | None]:
     total, done = len(recorder.order), recorder.completed
     if reason == "cancelled":
         return "cancelled", f"cancelled after {done} of {total} cases; rerun with --resume to finish"
-    if reason == "timeout":
-        return "timeout", (
-            f"run_timeout_s={settings.run_timeout_s:g} reached after {done} of {total} cases; "
-            "rerun with --resume to finish"
-        )
+    if reason == "limit" and limit is not None:
+        return _limit_status(limit, done, total, at_once)
     if done == total:
         return "success", None
     failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i]]
@@ -389,4 +394,27 @@ def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings)
         f"{len(failed)} of {total} cases still had infra errors after {settings.retries.max} "
         f"{'retry' if settings.retries.max == 1 else 'retries'} ({shown}); "
         "rerun with --resume to redo them"
+    )
+
+
+def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tuple[RunStatus, str]:
+    """A limit stop: ``timeout`` for the wall clock (the run-level timeout it replaces),
+    ``cancelled`` for cost and tokens (stopped on purpose, like a cancel, and resumable like one);
+    ``run.limit`` says which. The message says what to do: a budget counts the cases a resume
+    keeps, so only a raised limit finishes the run."""
+    what = f"{limit_sentence(limit)} after {done} of {total} cases ({spend_line(limit.spend)})"
+    if limit.limit == "max_duration_s":
+        return "timeout", f"{what}; rerun with --resume to finish (each invocation gets max_duration_s)"
+    if limit.unknown:
+        fix = (
+            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok), or limit "
+            "tokens instead"
+            if limit.limit == "max_cost_usd"
+            else "have the target report tokens_in/tokens_out, or limit cost instead"
+        )
+        return "cancelled", f"{what}; {fix}, then rerun with --resume to finish"
+    again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
+    return "cancelled", (
+        f"{what}{again}; to finish, raise limits.{limit.limit} and rerun with --resume: what the kept cases spent "
+        "counts toward it, so with the same limit the run stops again at once"
     )

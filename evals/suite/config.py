@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
+from evals.suite.limits import LimitsSpec, check_cost_limit
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -89,8 +90,14 @@ class OpenAIParams(_Strict):
     top_p: float | None = None
     system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
     headers: dict[str, str] = Field(default_factory=dict)
-    price_in_per_mtok: float | None = Field(default=None, description="USD per million input tokens.")
-    price_out_per_mtok: float | None = Field(default=None, description="USD per million output tokens.")
+    price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million input tokens: with it (and price_out_per_mtok) each attempt records cost_usd "
+        "from the usage the endpoint reports; without either, cost is unknown (limits.max_cost_usd needs them).",
+    )
+    price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="USD per million output tokens (see price_in_per_mtok)."
+    )
     tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
         Field(
             default_factory=dict,
@@ -344,7 +351,6 @@ class SuiteConfig(_Strict):
     attempts: Annotated[int, Field(ge=1)] = 1
     concurrency: Annotated[int, Field(ge=1)] = 8
     timeout_s: Annotated[float, Field(gt=0)] = 60
-    run_timeout_s: Annotated[float, Field(gt=0)] | None = None
     retries: RetrySpec = Field(default_factory=RetrySpec)
     slices: list[str] = Field(default_factory=list)
     metrics: dict[str, MetricSpec] = Field(default_factory=lambda: {"pass_rate": MetricSpec()})
@@ -353,9 +359,30 @@ class SuiteConfig(_Strict):
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_run_timeout(cls, value: Any) -> Any:
+        # run_timeout_s and limits.max_duration_s would be two names for one thing, the run's wall
+        # clock: the old key is read as the new one (load_config warns).
+        if isinstance(value, dict) and "run_timeout_s" in value:
+            value = dict(value)
+            seconds = value.pop("run_timeout_s")
+            limits = value.get("limits")
+            if limits is None:
+                limits = {}
+            if isinstance(limits, dict):
+                if limits.get("max_duration_s") is not None:
+                    raise ValueError(
+                        "run_timeout_s is the old name of limits.max_duration_s: keep only limits.max_duration_s"
+                    )
+                if seconds is not None:
+                    value["limits"] = {**limits, "max_duration_s": seconds}
+        return value
 
     @property
     def root(self) -> Path:
@@ -459,6 +486,14 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
             "before the run (gate.slice_alpha_share, gate.slice_weights)",
             file=sys.stderr,
         )
+    if "run_timeout_s" in src.data:
+        print(
+            f"evalgate: warning: {config.where('run_timeout_s')}: run_timeout_s is now limits.max_duration_s "
+            "(the run stops starting cases at it and lets the attempts in flight finish); write "
+            f"limits: {{max_duration_s: {config.limits.max_duration_s:g}}} instead",
+            file=sys.stderr,
+        )
+    check_cost_limit(config, src)
     return config
 
 
