@@ -81,28 +81,41 @@ class Spend(BaseModel):
 
 def attempt_spend(attempt: Any) -> Spend:
     """The spend of one attempt (an ``Attempt`` model)."""
-    if attempt.cached:
-        return Spend(attempts=1, cached=1)
-    if attempt.error is not None and attempt.error.kind == "infra":
-        return Spend(attempts=1)
-    has_tokens = attempt.tokens_in is not None or attempt.tokens_out is not None
-    return Spend(
-        attempts=1,
-        answered=1,
-        tokens_in=attempt.tokens_in,
-        tokens_out=attempt.tokens_out,
-        tokens_reported=int(has_tokens),
-        cost_usd=attempt.cost_usd,
-        cost_reported=int(attempt.cost_usd is not None),
-    )
+    return spend_of((attempt,))
 
 
 def spend_of(attempts: Iterable[Any]) -> Spend:
-    """The spend of ``attempts`` (``Attempt`` models), summed."""
-    total = Spend()
-    for attempt in attempts:
-        total = total.plus(attempt_spend(attempt))
-    return total
+    """The spend of ``attempts`` (``Attempt`` models), summed (plain counters: a run summary reads
+    every attempt of a big file through here)."""
+    n = cached = answered = tokens_reported = cost_reported = 0
+    tokens_in = tokens_out = None
+    cost = None
+    for a in attempts:
+        n += 1
+        if a.cached:
+            cached += 1
+            continue
+        if a.error is not None and a.error.kind == "infra":
+            continue
+        answered += 1
+        if a.tokens_in is not None:
+            tokens_in = (tokens_in or 0) + a.tokens_in
+        if a.tokens_out is not None:
+            tokens_out = (tokens_out or 0) + a.tokens_out
+        tokens_reported += a.tokens_in is not None or a.tokens_out is not None
+        if a.cost_usd is not None:
+            cost = (cost or 0.0) + a.cost_usd
+            cost_reported += 1
+    return Spend(
+        attempts=n,
+        cached=cached,
+        answered=answered,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        tokens_reported=tokens_reported,
+        cost_usd=cost,
+        cost_reported=cost_reported,
+    )
 
 
 class LimitStop(BaseModel):
@@ -154,11 +167,12 @@ def cost_text(spend: Spend) -> str:
 
 
 def tokens_text(spend: Spend) -> str:
-    """``1,234 in / 56 out``; ``at least …`` when some answered attempts report none; ``unknown``."""
+    """``1,234 in, 56 out`` (``–`` on a side no attempt reports); ``at least …`` when some answered
+    attempts report none; ``unknown`` when none does."""
     if spend.tokens is None:
-        return "unknown" if spend.answered else "0"
-    sides = " / ".join(
-        f"{n:,} {side}" if n is not None else f"? {side}"
+        return "unknown (no attempt reports tokens)" if spend.answered else "0"
+    sides = ", ".join(
+        f"{n:,} {side}" if n is not None else f"– {side}"
         for n, side in ((spend.tokens_in, "in"), (spend.tokens_out, "out"))
     )
     if spend.tokens_reported < spend.answered:
@@ -171,7 +185,7 @@ def cache_text(spend: Spend) -> str:
 
 
 def spend_line(spend: Spend) -> str:
-    """The spend in one line: ``tokens 1,234 in / 56 out · cost $0.0123 · cache hits none``."""
+    """The spend in one line: ``tokens 1,234 in, 56 out · cost $0.0123 · cache hits none``."""
     return f"tokens {tokens_text(spend)} · cost {cost_text(spend)} · cache hits {cache_text(spend)}"
 
 

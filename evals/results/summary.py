@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evals.results.model import CaseResult, Results
+from evals.results.spend import LimitStop, Spend, cache_text, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
 # Error messages shown per kind, and how much of each: enough to tell what broke at a glance; the
@@ -64,6 +65,12 @@ class ResultsSummary(BaseModel):
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
     cost_usd: float | None = None
+    spend: Spend = Field(
+        default_factory=Spend,
+        description="What the run paid (SPEC §14): tokens, cost (unknown when no attempt reports it, never 0), cache "
+        "hits; evals/results/spend.py",
+    )
+    limit: LimitStop | None = Field(default=None, description="The limits: key that stopped the run, if one did.")
 
 
 def wilson(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -180,6 +187,8 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         latency_p50_ms=percentile(latencies, 50),
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
+        spend=spend_of(a for case in results.cases for a in case.attempts),
+        limit=run.limit,
     )
 
 
@@ -260,6 +269,12 @@ def error_lines(summary: ResultsSummary) -> list[str]:
     return lines
 
 
+def spend_lines(spend: Spend) -> list[str]:
+    """Tokens, cost and cache hits, each on its line: what the run paid, stated even when unknown."""
+    cache = cache_text(spend) + (" (paid nothing: not in tokens or cost)" if spend.cached else "")
+    return [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", f"cache:   {cache}"]
+
+
 def render_text(summary: ResultsSummary) -> str:
     """The summary as an aligned plain-text table (a terminal, a CI log)."""
     show_score = any(u.score is not None for u in summary.units) and not any(
@@ -277,16 +292,9 @@ def render_text(summary: ResultsSummary) -> str:
             row.append(str(u.errored) if u.errored else "")
         rows.append(row)
     lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
-    if summary.tokens_in is not None or summary.tokens_out is not None:
-        sides = [
-            f"{n:,} {side}" if n is not None else f"– {side}"
-            for n, side in ((summary.tokens_in, "in"), (summary.tokens_out, "out"))
-        ]
-        lines.append(f"tokens:  {', '.join(sides)}")
     if summary.latency_p50_ms is not None:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
-    if summary.cost_usd is not None:
-        lines.append(f"cost:    ${summary.cost_usd:,.6f}".rstrip("0").rstrip("."))
+    lines += spend_lines(summary.spend)
     if summary.message:
         lines.append(f"note:    {summary.message}")
     return "\n".join(lines) + "\n"

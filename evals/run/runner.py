@@ -92,9 +92,11 @@ class Runner:
     def _account(self, attempt: Attempt | None) -> None:
         """Add an attempt's spend and stop when a limit is reached, or cannot be measured."""
         limits = self.settings.limits
+        if limits is None:  # counted only when something reads it: the runner's overhead is measured
+            return
         if attempt is not None:
             self.spent = self.spent.plus(attempt_spend(attempt))
-        if limits is None or self.limit is not None:
+        if self.limit is not None:
             return
         total = self.spent.plus(self.settings.spent_before or Spend())
         answered = attempt is not None and not attempt.cached and not attempt.is_infra_error
