@@ -33,6 +33,7 @@ from evals.compare.model import (
     GateConfig,
     MetricGate,
     ProvenanceChange,
+    RunSummary,
     UnitResult,
     Verdict,
 )
@@ -43,6 +44,7 @@ from evals.compare.sampling import Strata
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
+from evals.results.spend import LimitStop, limit_sentence, resume_hint
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
 from evals.suite.slices import require_slice_keys
 
@@ -108,6 +110,14 @@ def _inputs(
     return [
         MetricInput(d, specs[d.name], bt.values(d)[pairing.base_rows], ct.values(d)[pairing.cand_rows]) for d in defs
     ]
+
+
+def limit_reason(stop: LimitStop, run: RunSummary) -> str:
+    """A candidate a ``limits:`` key stopped: which, what it spent, and how to finish and gate it."""
+    return (
+        f"the candidate run was stopped by a limit, so it cannot pass: {limit_sentence(stop)} after "
+        f"{run.completed_cases} of {run.total_cases} cases; {resume_hint(stop)}, then gate it again"
+    )
 
 
 def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
@@ -204,7 +214,9 @@ def compare(
             )
 
     verdict: Verdict
-    if not cand_summary.complete:
+    if not cand_summary.complete and cand_summary.limit is not None:
+        verdict, reason = "incomplete", limit_reason(cand_summary.limit, cand_summary)
+    elif not cand_summary.complete:
         verdict, reason = (
             "incomplete",
             (

@@ -209,3 +209,22 @@ def limit_sentence(stop: LimitStop) -> str:
         what = "cost" if stop.limit == "max_cost_usd" else "tokens"
         return f"{key} cannot be enforced: an attempt reported no {what}, so the run stopped rather than run unmetered"
     return f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
+
+
+def resume_hint(stop: LimitStop) -> str:
+    """What finishes a run a limit stopped: a budget (cost, tokens) counts what the kept cases
+    spent, so it must be raised; the duration is each invocation's own."""
+    if stop.limit == "max_duration_s":
+        return "rerun with --resume to finish it (each invocation gets max_duration_s anew)"
+    if stop.unknown:
+        return (
+            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok), or limit "
+            "tokens instead, then rerun with --resume to finish it"
+            if stop.limit == "max_cost_usd"
+            else "have the target report tokens_in/tokens_out, or limit cost instead, then rerun with --resume to "
+            "finish it"
+        )
+    return (
+        f"raise limits.{stop.limit} and rerun with --resume to finish it: what the kept cases spent counts toward "
+        "the limit, so with the same limit the run stops again at once"
+    )

@@ -33,7 +33,7 @@ from evals.results.model import (
     parse_results,
     write_results_bytes,
 )
-from evals.results.spend import LimitStop, limit_sentence, spend_line, spend_of
+from evals.results.spend import LimitStop, limit_sentence, resume_hint, spend_line, spend_of
 from evals.results.summary import case_values
 from evals.run.containment import RunContainment
 from evals.run.progress import Progress
@@ -400,21 +400,8 @@ def _final_status(
 def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tuple[RunStatus, str]:
     """A limit stop: ``timeout`` for the wall clock (the run-level timeout it replaces),
     ``cancelled`` for cost and tokens (stopped on purpose, like a cancel, and resumable like one);
-    ``run.limit`` says which. The message says what to do: a budget counts the cases a resume
-    keeps, so only a raised limit finishes the run."""
+    ``run.limit`` says which. The message says what to do next."""
     what = f"{limit_sentence(limit)} after {done} of {total} cases ({spend_line(limit.spend)})"
-    if limit.limit == "max_duration_s":
-        return "timeout", f"{what}; rerun with --resume to finish (each invocation gets max_duration_s)"
-    if limit.unknown:
-        fix = (
-            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok), or limit "
-            "tokens instead"
-            if limit.limit == "max_cost_usd"
-            else "have the target report tokens_in/tokens_out, or limit cost instead"
-        )
-        return "cancelled", f"{what}; {fix}, then rerun with --resume to finish"
     again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
-    return "cancelled", (
-        f"{what}{again}; to finish, raise limits.{limit.limit} and rerun with --resume: what the kept cases spent "
-        "counts toward it, so with the same limit the run stops again at once"
-    )
+    status: RunStatus = "timeout" if limit.limit == "max_duration_s" else "cancelled"
+    return status, f"{what}{again}; {resume_hint(limit)}"
