@@ -116,7 +116,7 @@ def limit_reason(stop: LimitStop, run: RunSummary) -> str:
     """A candidate a ``limits:`` key stopped: which, what it spent, and how to finish and gate it."""
     return (
         f"the candidate run was stopped by a limit, so it cannot pass: {limit_sentence(stop)} after "
-        f"{run.completed_cases} of {run.total_cases} cases; {resume_hint(stop)}, then gate it again"
+        f"{run.completed_cases} of {run.total_cases} cases; to finish it, {resume_hint(stop)}, then gate it again"
     )
 
 

@@ -20,10 +20,11 @@ from evals.results.spend import (
     tokens_text,
     usd,
 )
+from evals.results.summary import ResultsSummary
 
 
-def _row(name: str, run: RunSummary) -> dict[str, Any]:
-    s = run.spend
+def spend_row(name: str, s: Spend) -> dict[str, Any]:
+    """One run's spend in words: ``run``, ``attempts``, ``tokens``, ``cost``, ``cache``."""
     return {
         "run": name,
         "attempts": s.attempts,
@@ -64,15 +65,16 @@ def spend_view(c: Comparison) -> dict[str, Any]:
         summary += f" · baseline {_short_cost(base.spend)} for {base.spend.attempts:,} attempts"
         summary += _change(base.spend, cand.spend)
     return {
-        "rows": [_row(name, run) for name, run in runs],
+        "rows": [spend_row(name, run.spend) for name, run in runs],
         "summary": summary,
         "unknown": [name for name, run in runs if run.spend.cost_known != "all"],
         "limit": limit_view(cand),
     }
 
 
-def limit_view(run: RunSummary) -> dict[str, Any] | None:
-    """Which limit stopped ``run`` and how to finish it, or None."""
+def limit_view(run: RunSummary | ResultsSummary) -> dict[str, Any] | None:
+    """Which limit stopped ``run`` (a comparison's side, or a results file's summary) and how to
+    finish it, or None."""
     stop = run.limit
     if stop is None or run.complete:
         return None

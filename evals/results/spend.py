@@ -212,19 +212,18 @@ def limit_sentence(stop: LimitStop) -> str:
 
 
 def resume_hint(stop: LimitStop) -> str:
-    """What finishes a run a limit stopped: a budget (cost, tokens) counts what the kept cases
-    spent, so it must be raised; the duration is each invocation's own."""
+    """What finishes a run a limit stopped, after "to finish it, ": a budget (cost, tokens) counts
+    what the kept cases spent, so it must be raised; the duration is each invocation's own."""
     if stop.limit == "max_duration_s":
-        return "rerun with --resume to finish it (each invocation gets max_duration_s anew)"
+        return "rerun with --resume (each invocation gets max_duration_s anew)"
     if stop.unknown:
         return (
-            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok), or limit "
-            "tokens instead, then rerun with --resume to finish it"
+            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok) or limit "
+            "tokens instead, then rerun with --resume"
             if stop.limit == "max_cost_usd"
-            else "have the target report tokens_in/tokens_out, or limit cost instead, then rerun with --resume to "
-            "finish it"
+            else "have the target report tokens_in/tokens_out or limit cost instead, then rerun with --resume"
         )
     return (
-        f"raise limits.{stop.limit} and rerun with --resume to finish it: what the kept cases spent counts toward "
-        "the limit, so with the same limit the run stops again at once"
+        f"raise limits.{stop.limit}, then rerun with --resume (what the kept cases spent counts toward the limit: "
+        "with the same limit the run stops again at once)"
     )

@@ -404,4 +404,4 @@ def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tup
     what = f"{limit_sentence(limit)} after {done} of {total} cases ({spend_line(limit.spend)})"
     again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
     status: RunStatus = "timeout" if limit.limit == "max_duration_s" else "cancelled"
-    return status, f"{what}{again}; {resume_hint(limit)}"
+    return status, f"{what}{again}; to finish it, {resume_hint(limit)}"
