@@ -120,6 +120,28 @@ def limit_reason(stop: LimitStop, run: RunSummary) -> str:
     )
 
 
+def _unmeasured(defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTable, ct: RunTable) -> list[str]:
+    """A gated ``tokens`` or ``cost_usd`` that a side reports on no case: unknown, not 0. Said in
+    words, so the inconclusive unit it makes is not read as a cost that held."""
+    notes = []
+    for d in defs:
+        if d.name not in ("tokens", "cost_usd") or not specs[d.name].gate:
+            continue
+        missing = [side for side, table in (("baseline", bt), ("candidate", ct)) if np.isnan(table.values(d)).all()]
+        if missing:
+            fix = (
+                "cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok)"
+                if d.name == "cost_usd"
+                else "tokens_in/tokens_out"
+            )
+            notes.append(
+                f"{d.name} is gated, but the {' and the '.join(missing)} run{'s' if len(missing) > 1 else ''} report "
+                f"no {d.name} on any case: unknown, not 0, so the {d.name} gate could not be checked; have the "
+                f"target report {fix}"
+            )
+    return notes
+
+
 def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
     if verdict == "pass":
         return EXIT_PASS
@@ -265,6 +287,7 @@ def compare(
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
+        warnings += _unmeasured(defs, specs, bt, ct)
     floors = _subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
     if breached := [f for f in floors if f.verdict == "breached"]:
         verdict, reason = _floor_verdict(verdict, reason, breached)
