@@ -134,8 +134,9 @@ def _unmeasured(defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTabl
                 if d.name == "cost_usd"
                 else "tokens_in/tokens_out"
             )
+            runs = "runs report" if len(missing) > 1 else "run reports"
             notes.append(
-                f"{d.name} is gated, but the {' and the '.join(missing)} run{'s' if len(missing) > 1 else ''} report "
+                f"{d.name} is gated, but the {' and the '.join(missing)} {runs} "
                 f"no {d.name} on any case: unknown, not 0, so the {d.name} gate could not be checked; have the "
                 f"target report {fix}"
             )
