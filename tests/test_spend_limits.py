@@ -217,6 +217,22 @@ def test_a_cost_limit_the_target_cannot_measure_stops_rather_than_spend_unmetere
     assert "cost:    unknown (no attempt reports cost)" in stopped.stderr
 
 
+def test_a_crashed_attempt_is_no_sign_of_a_target_that_reports_no_cost(tmp_path: Path) -> None:
+    """A target error (no answer) under max_cost_usd is a wrong answer, not an unmeasurable cost."""
+    (tmp_path / "flaky.py").write_text(
+        "def answer(text, case):\n"
+        "    if case.id == 'c001':\n"
+        "        raise RuntimeError('boom')\n"
+        "    return {'output': text, 'cost_usd': 0.001}\n"
+    )
+    config = write_suite(tmp_path, echo_cases(5), target={"python": "flaky:answer"}, limits={"max_cost_usd": 1})
+    done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == EXIT_PASS, done.stderr
+    results = load_results(tmp_path / "r.json")
+    assert results.run.status == "success" and results.run.limit is None
+    assert "cost:    at least $0.004 (4 of 5 attempts report cost)" in done.stderr
+
+
 def test_a_cost_limit_on_an_openai_target_without_prices_is_refused_before_the_run(tmp_path: Path) -> None:
     target = {"openai": {"base_url": "http://127.0.0.1:9", "model": "local:echo", "api_key_env": None}}
     config = write_suite(tmp_path, echo_cases(3), target=target, limits={"max_cost_usd": 2})

@@ -99,7 +99,11 @@ class Runner:
         if self.limit is not None:
             return
         total = self.spent.plus(self.settings.spent_before or Spend())
-        answered = attempt is not None and not attempt.cached and not attempt.is_infra_error
+        # An answer must say what it cost; a crash or a timeout has no answer to say it with (its
+        # cost, if any, is unknown in the report, but it is no sign of a target that never reports).
+        answered = (
+            attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+        )
         if limits.max_cost_usd is not None:
             if answered and attempt.cost_usd is None:  # type: ignore[union-attr]
                 stop = LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total)
