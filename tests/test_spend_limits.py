@@ -7,6 +7,7 @@ with a raised budget completes the run and the gate then gives a real verdict.""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import subprocess
@@ -142,9 +143,8 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     assert verdict["verdict"] in ("pass", "inconclusive") and gate.returncode == EXIT_PASS, gate.stdout
     # Spend beside the baseline's, in the comment.
     comment = (tmp_path / "out2" / "comment.md").read_text(encoding="utf-8")
-    assert (
-        "💰 Spend: candidate \\$0.40 for 40 attempts · baseline \\$0.40 for 40 attempts (same per attempt)" in comment
-    )
+    line = "💰 Spend: candidate $0.40 for 40 attempts · baseline $0.40 for 40 attempts (same per attempt)"
+    assert f"<details><summary>{line}</summary>" in html.unescape(comment)  # entities inside HTML
     assert "| baseline | 40 | 400 in, 80 out | \\$0.40 | none |" in comment
     assert "| candidate | 40 | 400 in, 80 out | \\$0.40 | none |" in comment
 

@@ -7,6 +7,7 @@ passes, and a side that reports no cost is said to be unknown instead of passing
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import random
@@ -75,8 +76,8 @@ def test_unknown_and_partly_known_cost_and_cache_hits_in_the_summary_the_comment
     done = gate(tmp_path, cand, "o1", "--html", "o1/report.html")
     assert done.returncode == EXIT_PASS, done.stdout + done.stderr
     comment = (tmp_path / "o1" / "comment.md").read_text(encoding="utf-8")
-    summary = "💰 Spend: candidate ≥ \\$0.03 for 10 attempts, 2 cached · baseline cost unknown for 10 attempts"
-    assert f"<details><summary>{summary}</summary>" in comment
+    summary = "💰 Spend: candidate ≥ $0.03 for 10 attempts, 2 cached · baseline cost unknown for 10 attempts"
+    assert f"<details><summary>{summary}</summary>" in html.unescape(comment)  # entities inside HTML
     assert "| baseline | 10 | 100 in, 20 out | unknown (no attempt reports cost) | none |" in comment
     assert "| candidate | 10 | 80 in, 16 out | at least \\$0.03 (6 of 8 attempts report cost) | 2 of 10 attempts |" in (
         comment
