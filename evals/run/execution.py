@@ -257,8 +257,11 @@ def execute(
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
-    period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
-    only when asked for); the caller decides what an incomplete run means. ``history``: what an
+    period. A ``limits:`` key stops it too (``cancelled`` for cost and tokens, ``timeout`` for the
+    wall clock; ``run.limit`` says which) once what is in flight has finished; a ``resume`` counts
+    what its kept cases spent toward the cost and token limits. Returns what was written last
+    (``lean``: as a ``WrittenRun``, whose cases are read back only when asked for); the caller
+    decides what an incomplete run means. ``history``: what an
     informative smoke draw reads (``evals.history.flaky.smoke_history``)."""
     output = Path(output)
     every_case = load_cases(config)
