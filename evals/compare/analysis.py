@@ -33,7 +33,6 @@ from evals.compare.model import (
     GateConfig,
     MetricGate,
     ProvenanceChange,
-    RunSummary,
     UnitResult,
     Verdict,
 )
@@ -41,10 +40,10 @@ from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run, provenance_diff, summarize
 from evals.compare.sampling import Strata
+from evals.compare.spending import limit_reason, unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
-from evals.results.spend import LimitStop, limit_sentence, resume_hint
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
 from evals.suite.slices import require_slice_keys
 
@@ -110,37 +109,6 @@ def _inputs(
     return [
         MetricInput(d, specs[d.name], bt.values(d)[pairing.base_rows], ct.values(d)[pairing.cand_rows]) for d in defs
     ]
-
-
-def limit_reason(stop: LimitStop, run: RunSummary) -> str:
-    """A candidate a ``limits:`` key stopped: which, what it spent, and how to finish and gate it."""
-    return (
-        f"the candidate run was stopped by a limit, so it cannot pass: {limit_sentence(stop)} after "
-        f"{run.completed_cases} of {run.total_cases} cases; to finish it, {resume_hint(stop)}, then gate it again"
-    )
-
-
-def _unmeasured(defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTable, ct: RunTable) -> list[str]:
-    """A gated ``tokens`` or ``cost_usd`` that a side reports on no case: unknown, not 0. Said in
-    words, so the inconclusive unit it makes is not read as a cost that held."""
-    notes = []
-    for d in defs:
-        if d.name not in ("tokens", "cost_usd") or not specs[d.name].gate:
-            continue
-        missing = [side for side, table in (("baseline", bt), ("candidate", ct)) if np.isnan(table.values(d)).all()]
-        if missing:
-            fix = (
-                "cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok)"
-                if d.name == "cost_usd"
-                else "tokens_in/tokens_out"
-            )
-            runs = "runs report" if len(missing) > 1 else "run reports"
-            notes.append(
-                f"{d.name} is gated, but the {' and the '.join(missing)} {runs} "
-                f"no {d.name} on any case: unknown, not 0, so the {d.name} gate could not be checked; have the "
-                f"target report {fix}"
-            )
-    return notes
 
 
 def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
@@ -288,7 +256,7 @@ def compare(
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
-        warnings += _unmeasured(defs, specs, bt, ct)
+        warnings += unmeasured(defs, specs, bt, ct)
     floors = _subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
     if breached := [f for f in floors if f.verdict == "breached"]:
         verdict, reason = _floor_verdict(verdict, reason, breached)

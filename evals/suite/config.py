@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
-from evals.suite.limits import LimitsSpec, check_cost_limit
+from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -367,22 +367,7 @@ class SuiteConfig(_Strict):
     @model_validator(mode="before")
     @classmethod
     def _old_run_timeout(cls, value: Any) -> Any:
-        # run_timeout_s and limits.max_duration_s would be two names for one thing, the run's wall
-        # clock: the old key is read as the new one (load_config warns).
-        if isinstance(value, dict) and "run_timeout_s" in value:
-            value = dict(value)
-            seconds = value.pop("run_timeout_s")
-            limits = value.get("limits")
-            if limits is None:
-                limits = {}
-            if isinstance(limits, dict):
-                if limits.get("max_duration_s") is not None:
-                    raise ValueError(
-                        "run_timeout_s is the old name of limits.max_duration_s: keep only limits.max_duration_s"
-                    )
-                if seconds is not None:
-                    value["limits"] = {**limits, "max_duration_s": seconds}
-        return value
+        return read_old_run_timeout(value)
 
     @property
     def root(self) -> Path:
@@ -487,12 +472,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
             file=sys.stderr,
         )
     if "run_timeout_s" in src.data:
-        print(
-            f"evalgate: warning: {config.where('run_timeout_s')}: run_timeout_s is now limits.max_duration_s "
-            "(the run stops starting cases at it and lets the attempts in flight finish); write "
-            f"limits: {{max_duration_s: {config.limits.max_duration_s:g}}} instead",
-            file=sys.stderr,
-        )
+        warn_old_run_timeout(config.where("run_timeout_s"), config.limits)
     check_cost_limit(config, src)
     return config
 

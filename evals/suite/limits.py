@@ -4,6 +4,7 @@ Kept apart from ``config`` (which reads it) so the suite config stays one screen
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -58,3 +59,30 @@ def check_cost_limit(config: Any, src: Any) -> None:
             "set target.openai.price_in_per_mtok and price_out_per_mtok (USD per million tokens, from your "
             "provider's price list), or limit tokens with limits.max_tokens instead",
         )
+
+
+def read_old_run_timeout(value: Any) -> Any:
+    """The config's raw mapping with ``run_timeout_s`` read as ``limits.max_duration_s``: they would
+    be two names for one thing, the run's wall clock (``load_config`` warns; both is an error)."""
+    if not isinstance(value, dict) or "run_timeout_s" not in value:
+        return value
+    value = dict(value)
+    seconds = value.pop("run_timeout_s")
+    limits = value.get("limits")
+    if limits is None:
+        limits = {}
+    if isinstance(limits, dict):  # anything else: the model says what is wrong with limits:
+        if limits.get("max_duration_s") is not None:
+            raise ValueError("run_timeout_s is the old name of limits.max_duration_s: keep only limits.max_duration_s")
+        if seconds is not None:
+            value["limits"] = {**limits, "max_duration_s": seconds}
+    return value
+
+
+def warn_old_run_timeout(where: str, limits: LimitsSpec) -> None:
+    seconds = f"{limits.max_duration_s:g}" if limits.max_duration_s is not None else "..."
+    print(
+        f"evalgate: warning: {where}: run_timeout_s is now limits.max_duration_s (the run stops starting cases "
+        f"at it and lets the attempts in flight finish); write limits: {{max_duration_s: {seconds}}} instead",
+        file=sys.stderr,
+    )
