@@ -200,6 +200,21 @@ def test_duration_limit_with_a_slow_target_lets_in_flight_attempts_finish(tmp_pa
     assert load_results(out).run.completed_cases > partial.run.completed_cases
 
 
+def test_each_shard_gets_its_share_of_the_budget(tmp_path: Path) -> None:
+    """A matrix of N shards spends what one run would: each shard stops at 1/N of max_cost_usd."""
+    log = tmp_path / "calls.log"
+    costly_target(tmp_path, log, sleep_s=0.05)
+    config = write_suite(
+        tmp_path, echo_cases(40), target={"python": "costly:answer"}, concurrency=1, limits={"max_cost_usd": 0.1}
+    )
+    stopped = evalgate("run", "--config", str(config), "--output", "s1.json", "--shard", "1/2", cwd=tmp_path)
+    assert stopped.returncode == EXIT_INFRA, stopped.stderr
+    shard = load_results(tmp_path / "s1.json")
+    assert shard.run.limit is not None and shard.run.limit.value == 0.05
+    assert shard.run.completed_cases == 5 and shard.run.limit.spent == pytest.approx(0.05)
+    assert "limits.max_cost_usd ($0.05) reached" in shard.run.message
+
+
 def test_a_cost_limit_the_target_cannot_measure_stops_rather_than_spend_unmetered(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     costly_target(tmp_path, log, sleep_s=0.05, cost=None)

@@ -126,7 +126,10 @@ class LimitStop(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     limit: LimitName = Field(description="The key under limits: that stopped the run.")
-    value: Annotated[float, Field(gt=0)] = Field(description="Its configured value (USD, tokens or seconds).")
+    value: Annotated[float, Field(gt=0)] = Field(
+        description="Its value for this run (USD, tokens or seconds): the configured one, or for one shard of N "
+        "its 1/N share of cost and tokens."
+    )
     spent: Annotated[float, Field(ge=0)] | None = Field(
         default=None,
         description="What that limit measures when the run ended, the attempts that finished after the stop "

@@ -45,6 +45,7 @@ from evals.run.targets.base import Target
 from evals.run.targets.code import build_target
 from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
 from evals.suite.config import SuiteConfig
+from evals.suite.limits import LimitsSpec
 
 WRITE_EVERY_S = 2.0
 
@@ -298,7 +299,7 @@ def execute(
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
         retries=config.retries,
-        limits=config.limits if config.limits.enabled else None,
+        limits=shard_share(config.limits, shard[1] if shard else 1) if config.limits.enabled else None,
         grace_s=grace_s,
         attempt_offset=attempt_offset,
         spent_before=spend_of(a for r in kept.values() for a in r.attempts) if kept else None,
@@ -379,6 +380,19 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
         await target.aclose()
         for scorer in runner.scorers:
             await scorer.aclose()
+
+
+def shard_share(limits: LimitsSpec, shards: int) -> LimitsSpec:
+    """A shard's part of the budget: a matrix of N shards spends at most the configured cost and
+    tokens between them (each its 1/N), as one unsharded run would. The wall clock is each job's."""
+    if shards == 1:
+        return limits
+    return limits.model_copy(
+        update={
+            "max_cost_usd": limits.max_cost_usd / shards if limits.max_cost_usd is not None else None,
+            "max_tokens": max(1, limits.max_tokens // shards) if limits.max_tokens is not None else None,
+        }
+    )
 
 
 def _final_status(

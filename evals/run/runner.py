@@ -109,7 +109,8 @@ class Runner:
                 stop = LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total)
                 self._limit_reached(stop)
                 return
-            if (total.cost_usd or 0.0) >= limits.max_cost_usd:
+            # A sum of floats: five $0.01 answers reach $0.05 even if they add up to 0.04999….
+            if (total.cost_usd or 0.0) >= limits.max_cost_usd * (1 - 1e-9):
                 self._limit_reached(
                     LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, spent=total.cost_usd, spend=total)
                 )
