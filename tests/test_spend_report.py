@@ -66,6 +66,9 @@ def test_unknown_and_partly_known_cost_and_cache_hits_in_the_summary_the_comment
     shown = evalgate("show", str(base), cwd=tmp_path)
     assert "cost:    unknown (no attempt reports cost)" in shown.stdout and "$0" not in shown.stdout
     assert "tokens:  100 in, 20 out" in shown.stdout and "cache:   none" in shown.stdout
+    evalgate("show", str(base), "--html", "base.html", cwd=tmp_path)
+    spend = (tmp_path / "base.html").read_text(encoding="utf-8").split('<p id="spend">', 1)[1].split("</p>", 1)[0]
+    assert spend == "Tokens: 100 in, 20 out. Cost: unknown (no attempt reports cost). Cache hits: none."
     shown = evalgate("show", str(cand), cwd=tmp_path)
     assert "cost:    at least $0.03 (6 of 8 attempts report cost)" in shown.stdout
     assert "tokens:  80 in, 16 out" in shown.stdout  # the cache hits' tokens were not paid for
