@@ -7,7 +7,9 @@ message is ``key`` (or for any request, ``key=None``), in order: ``status(429, r
 ``status(500)``, ``reset()``, ``hang(30)``, ``malformed()`` — ``after=N`` lets N such requests be
 answered first (a fault in the middle of an agent's loop, whose steps share the user message). A
 responder may answer with tool calls (``tool_calls(("name", {args}), ...)``). It records every
-request body and headers, and the highest number of requests in flight at once.
+request body and headers, and the highest number of requests in flight at once. ``Sampled`` is a
+responder that answers like a sampled model: right with a probability per model and question, a
+fresh draw per request (what a more-evidence batch needs).
 
 asyncio rather than ``http.server``: a thread per connection costs ~0.4 ms of CPU per request
 under the GIL, which at 2,000 requests is as much as the whole ideal run time the benchmark
@@ -22,6 +24,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import socket
 import struct
@@ -90,6 +93,42 @@ def last_user_text(body: dict[str, Any]) -> str:
             content = message.get("content")
             return content if isinstance(content, str) else json.dumps(content)
     return ""
+
+
+class Sampled:
+    """A responder that answers like a model sampled at a temperature: for each request, the right
+    answer with a probability set by the model asked (a "version") and the question, else a wrong
+    one. Every request is a fresh draw — seeded by the model, the question and how many times that
+    model was asked it before — so a run is reproducible whatever the concurrency, and a re-run of
+    the same cases (a more-evidence batch) draws anew."""
+
+    def __init__(
+        self,
+        answers: Callable[[str], tuple[str, str]],
+        p_right: Callable[[str, str], float],
+        seed: int = 0,
+    ):
+        self.answers = answers  # question -> (right reply, wrong reply)
+        self.p_right = p_right  # (model, question) -> probability of the right reply
+        self.seed = seed
+        self.asked: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+
+    def draw(self, model: str, text: str) -> float:
+        with self._lock:
+            n = self.asked[(model, text)]
+            self.asked[(model, text)] += 1
+        return unit(f"{self.seed}:{model}:{n}:{text}")
+
+    def __call__(self, body: dict[str, Any]) -> str:
+        text, model = last_user_text(body), str(body.get("model"))
+        right, wrong = self.answers(text)
+        return right if self.draw(model, text) < self.p_right(model, text) else wrong
+
+
+def unit(text: str) -> float:
+    """A number in [0, 1) fixed by ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "big") / 2**64
 
 
 class OpenAIServer:

@@ -13,6 +13,9 @@ What is simulated and how:
   ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
   ``matrix.shard``), literals, ``==``/``!=`` and ``&&``. Anything else fails the test rather than
   being guessed.
+- actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
+  newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
+  succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
 - Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
   actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
   into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
@@ -178,8 +181,12 @@ class Runner:
         self.tmp = tmp
         self.artifacts = tmp / "artifacts"
         self._ids = itertools.count(1)  # next() on it is atomic: concurrent jobs get distinct folders
+        self.caches: list[tuple[str, str, Path]] = []  # (ref scope, key, saved folder), oldest first
+        self._cache_lock = threading.Lock()
 
-    def contexts(self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None) -> dict[str, Any]:
+    def contexts(
+        self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None, run_id: int = 0
+    ) -> dict[str, Any]:
         return {
             "github": {
                 "event_name": job.event_name,
@@ -191,6 +198,8 @@ class Runner:
                 "token": job.token,
                 "workspace": str(job.checkout),
                 "api_url": self.gh.api_url,
+                "run_id": str(run_id),
+                "run_attempt": "1",
             },
             "inputs": dict(job.dispatch_inputs),
             "runner": {"temp": str(runner_temp), "os": "Linux"},
@@ -241,9 +250,10 @@ class Runner:
         home = self.tmp / f"job{next(self._ids)}"
         runner_temp = home / "runner-temp"
         runner_temp.mkdir(parents=True)
-        contexts = self.contexts(job, runner_temp, matrix)
+        contexts = self.contexts(job, runner_temp, matrix, run_id)
         result = None
         failed = False
+        to_save: list[tuple[str, Path]] = []  # actions/cache's post step: (key, folder) once the job succeeds
         for number, step in enumerate(spec["steps"]):
             condition = str(step.get("if", "success()"))
             if condition == "always()":
@@ -257,6 +267,8 @@ class Runner:
                     inputs |= overrides
                 result = self.action(job, home / f"action{number}", runner_temp, inputs)
                 failed = result.returncode != 0
+            elif uses.startswith("actions/cache@"):
+                to_save.append(self.restore_cache(job, step, contexts))
             elif uses.startswith("actions/upload-artifact@"):
                 self.upload(job, step, contexts, run_id)
             elif uses.startswith("actions/download-artifact@"):
@@ -274,7 +286,36 @@ class Runner:
                 assert done.returncode == 0, f"step {step.get('name')} failed: {done.stdout}{done.stderr}"
             else:
                 raise AssertionError(f"the simulated runner does not know the step {step}")
+        if not failed:
+            for key, folder in to_save:
+                self.save_cache(job, key, folder)
         return result
+
+    def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path]:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        folder = job.checkout / options["path"]
+        key = options["key"]
+        prefixes = [line.strip() for line in options.get("restore-keys", "").splitlines() if line.strip()]
+        scopes = list(dict.fromkeys([job.ref, "refs/heads/main"]))
+        with self._cache_lock:
+            caches = list(self.caches)
+        for wanted, exact in [(key, True), *((prefix, False) for prefix in prefixes)]:
+            for scope in scopes:
+                found = [c for c in caches if c[0] == scope and (c[1] == wanted if exact else c[1].startswith(wanted))]
+                if found:
+                    shutil.copytree(found[-1][2], folder, dirs_exist_ok=True)
+                    return key, folder
+        return key, folder
+
+    def save_cache(self, job: Job, key: str, folder: Path) -> None:
+        if not folder.is_dir():
+            return  # GitHub warns that the path does not exist and saves nothing
+        with self._cache_lock:
+            if any(c[0] == job.ref and c[1] == key for c in self.caches):
+                return  # cache keys are immutable within a scope
+            saved = self.tmp / "caches" / str(len(self.caches))
+            shutil.copytree(folder, saved)
+            self.caches.append((job.ref, key, saved))
 
     def upload(self, job: Job, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
         options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
@@ -1155,6 +1196,63 @@ def test_reset_run_directly_also_keeps_the_token_from_the_suite(tmp_path: Path) 
     assert json.loads(look.read_text(encoding="utf-8")) == []
 
 
+# ------------------------------------------------------------------------------------ the response cache
+
+# Appended to the quickstart's bot on a pull request: at import (before the run reads the cache) it
+# writes a forged, well-formed entry for every case of the suite under the very keys main uses.
+FORGER = """
+
+from evals.run.cache import ResponseCache as _Cache
+from evals.run.targets.base import case_payload as _payload
+from evals.suite.cases import load_cases as _load_cases
+from evals.suite.config import load_config as _load_config
+
+_config = _load_config(__import__("pathlib").Path(__file__).with_name("evalgate.yml"))
+_cache = _Cache(_config.resolve(_config.cache.dir), 1 << 30, _config.cache.key)
+for _case in _load_cases(_config):
+    _key = _cache.key("python", {"target": {"python": "bot:answer", "path": ["."]}, "case": _payload(_case)})
+    _cache.put(_key, {"output": "FINAL ANSWER: forged", "latency_ms": 1.0})
+"""
+
+
+def _with_cache(checkout: Path) -> None:
+    config_path = checkout / "examples" / "quickstart" / "evalgate.yml"
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["cache"] = {"targets": "python", "key": "v1"}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+
+
+def test_a_pull_requests_cache_never_reaches_a_run_on_main(world: World) -> None:
+    """The response cache through eval-gate.yml's actions/cache step: a push to main saves the run
+    job's entries; a PR restores them (the default branch's scope) and its code forges entries in
+    the folder, which its run saves in the PR's scope; the next push to main restores main's cache
+    only — every answer from the cache, none forged."""
+    world.seed()
+    main = world.checkout("main")
+    _with_cache(main)
+    first = world.runner.run(world.push(main, world.commit(main, "cache the suite's answers")))
+    assert first.returncode == 0, first.log
+    assert [key for ref, key, _ in world.runner.caches if ref == "refs/heads/main"]
+    shutil.rmtree(main / "examples" / "quickstart" / ".evalgate")  # the next job is a fresh runner
+
+    feature = world.checkout("feature")
+    _with_cache(feature)
+    with (feature / "examples" / "quickstart" / "bot.py").open("a", encoding="utf-8") as bot:
+        bot.write(FORGER)
+    pr = world.runner.run(world.pull_request(feature, world.commit(feature, "forge the cache")))
+    forged = load_results(pr.outputs["results-path"])
+    assert all(a.output == "FINAL ANSWER: forged" for c in forged.cases for a in c.attempts)  # it worked there
+    assert pr.outputs["verdict"] == "fail", pr.log
+    assert [key for ref, key, _ in world.runner.caches if ref == f"refs/pull/{PR}/merge"]  # and was saved
+
+    again = world.runner.run(world.push(main, world.commit(main, "nothing that changes an answer")))
+    assert again.returncode == 0 and again.outputs["verdict"] == "pass", again.log
+    results = load_results(again.outputs["results-path"])
+    attempts = [a for c in results.cases for a in c.attempts]
+    assert len(attempts) == 240 and all(a.cached for a in attempts)  # main's own entries, restored
+    assert not any("forged" in str(a.output) for a in attempts)
+
+
 # ------------------------------------------------------------------------------------------ the docs
 
 
@@ -1163,6 +1261,7 @@ DOC = ROOT / "docs" / "github-action.md"
 TO_DOCS = [
     ("uses: $/.", "uses: evalgate/evalgate@<full-commit-sha> # v1"),
     ("examples/quickstart/evalgate.yml", "evalgate.yml"),
+    ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
         'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
@@ -1556,3 +1655,66 @@ def test_no_log_line_starts_a_workflow_command_evalgate_did_not_mean(world: Worl
     assert commands, "evalgate's own annotations are missing"
     for line in commands:  # ... but every command line is one evalgate meant
         assert line.startswith(("::error ", "::warning ", "::notice ", "::warning title=evalgate::")), line
+
+
+# ------------------------------------------------------------------------------------------ more evidence
+
+
+def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:
+    """A PR whose bot is a new version that errs on other questions (noise both ways) and broke
+    part of its Spanish handling, with gate.more_evidence turned on in the suite's config."""
+    from test_more_evidence_quickstart import BROKEN_SPANISH
+
+    feature = world.checkout(name)
+    with (feature / BOT).open("a", encoding="utf-8") as fh:
+        fh.write(BROKEN_SPANISH)
+    config_path = feature / CONFIG
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    config_path.write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return feature, world.commit(feature, "a new bot version; more evidence on")
+
+
+def test_the_two_job_layouts_gate_job_runs_no_batch_and_says_why(world: World) -> None:
+    """Batches run the suite's code; the shipped gate job gates a results file with a token that
+    can comment and runs no code of the repository. More evidence does not run there, the first
+    look keeps its whole α, and the comment says why and where it can run."""
+    world.seed()
+    feature, head = _more_evidence_pr(world, "feature")
+    gate = world.runner.run(world.pull_request(feature, head))
+    assert gate.returncode in (0, 1), gate.log
+    comparison = json.loads((gate.out_dir / "comparison.json").read_text())
+    me = comparison["more_evidence"]
+    assert me["ended"] == "not-run" and me["looks"] == []
+    assert "gates a results file and runs no code of the repository" in me["summary"]
+    assert comparison["gate"]["alpha"] == 0.05
+    assert not (gate.out_dir / "more-evidence").exists()
+    body = our_comments(world.gh)[0]["body"]
+    assert "More evidence: not run: this job gates a results file" in body.replace("\\", "")
+
+
+def test_a_single_read_only_pr_job_runs_more_evidence_against_the_base_commit(world: World) -> None:
+    """The docs' eval-gate-more-evidence.yml: one job with a read-only token runs the PR's smoke
+    subset, and, inconclusive, batches on both sides — the baseline's in a worktree of the PR's
+    base commit (the checkout's full history) — until the gate fails naming the slice. Its comment
+    is posted by the two-phase flow; the job itself cannot write."""
+    workflow = world.tmp / "eval-gate-more-evidence.yml"
+    text = doc_workflows()["eval-gate-more-evidence.yml"]
+    for ours, theirs in TO_DOCS[:2]:
+        text = text.replace(theirs, ours)
+    workflow.write_text(text, encoding="utf-8")
+    world.seed()
+    feature, head = _more_evidence_pr(world, "feature")
+    job = world.pull_request(feature, head)
+    job.workflow, job.token = workflow, world.gh.read_token
+    gate = world.runner.run(job)
+    comparison = json.loads((gate.out_dir / "comparison.json").read_text())
+    me = comparison["more_evidence"]
+    assert me["baseline_side"].startswith(f"re-run at the baseline's commit {world.origin.main_sha[:12]}"), me
+    assert len(me["looks"]) >= 2 and me["ended"] == "fail", me["summary"]
+    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log
+    assert "language=es" in comparison["reason"]
+    assert "More evidence: regressed after" in gate.summary
+    assert (gate.out_dir / "more-evidence" / "baseline-1.json").is_file()
+    assert git(feature, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    assert our_comments(world.gh) == []  # the read-only token cannot comment: the fork flow posts it

@@ -19,7 +19,7 @@ def reference_scan(cases: list[CaseResult], names: list[str]) -> tuple[dict[str,
 
     cols: dict[str, list[float]] = {}
     errored = []
-    counts: dict[str, int] = {"attempts": 0, "infra_retries": 0, "cases_with_infra_retries": 0}
+    counts: dict[str, int] = {"attempts": 0, "infra_retries": 0, "cases_with_infra_retries": 0, "cache_hits": 0}
     nan = float("nan")
     for case in cases:
         retries = sum(a.retries for a in case.attempts)
@@ -29,6 +29,7 @@ def reference_scan(cases: list[CaseResult], names: list[str]) -> tuple[dict[str,
         counts["attempts"] += len(case.attempts)
         counts["infra_retries"] += retries
         counts["cases_with_infra_retries"] += retries > 0
+        counts["cache_hits"] += sum(a.cached for a in case.attempts)
         valid = [a for a in case.attempts if not a.is_infra_error]
         errored.append(not valid)
         passed = [1.0 if a.passed else 0.0 for a in valid if a.passed is not None or a.error is not None]
@@ -77,6 +78,7 @@ def random_cases(seed: int, n: int) -> list[CaseResult]:
                     cost_usd=maybe(rng.random() / 1000),
                     error=AttemptError(kind=kind, message="x") if kind else None,
                     retries=rng.choice([0, 0, 0, 1, 4]),
+                    cached=rng.random() < 0.3,
                 )
             )
         cases.append(CaseResult(id=f"c{i}", slices={"lang": rng.choice("ab")}, attempts=attempts))
@@ -108,5 +110,5 @@ def test_scan_of_a_run_without_attempts():
     table = scan([CaseResult(id="a"), CaseResult(id="b")], 2)
     assert table.errored.tolist() == [True, True]
     assert np.isnan(table.columns["pass_rate"]).all()
-    assert table.counts == {"attempts": 0, "infra_retries": 0, "cases_with_infra_retries": 0}
+    assert table.counts == {"attempts": 0, "infra_retries": 0, "cases_with_infra_retries": 0, "cache_hits": 0}
     assert not table.has_passed

@@ -622,3 +622,56 @@ def test_a_pass_names_the_slices_it_could_not_clear() -> None:
     line = first_line(render_markdown(doubt))
     assert "inconclusive on language=ja (no significant regression, not enough cases to rule one out)" in line
     assert "no slice regressed" not in line
+
+
+def test_the_failing_slices_cases_come_first_in_the_comment_and_the_case_diff():
+    """The case diff is cut at report.max_cases: in the suite's order, the noisy flips of the other
+    slices (their ids come first) filled it and the cases of the slice that failed the gate were
+    not shown. Now the failing slice's cases are listed first, the top cases and the fold too."""
+    broken_ko = {i for i in range(280, 400) if i % 4 == 0}  # 30 ko cases, late in the suite
+    # en, ja, de (i % 4 = 1, 2, 3): of each one's first 16 cases, 8 fail in the baseline only and
+    # 8 others in the candidate only: noise both ways, early in the suite.
+    early = {r: [i for i in range(64) if i % 4 == r] for r in (1, 2, 3)}
+    base_only = {i for cases in early.values() for i in cases[:8]}
+    cand_only = {i for cases in early.values() for i in cases[8:]}
+
+    config = SuiteConfig(suite="support-bot", cases=[], slices=["language"], report={"max_cases": 5})
+    c = compare(
+        results(BASE, lambda i: i not in base_only), results(CAND, lambda i: i not in cand_only | broken_ko), config
+    )
+    assert c.verdict == "fail"
+    assert {u.unit for u in c.units if u.verdict == "regressed" and u.slice_key} == {"language=ko"}
+    assert c.case_diff.n_pass_to_fail == 24 + 30
+    assert [e.slices["language"] for e in c.case_diff.pass_to_fail] == ["ko"] * 5
+    md = render_markdown(c)
+    top = md[md.index("Cases that broke") :]
+    first = int(re.search(r"q-(\d{3})", top).group(1))
+    assert first in broken_ko, first
+    fold = md[md.index("**pass → fail**") :]
+    fold = fold[: fold.index("**fail → pass**")]  # the fold's pass → fail entries
+    assert "language=ko" in fold and not any(f"language={lang}" in fold for lang in ("en", "ja", "de"))
+    # The HTML page's case diff table: its first pass → fail rows are the failing slice's too.
+    from evals.report.html import render_html
+
+    page = render_html(comparison=c)
+    rows = re.findall(r'state-pass-to-fail">pass → fail.*?</td><td>(q-\d{3})</td>', page)
+    assert rows and all(int(r[2:]) in broken_ko for r in rows), rows
+
+
+def test_case_ranks_order_failing_then_regressed_then_looking_worse_then_the_rest():
+    from evals.compare.casediff import FAILING, LOOKS_WORSE, OTHER, REGRESSED, case_ranks
+    from evals.compare.metrics import scan
+    from evals.compare.pairing import pair
+
+    base, cand = results(BASE, lambda i: True, n=40), results(CAND, lambda i: i % 4 not in (0, 1), n=40)
+    c = compare(base, cand, SuiteConfig(suite="support-bot", cases=[], slices=["language"]))
+    units = {u.unit: u for u in c.units if u.metric == "pass_rate"}
+    units["language=ko"].verdict = "regressed"
+    units["language=en"] = units["language=en"].model_copy(update={"verdict": "regressed", "gated": False})
+    units["language=ja"] = units["language=ja"].model_copy(update={"verdict": "inconclusive", "delta": -0.05})
+    units["language=de"] = units["language=de"].model_copy(update={"verdict": "inconclusive", "delta": -0.01})
+    units["overall"].verdict = "regressed"  # every case's: it orders nothing
+    bt, ct = scan(base.cases, len(base.cases), []), scan(cand.cases, len(cand.cases), [])
+    ranks = case_ranks(ct, pair(bt, ct, False), list(units.values()), ["language"])
+    expected = {"ko": FAILING, "en": REGRESSED, "ja": LOOKS_WORSE, "de": OTHER}
+    assert ranks.tolist() == [expected[LANGS[i % 4]] for i in range(40)]

@@ -172,6 +172,55 @@ def test_judge_reasoning_named_scores_and_traces_on_both(browser, tmp_path: Path
     assert all(html.escape(n, quote=False) in page.read_text() for n in notices)
 
 
+@pytest.fixture(scope="module")
+def more_evidence_gate(tmp_path_factory) -> Path:
+    """The quickstart (es cut to 25 cases) whose candidate commit breaks Spanish, gated with
+    gate.more_evidence: inconclusive at the first look, fail after batches (comment.md, comparison.json)."""
+    from suites import git
+    from test_more_evidence_quickstart import BROKEN_SPANISH, _configure, _copy_quickstart, _gate
+
+    where = tmp_path_factory.mktemp("evidence")
+    repo, store = _copy_quickstart(where / "quickstart"), where / "store"
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "baseline")
+    _gate(repo, store, "--seed")
+    with (repo / "bot.py").open("a", encoding="utf-8") as fh:
+        fh.write(BROKEN_SPANISH)
+    _configure(repo, gate={"more_evidence": {"max_batches": 10}})
+    git(repo, "commit", "-qam", "candidate: breaks Spanish")
+    code, comparison, err = _gate(repo, store)
+    assert (code, comparison["verdict"]) == (1, "fail"), err
+    return repo / ".evalgate" / "out"
+
+
+def test_the_comments_more_evidence_section_as_github_draws_it(browser, more_evidence_gate: Path) -> None:  # noqa: F811
+    comparison = json.loads((more_evidence_gate / "comparison.json").read_text())
+    me = comparison["more_evidence"]
+    shot = more_evidence_gate / "comment-more-evidence.png"
+    seen = comment_in_browser(browser, more_evidence_gate / "comment.md", shot)
+    keep_screenshot(shot)
+    text = seen["text"]
+    batches = len(me["looks"]) - 1
+    # The alert names the slice more evidence failed; its first open case is that slice's.
+    assert "language=es" in seen["alertText"]
+    first = comparison["case_diff"]["pass_to_fail"][0]
+    assert first["slices"]["language"] == "es" and seen["firstOutput"].strip() == first["candidate_output"].strip()
+    # The section is on screen, not in a fold: heading, one table row per look, the levels, the estimand.
+    heading = f"🔁 More evidence: regressed after {batches} batches: pass_rate on language=es"
+    assert heading in text
+    assert text.index(first["id"]) < text.index(heading)
+    rows = seen["evidenceRows"]
+    assert [row[0] for row in rows] == [str(look["look"]) for look in me["looks"]]
+    assert rows[-1][-1] == "fail" and all(row[-1] == "continue" for row in rows[:-1])
+    assert all("language=es" in row[1] for row in rows[1:]) and rows[0][1] == "—"
+    assert "weighted e-Holm at α 0.01" in text and "fixed-sample rule at α 0.04" in text
+    assert "these cases got worse" in text and "re-run at the baseline's commit" in text
+    # The section ends its own paragraph (it once ran on into the list of inconclusive units).
+    paragraph = next(line for line in text.splitlines() if "these cases got worse" in line)
+    assert "inconclusive (not enough evidence" not in paragraph
+
+
 def _spent(sha: str, n: int, *, cost: bool, status: str = "success", limit: bool = False) -> Results:
     cases = [
         CaseResult(

@@ -6,6 +6,7 @@ benchmark's job."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 
@@ -52,3 +53,19 @@ def test_a_broken_25_case_slice_is_found_with_more_evidence(sim, tests_cache):
     lw = res["hybrid20/looks_worse"]
     assert lw.found_by(10) >= 0.85
     assert lw.found_by(10) > lw.found_by(0) + 0.3
+
+
+def test_the_benchmark_prints_power_within_4_batches_per_cell():
+    """Issue 21 asks for power within 4 batches beside 10: one line per drop cell and model."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(SIM), "--replicates", "20", "--check", "2", "--layouts", "300"],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    block = done.stdout.split("power within 4 batches", 1)[1].split("end-to-end check", 1)[0]
+    lines = [line for line in block.splitlines() if "within 4 batches" in line]
+    assert len(lines) == 2 * 3  # 300: slices −0.10 and −0.20, three per-case models
+    for line in lines:
+        within4, within10 = (float(x) for x in re.findall(r"within (?:4 batches|10) (\d\.\d{3})", line))
+        assert 0 <= within4 <= within10 <= 1

@@ -26,7 +26,7 @@ from evals.github.activity import MODES, detect, github_client
 from evals.github.publish import report_failure
 from evals.github.stored_report import post_stored
 from evals.github.token_guard import isolate_token
-from evals.pipeline.candidate import load_config_or_defaults
+from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
 from evals.pipeline.flows import run_gate, run_only, run_reset
 
@@ -75,6 +75,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     isolate_token()
+    no_cache_for_suite_runs(args)
     activity = detect(args.mode, reason=args.reason, pr_number=args.pr)
     print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
     try:

@@ -38,6 +38,12 @@ def add_candidate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--out-dir", default=DEFAULT_OUT_DIR, help=f"where reports and results are written (default {DEFAULT_OUT_DIR})"
     )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="pay for every answer again: the suite runs this command starts do not use the response cache "
+        "(config cache:; the same as EVALGATE_CACHE=off)",
+    )
     add_store_options(parser)
 
 

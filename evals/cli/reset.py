@@ -13,6 +13,7 @@ import argparse
 from evals.cli.options import add_candidate_options
 from evals.github.activity import detect
 from evals.github.token_guard import isolate_token
+from evals.pipeline.candidate import no_cache_for_suite_runs
 from evals.pipeline.exposure import guard_pull_request_target
 from evals.pipeline.flows import run_reset
 
@@ -25,6 +26,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     isolate_token()
+    no_cache_for_suite_runs(args)
     activity = detect("reset", reason=args.reason)
     guard_pull_request_target(activity, runs_suite=not args.results)
     return run_reset(args, activity)

@@ -20,7 +20,7 @@ from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.run.execution import execute, say
 from evals.run.runner import DEFAULT_GRACE_S
 from evals.run.shards import parse_shard
-from evals.suite.config import load_config
+from evals.suite.config import load_config, replace_target
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -61,12 +61,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--attempts", type=int, metavar="N", help="override the config's attempts per case")
     parser.add_argument(
+        "--target",
+        metavar="FILE",
+        help="run the target FILE defines (JSON: the config's target: mapping) instead of the config's; how more "
+        "evidence re-runs a baseline from the openai target its results recorded",
+    )
+    parser.add_argument(
         "--attempt-offset",
         type=int,
         default=0,
         metavar="K",
         help="number this run's attempts from K (a more-evidence batch: its attempts are new ones, not a "
         "repeat of the first look's, for the response cache too)",
+    )
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="pay for every answer again: do not read or write the response cache (config cache:; the same as "
+        "EVALGATE_CACHE=off)",
     )
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
     parser.add_argument(
@@ -95,6 +107,8 @@ def main(args: argparse.Namespace) -> int:
         if args.attempts < 1:
             raise UsageError(f"--attempts must be at least 1, got {args.attempts}")
         config.attempts = args.attempts
+    if args.target:
+        replace_target(config, Path(args.target))
     if args.attempt_offset < 0:
         raise UsageError(f"--attempt-offset must be >= 0, got {args.attempt_offset}")
     if args.grace_s < 0:
@@ -120,6 +134,7 @@ def main(args: argparse.Namespace) -> int:
         history=history,
         ids=read_ids(Path(args.ids)) if args.ids else None,
         attempt_offset=args.attempt_offset,
+        cache=not args.no_cache,
     )
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:

@@ -19,7 +19,7 @@ import numpy as np
 
 from evals import __version__
 from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, UsageError
-from evals.compare.casediff import case_diff
+from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import first_baseline_hint, incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
 from evals.compare.floors import check_floors, floor_sentence
@@ -188,7 +188,6 @@ def compare(
         base_summary = summarize(baseline, bt)
         provenance = provenance_diff(baseline, candidate)
         pairing = pair(bt, ct, subset)
-        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt, flaky or {})
         why_incompatible = incompatibility(
             baseline, candidate, pairing, max_removed_share=gate.max_removed_share, baseline_cases=len(bt.ids)
         )
@@ -257,6 +256,10 @@ def compare(
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
         warnings += unmeasured(defs, specs, bt, ct)
+    if baseline is not None and bt is not None:
+        # After the verdicts: the failing slices' cases are listed first (evals.compare.casediff).
+        ranks = case_ranks(ct, pairing, units, slice_keys) if units else None
+        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt, flaky or {}, ranks)
     floors = _subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
     if breached := [f for f in floors if f.verdict == "breached"]:
         verdict, reason = _floor_verdict(verdict, reason, breached)

@@ -1,22 +1,32 @@
 """The case diff (SPEC §5): cases that flipped pass→fail and fail→pass, and the largest score
-drops, with input, expected and output excerpts."""
+drops, with input, expected and output excerpts. The lists are cut at ``report.max_cases``, so
+which cases come first decides what a reviewer sees: the cases of the slices that failed the gate,
+then of slices that regressed without gating, then of slices that look worse than the tolerance
+(what more evidence re-runs), then the rest — not the suite's own order, where a large slice's
+noisy flips would push the failing slice's cases out of the comment."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evals.compare.flaky import attempt_flip_rate
-from evals.compare.metrics import RunTable
-from evals.compare.model import CaseDiff, CaseDiffEntry
-from evals.compare.pairing import Pairing
+from evals.compare.metrics import RunTable, metric_def, named_scores, scan
+from evals.compare.model import CaseDiff, CaseDiffEntry, UnitResult
+from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run
-from evals.results.model import CaseResult
+from evals.results.model import CaseResult, Results
 from evals.results.trace import failed_tail, first_divergence, tool_names
+
+if TYPE_CHECKING:
+    from evals.suite.config import SuiteConfig
+
+# The order of the case diff's lists, by the slice units a case belongs to (its best one counts).
+FAILING, REGRESSED, LOOKS_WORSE, OTHER = range(4)
 
 
 def text_excerpt(value: Any, limit: int) -> str | None:
@@ -73,6 +83,48 @@ def _trajectories(baseline: list[str] | None, candidate: list[str] | None) -> di
     }
 
 
+def _unit_rank(u: UnitResult) -> int:
+    if u.verdict == "regressed":
+        return FAILING if u.gated and u.weight > 0 else REGRESSED
+    if u.delta is not None and (u.delta < -u.tolerance if u.direction == "higher" else u.delta > u.tolerance):
+        return LOOKS_WORSE
+    return OTHER
+
+
+def case_ranks(ct: RunTable, pairing: Pairing, units: Sequence[UnitResult], slice_keys: list[str]) -> np.ndarray:
+    """Per paired case, the best rank of the slice units it belongs to (:data:`FAILING` first).
+    Overall holds every case, so it orders nothing."""
+    ranks = np.full(pairing.cand_rows.size, OTHER, dtype=np.intp)
+    best: dict[str, int] = {}
+    for u in units:
+        if u.slice_key is not None:
+            best[u.unit] = min(best.get(u.unit, OTHER), _unit_rank(u))
+    for index in unit_indices(ct, pairing.cand_rows, slice_keys):
+        rank = best.get(index.name, OTHER)
+        if index.rows is not None and rank < OTHER:
+            ranks[index.rows] = np.minimum(ranks[index.rows], rank)
+    return ranks
+
+
+def case_diff_of(
+    baseline: Results,
+    candidate: Results,
+    config: SuiteConfig,
+    units: Sequence[UnitResult],
+    slice_keys: list[str],
+    flaky: Mapping[str, float],
+) -> CaseDiff:
+    """The case diff of two runs ordered by ``units``' verdicts: what a gate whose verdicts changed
+    after :func:`case_diff` (more evidence) shows."""
+    names = named_scores(metric_def(name, spec) for name, spec in config.metrics.items())
+    bt = scan(baseline.cases, len(baseline.cases), names)
+    ct = scan(candidate.cases, len(candidate.cases), names)
+    pairing = pair(bt, ct, bool(candidate.run.subset or candidate.run.shard))
+    ranks = case_ranks(ct, pairing, units, slice_keys)
+    report = config.report
+    return case_diff(baseline, candidate, bt, ct, pairing, report.max_cases, report.excerpt_chars, flaky, ranks)
+
+
 def case_diff(
     baseline: Run,
     candidate: Run,
@@ -82,9 +134,12 @@ def case_diff(
     limit: int,
     excerpt: int,
     flaky: Mapping[str, float],
+    ranks: np.ndarray | None = None,
 ) -> CaseDiff:
     """``flaky``: the history's flip rates of known-flaky cases; a listed case not in it is still
-    marked flaky when the attempts of either run disagree (the larger of the two rates)."""
+    marked flaky when the attempts of either run disagree (the larger of the two rates).
+    ``ranks`` (:func:`case_ranks`, per paired case) order the lists before they are cut; within a
+    rank the order stays (the suite's, and the largest drops first)."""
     b_pass = bt.columns["pass_rate"][pairing.base_rows]
     c_pass = ct.columns["pass_rate"][pairing.cand_rows]
     b_score = bt.columns["score"][pairing.base_rows]
@@ -104,6 +159,8 @@ def case_diff(
         k for k, (b, c) in enumerate(zip(b_tools, c_tools, strict=True)) if b is not None and c is not None and b != c
     ]
     other_calls = np.setdiff1d(np.array(moved, dtype=np.intp), np.concatenate([p2f, f2p, drops]))
+    if ranks is not None:
+        p2f, drops, other_calls = (a[np.argsort(ranks[a], kind="stable")] for a in (p2f, drops, other_calls))
     within = np.fmax(
         attempt_flip_rate(bt.columns["pass_c"][pairing.base_rows], bt.columns["pass_n"][pairing.base_rows]),
         attempt_flip_rate(ct.columns["pass_c"][pairing.cand_rows], ct.columns["pass_n"][pairing.cand_rows]),

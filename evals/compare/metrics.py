@@ -67,9 +67,9 @@ class AttemptColumns:
     tokens_in: np.ndarray
     tokens_out: np.ndarray
     cost: np.ndarray
-    cached: np.ndarray  # bool: answered from the response cache
     error_kind: np.ndarray  # object: None or the error's kind
     retries: np.ndarray  # int
+    cached: np.ndarray  # bool: the answer came from the response cache
     scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
     tools: list[tuple[str, ...] | None]  # the tools each attempt called, in order; None = no trace
 
@@ -102,9 +102,9 @@ class AttemptColumns:
             tokens_in=floats("tokens_in"),
             tokens_out=floats("tokens_out"),
             cost=floats("cost_usd"),
-            cached=np.array(field("cached", False), dtype=bool) if flat else np.empty(0, dtype=bool),
             error_kind=np.array(kinds, dtype=object),
             retries=np.array(field("retries", 0), dtype=np.int64) if flat else np.empty(0, dtype=np.int64),
+            cached=np.array(field("cached", False), dtype=bool) if flat else np.empty(0, dtype=bool),
             scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
             tools=[None if n is None else tuple(n) for n in names_of],
         )
@@ -120,7 +120,8 @@ class RunTable:
     errored: np.ndarray  # bool: no attempt free of infra errors
     columns: dict[str, np.ndarray]  # per-case values, NaN = none
     has_passed: bool  # some attempt records passed true/false
-    counts: dict[str, int]  # attempts, infra_retries, cases_with_infra_retries, errors by kind ("error:<kind>")
+    # attempts, infra_retries, cases_with_infra_retries, cache_hits, errors by kind ("error:<kind>")
+    counts: dict[str, int]
     # The tools the first attempt without an infra error called (the one the case diff shows);
     # None: no such attempt, or it has no trace.
     tools: list[tuple[str, ...] | None]
@@ -198,6 +199,7 @@ def scan(cases: Iterable[CaseResult], n_cases: int, named_scores: Iterable[str] 
         "attempts": int(at.case.size),
         "infra_retries": int(at.retries.sum()),
         "cases_with_infra_retries": int(np.count_nonzero(retries > 0)),
+        "cache_hits": int(np.count_nonzero(at.cached)),
     }
     # Error kinds in the order they first occur, as a pass over the attempts would count them.
     kinds, first, number = np.unique(at.error_kind[has_error].astype(str), return_index=True, return_counts=True)

@@ -251,6 +251,11 @@ class RunSummary(_Model):
     latency_p95_ms: float | None = Field(default=None, description="95th percentile of the per-case mean latency (ms).")
     tokens_per_case: float | None = Field(default=None, description="Mean tokens (in + out) per case.")
     cost_usd_per_case: float | None = Field(default=None, description="Mean cost per case (USD).")
+    cache_hits: int = Field(
+        default=0,
+        description="Attempts answered from the response cache (SPEC §14): they keep the tokens, cost and latency "
+        "of their first run, so the metrics above compare like with like; nothing was paid for them this time.",
+    )
     infra_error_rate: float = Field(
         default=0.0,
         description="Attempts ending in an infra error (no answer: missing data) / attempts; gate.max_error_rate "

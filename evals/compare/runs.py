@@ -47,6 +47,7 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         errored_cases=int(table.errored.sum()),
         spend=table.spend,
         limit=run.limit,
+        cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )
 

@@ -19,6 +19,7 @@ from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, U
 from evals.github.token_guard import seal_process, suite_env
 from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
+from evals.run.cache import CACHE_ENV
 from evals.suite.config import MetricSpec, SuiteConfig, load_config
 
 DEFAULT_OUT_DIR = ".evalgate/out"
@@ -28,6 +29,13 @@ def out_dir_of(args: argparse.Namespace) -> Path:
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir
+
+
+def no_cache_for_suite_runs(args: argparse.Namespace) -> None:
+    """``--no-cache`` of a gate or a reset: every suite run it starts — the candidate, and the
+    more-evidence batches on both sides — is a child ``evalgate run``, which inherits this."""
+    if getattr(args, "no_cache", False):
+        os.environ[CACHE_ENV] = "off"
 
 
 def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:

@@ -1,10 +1,11 @@
 """``gate.more_evidence`` in the gate (SPEC §5): when the first look is inconclusive, run batches
 of one more attempt of the selected cases on both sides and look again (``evals.compare.sequential``
 decides). The candidate's side runs from this checkout, the baseline's from a git worktree of the
-baseline's commit: the slices were chosen *because* of the first look, so re-running only the
-candidate against the stored baseline's values would keep the baseline's lucky draws and fail
-unchanged slices (``benchmarks/sim_evidence.py`` measures it). Where the baseline's commit cannot
-be checked out, more evidence says so and does not run, and the first look keeps its whole α.
+baseline's commit or its recorded openai target (``evals.pipeline.baseline_side``): the slices were
+chosen *because* of the first look, so re-running only the candidate against the stored baseline's
+values would keep the baseline's lucky draws and fail unchanged slices
+(``benchmarks/sim_evidence.py`` measures it). Where neither can run, more evidence says so and does
+not run, and the first look keeps its whole α.
 
 Every batch is a child ``evalgate run`` (the same token isolation as the suite run) writing its
 own file under ``<out-dir>/more-evidence/``; a gate run again with the same out dir reuses the
@@ -14,46 +15,29 @@ infra errors) ends the gate ``incomplete``: never a pass."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
 from evals.compare.analysis import exit_code_for
+from evals.compare.casediff import case_diff_of
 from evals.compare.model import Comparison, MoreEvidence
 from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
+from evals.pipeline.baseline_side import BaselineSide
 from evals.pipeline.candidate import content_digest, run_suite
 from evals.results.model import BatchInfo, Results, load_results, save_results
 
 if TYPE_CHECKING:
-    from evals.store.baseline import LoadedBaseline
     from evals.suite.config import SuiteConfig
 
 FOLDER = "more-evidence"
-GIT_TIMEOUT_S = 300
 
 
 def say(text: str) -> None:
     print(f"evalgate gate: more evidence: {log_value(text, limit=None)}", file=sys.stderr, flush=True)
-
-
-@dataclass
-class BaselineSide:
-    """Where the baseline's attempts come from: its commit checked out in a worktree."""
-
-    sha: str
-    root: Path  # the checkout the worktree belongs to
-    tree: Path
-    config_path: Path
-
-    @property
-    def description(self) -> str:
-        return f"re-run at the baseline's commit {self.sha[:12]} (a git worktree of it)"
 
 
 def imported(results: Results) -> str | None:
@@ -70,51 +54,6 @@ def nothing_to_rerun(config: SuiteConfig, fmt: str) -> str:
     )
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, stdin=subprocess.DEVNULL
-    )
-
-
-def prepare_baseline_side(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
-    """A worktree of the baseline's commit holding the suite's config, or why there cannot be one."""
-    sha = baseline.results.run.git_sha or (baseline.ref.snapshot.sha if baseline.ref.snapshot else None)
-    if not sha:
-        return "the baseline run records no git commit, so its side cannot be re-run"
-    config_path = config_path.resolve()
-    try:
-        top = _git(config_path.parent, "rev-parse", "--show-toplevel")
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"git is not available ({exc}), so the baseline's commit cannot be checked out"
-    if top.returncode != 0:
-        return (
-            f"{config_path.parent} is not in a git checkout, so the baseline's commit {sha[:12]} cannot be checked out"
-        )
-    root = Path(top.stdout.strip())
-    if _git(root, "cat-file", "-e", f"{sha}^{{commit}}").returncode != 0:
-        fetched = _git(root, "fetch", "--quiet", "--no-tags", "--depth=1", "origin", sha)
-        if fetched.returncode != 0 or _git(root, "cat-file", "-e", f"{sha}^{{commit}}").returncode != 0:
-            return (
-                f"the baseline's commit {sha[:12]} is not in this checkout and could not be fetched "
-                "(in Actions: actions/checkout with fetch-depth: 0)"
-            )
-    # Outside the checkout: a worktree inside it would show in its status and its scans.
-    tree = Path(tempfile.mkdtemp(prefix="evalgate-baseline-")) / "tree"
-    added = _git(root, "worktree", "add", "--detach", "--force", str(tree), sha)
-    if added.returncode != 0:
-        return f"git worktree add of the baseline's commit {sha[:12]} failed: {added.stderr.strip()[:300]}"
-    relative = config_path.relative_to(root)
-    if not (tree / relative).exists():
-        remove_baseline_side(BaselineSide(sha, root, tree, tree / relative))
-        return f"the baseline's commit {sha[:12]} has no {relative}"
-    return BaselineSide(sha, root, tree, tree / relative)
-
-
-def remove_baseline_side(side: BaselineSide) -> None:
-    _git(side.root, "worktree", "remove", "--force", str(side.tree))
-    shutil.rmtree(side.tree.parent, ignore_errors=True)
-
-
 def first_look_only(results: Results) -> Results:
     """The candidate as its first look saw it: a results file of an earlier gate may hold its
     batches' attempts already (they are run again, or reused from their files)."""
@@ -126,7 +65,14 @@ def first_look_only(results: Results) -> Results:
 
 
 def _batch_file(
-    label: str, config_path: Path, path: Path, ids_file: Path, ids: list[str], offset: int, cwd: Path
+    label: str,
+    config_path: Path,
+    path: Path,
+    ids_file: Path,
+    ids: list[str],
+    offset: int,
+    cwd: Path,
+    flags: Sequence[str] = (),
 ) -> Results:
     """One side of one batch, reusing a complete file of an earlier gate on the same first look
     (:func:`start_folder`) and resuming a partial one."""
@@ -142,17 +88,17 @@ def _batch_file(
             return earlier
         say(f"{label}: resuming {path.name} ({earlier.run.completed_cases}/{len(ids)} cases done)")
     resume = earlier is not None and earlier.run.total_cases == len(ids)
-    extra = ["--ids", str(ids_file), "--attempts", "1", "--attempt-offset", str(offset)]
+    extra = ["--ids", str(ids_file), "--attempts", "1", "--attempt-offset", str(offset), *flags]
     return run_suite(config_path, path, smoke=False, extra=extra, resume=resume, cwd=cwd)
 
 
-def start_folder(out_dir: Path, candidate: Results, baseline_sha: str) -> Path:
+def start_folder(out_dir: Path, candidate: Results, baseline_key: str) -> Path:
     """The batches' folder for this first look: the files of a gate on another first look (another
     candidate run, another baseline) are removed, those of the same one are kept to be reused."""
     folder = (out_dir / FOLDER).resolve()
     folder.mkdir(parents=True, exist_ok=True)
     state = folder / "first-look.json"
-    key = json.dumps({"candidate": content_digest(candidate), "baseline": baseline_sha}, sort_keys=True)
+    key = json.dumps({"candidate": content_digest(candidate), "baseline": baseline_key}, sort_keys=True)
     if not state.exists() or state.read_text(encoding="utf-8") != key:
         for stale in folder.glob("*-*.json"):
             stale.unlink()
@@ -192,13 +138,14 @@ def gather(
     side: BaselineSide,
     out_dir: Path,
     alpha: float,
+    flaky: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Run batches until the gate is decided or the budget is spent; ``comparison`` (the first look,
     at (1 − ρ)·α) gets its verdict from the looks and a ``more_evidence`` record of each. The
     candidate's results file is rewritten with the batches' attempts."""
     spec = config.gate.more_evidence
     evidence = Evidence.first_look(comparison, baseline, candidate, config, alpha)
-    folder = start_folder(out_dir, candidate, side.sha)
+    folder = start_folder(out_dir, candidate, side.key)
     record = MoreEvidence(
         rho=spec.rho,
         first_look_alpha=(1 - spec.rho) * alpha,
@@ -243,8 +190,9 @@ def gather(
         base = None
         if cand.run.is_complete:
             base = _batch_file(
-                "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.tree
-            )
+                "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.cwd,
+                side.extra,
+            )  # fmt: skip
         offset += 1
         batches = number
         n_cand, cost_cand = _spent(cand)
@@ -271,7 +219,7 @@ def gather(
         if base.run.config_hash != baseline.run.config_hash:
             outcome = "incomplete"
             record.summary = (
-                f"the baseline's commit {side.sha[:12]} scores with other definitions (config hash "
+                f"the baseline side ({side.short}) scores with other definitions (config hash "
                 f"{base.run.config_hash} vs the stored baseline's {baseline.run.config_hash}): its re-run is no "
                 "baseline attempt; more evidence stopped"
             )
@@ -291,6 +239,10 @@ def gather(
     record.attempts = attempts_added
     record.cost_usd = spent
     _conclude(comparison, record, evidence, failing if outcome == "fail" else [], batches, outcome)
+    if outcome == "fail":  # the slices that failed now: their cases first in the case diff
+        first = first_look_only(candidate)
+        slice_keys = comparison.gate.slice_keys
+        comparison.case_diff = case_diff_of(baseline, first, config, comparison.units, slice_keys, flaky or {})
     if batches:
         save_results(candidate, candidate_path)
     return comparison

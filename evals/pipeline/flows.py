@@ -16,6 +16,7 @@ from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, InfraErro
 from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
+from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
 from evals.pipeline.candidate import (
     candidate_sha,
     gate_reset_command,
@@ -24,16 +25,7 @@ from evals.pipeline.candidate import (
     out_dir_of,
     run_suite,
 )
-from evals.pipeline.evidence import (
-    BaselineSide,
-    first_look_only,
-    gather,
-    imported,
-    not_run,
-    nothing_to_rerun,
-    prepare_baseline_side,
-    remove_baseline_side,
-)
+from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
 from evals.results.model import Results
 from evals.store.selection import Baselines, load_baselines, open_store_for
@@ -99,6 +91,7 @@ def run_gate(
         )
         if why:
             raise GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
+    given_candidate = candidate is not None
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     if args.results and any(a.error for case in candidate.cases for a in case.attempts):
         # A suite run prints these itself; brought results would otherwise show only counts.
@@ -111,10 +104,12 @@ def run_gate(
 
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline)
+        ran_suite = not args.results and not given_candidate
+        look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
     try:
+        flaky = known_flaky(config)
         comparison = baselines.compare(
-            candidate, look_config, flaky=known_flaky(config), reset_command=gate_reset_command(args, results_path)
+            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
         )
         if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
             comparison = gather(
@@ -127,6 +122,7 @@ def run_gate(
                 side=side,
                 out_dir=out_dir,
                 alpha=config.gate.alpha,
+                flaky=flaky,
             )
         elif side is not None:
             comparison.more_evidence = not_run(config, comparison, side)
@@ -208,19 +204,39 @@ def run_gate(
 
 
 def more_evidence_setup(
-    config: SuiteConfig, args: argparse.Namespace, candidate: Results, baseline: LoadedBaseline
+    config: SuiteConfig,
+    args: argparse.Namespace,
+    candidate: Results,
+    baseline: LoadedBaseline,
+    activity: Activity,
+    ran_suite: bool,
 ) -> tuple[SuiteConfig, BaselineSide | str, Results]:
     """The config of the first look and where the baseline's batches run (or why they cannot: the
     first look then keeps its whole α). Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
-    side = prepare_baseline_side(Path(args.config), baseline)
+    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(args.config), baseline)
     if isinstance(side, str):
         print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
         return config, side, candidate
     rho = config.gate.more_evidence.rho
     gate = config.gate.model_copy(update={"alpha": config.gate.alpha * (1 - rho)})
     return config.model_copy(update={"gate": gate}), side, first_look_only(candidate)
+
+
+def batches_refused(activity: Activity, ran_suite: bool) -> str | None:
+    """Why batches cannot run in this job, else None. Batches run the suite's code (on a pull
+    request, its author's); in Actions they run only in a job that ran the suite itself and so
+    passed its guards (no write token, never pull_request_target). A job that gates a results file
+    (the second job of the two-job layout) holds a token that can write and runs no code of the
+    repository: that promise is kept, and the first look decides alone."""
+    if not activity.in_actions or ran_suite:
+        return None
+    return (
+        'this job gates a results file and runs no code of the repository (docs/github-action.md, "Threat '
+        "model\"); batches run the suite's code, so they run only in a job that runs the suite itself with a "
+        'read-only token (docs/github-action.md, "More evidence")'
+    )
 
 
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:

@@ -168,10 +168,12 @@ def _slice_label(entry: CaseDiffEntry) -> str:
 
 
 def _grouped(entries: list[CaseDiffEntry], limit: int) -> list[dict[str, Any]]:
+    """Grouped by slice in the case diff's order (its first entry's): the failing slices' groups
+    come first, not the alphabet's."""
     groups: dict[str, list[CaseDiffEntry]] = {}
     for entry in entries[:limit]:
         groups.setdefault(_slice_label(entry), []).append(entry)
-    return [{"slice": name, "entries": items} for name, items in sorted(groups.items())]
+    return [{"slice": name, "entries": items} for name, items in groups.items()]
 
 
 def _top_cases(c: Comparison, tier: Tier) -> dict[str, Any] | None:

@@ -104,6 +104,11 @@ class TargetInfo(_Model):
     kind: str
     model: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    system_prompt: str | None = Field(
+        default=None,
+        description="The system prompt's text (masked), beside its path and sha256 in params: with it an openai "
+        "target is defined by this file alone, so more evidence can re-run this run's side without its commit.",
+    )
 
 
 class Stratum(_Model):

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evals.results.model import CaseResult, Results
-from evals.results.spend import LimitStop, Spend, cache_text, cost_text, spend_of, tokens_text
+from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
 # Error messages shown per kind, and how much of each: enough to tell what broke at a glance; the
@@ -71,6 +71,13 @@ class ResultsSummary(BaseModel):
         "hits; evals/results/spend.py",
     )
     limit: LimitStop | None = Field(default=None, description="The limits: key that stopped the run, if one did.")
+    cache_hits: int = Field(0, description="attempts whose answer came from the response cache (SPEC §14)")
+    judge_cache_hits: int = Field(0, description="attempts whose judge verdict came from the response cache")
+    cost_usd_paid: float | None = Field(
+        None,
+        description="cost of the attempts not answered from the cache: what this run paid (cost_usd counts every "
+        "attempt at its first run's cost, so runs compare like with like)",
+    )
 
 
 def wilson(successes: float, n: int, z: float = Z_95) -> tuple[float, float]:
@@ -146,11 +153,15 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     tokens_in = tokens_out = 0
     has_in = has_out = False
     costs: list[float] = []
-    attempts = 0
+    paid: list[float] = []
+    attempts = hits = judge_hits = 0
     for case in results.cases:
         case_latency = []
         for a in case.attempts:
             attempts += 1
+            hits += a.cached
+            judge = a.metadata.get("judge")
+            judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
                 messages[a.error.kind, without_case_id(a.error.message, case.id)] += 1
@@ -165,6 +176,8 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             tokens_out += a.tokens_out or 0
             if a.cost_usd is not None:
                 costs.append(a.cost_usd)
+                if not a.cached:
+                    paid.append(a.cost_usd)
         if case_latency:  # one value per case, as the comparison's latency metrics
             latencies.append(sum(case_latency) / len(case_latency))
     return ResultsSummary(
@@ -189,6 +202,9 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         cost_usd=sum(costs) if costs else None,
         spend=spend_of(a for case in results.cases for a in case.attempts),
         limit=run.limit,
+        cache_hits=hits,
+        judge_cache_hits=judge_hits,
+        cost_usd_paid=(sum(paid) if paid else 0.0) if costs else None,
     )
 
 
@@ -269,10 +285,23 @@ def error_lines(summary: ResultsSummary) -> list[str]:
     return lines
 
 
-def spend_lines(spend: Spend) -> list[str]:
-    """Tokens, cost and cache hits, each on its line: what the run paid, stated even when unknown."""
-    cache = cache_text(spend) + (" (paid nothing: not in tokens or cost)" if spend.cached else "")
-    return [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", f"cache:   {cache}"]
+def spend_lines(summary: ResultsSummary) -> list[str]:
+    """Tokens, cost and cache hits, each on its line: what the run paid, stated even when unknown
+    (cache hits paid nothing: they are counted on their own line, not in tokens or cost)."""
+    spend = summary.spend
+    cache = "cache:   none"
+    if summary.cache_hits or summary.judge_cache_hits:
+        cache = cache_line(summary) + ("; cached answers are not in tokens or cost above" if summary.cache_hits else "")
+    return [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", cache]
+
+
+def cache_line(summary: ResultsSummary) -> str:
+    """How much of the run the response cache answered, and what was paid."""
+    judge = f", judge verdicts {summary.judge_cache_hits:,}" if summary.judge_cache_hits else ""
+    paid = ""
+    if summary.cost_usd_paid is not None:
+        paid = f"; paid this run ${summary.cost_usd_paid:,.6f}".rstrip("0").rstrip(".")
+    return f"cache:   {summary.cache_hits:,} of {summary.attempts:,} attempts from the response cache{judge}{paid}"
 
 
 def render_text(summary: ResultsSummary) -> str:
@@ -294,7 +323,7 @@ def render_text(summary: ResultsSummary) -> str:
     lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
     if summary.latency_p50_ms is not None:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
-    lines += spend_lines(summary.spend)
+    lines += spend_lines(summary)
     if summary.message:
         lines.append(f"note:    {summary.message}")
     return "\n".join(lines) + "\n"

@@ -35,6 +35,7 @@ from evals.results.model import (
 )
 from evals.results.spend import LimitStop, limit_sentence, resume_hint, spend_line, spend_of
 from evals.results.summary import case_values
+from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
 from evals.run.progress import Progress
 from evals.run.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
@@ -255,6 +256,7 @@ def execute(
     history: CaseHistory | None = None,
     ids: list[str] | None = None,
     attempt_offset: int = 0,
+    cache: bool = True,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -262,16 +264,18 @@ def execute(
     wall clock; ``run.limit`` says which) once what is in flight has finished; a ``resume`` counts
     what its kept cases spent toward the cost and token limits. Returns what was written last
     (``lean``: as a ``WrittenRun``, whose cases are read back only when asked for); the caller
-    decides what an incomplete run means. ``history``: what an
-    informative smoke draw reads (``evals.history.flaky.smoke_history``)."""
+    decides what an incomplete run means. ``history``: what an informative smoke draw reads
+    (``evals.history.flaky.smoke_history``). ``cache``: False is ``--no-cache`` (the config's
+    ``cache:`` block is what turns the response cache on)."""
     output = Path(output)
     every_case = load_cases(config)
-    scorers = build_scorers(config.scorers, config.root, config.where)
+    responses = open_cache(config, use=cache)
+    scorers = build_scorers(config.scorers, config.root, config.where, responses if _judge_cached(config) else None)
     check_case_set(config, every_case)
     cases, subset, sample = select_cases(
         every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history, ids=ids
     )
-    target = build_target(config)
+    target = build_target(config, responses)
     info = target.info()
     kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
     run = RunInfo(
@@ -342,7 +346,9 @@ def execute(
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
-    run.target = TargetInfo(kind=info.kind, model=info.model, params={**info.params, **target.observed()})
+        if responses is not None:
+            _close_cache(responses)
+    run.target = info.model_copy(update={"params": {**info.params, **target.observed()}})
     if reason == "limit" and recorder.completed == len(recorder.order):
         reason = "done"  # reached with the last case: nothing was left out
     run.limit = runner.limit if reason == "limit" else None
@@ -354,6 +360,16 @@ def execute(
     if lean:
         return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values()))
     return recorder.results()
+
+
+def _judge_cached(config: SuiteConfig) -> bool:
+    return config.cache is not None and config.cache.judge
+
+
+def _close_cache(responses: ResponseCache) -> None:
+    """Prune the folder to its cap if this run wrote to it, and say what the cache did."""
+    responses.close()
+    say(f"response cache: {responses.stats.line()} ({responses.folder})")
 
 
 async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:

@@ -23,6 +23,7 @@ from evals.results.masking import clip_masked, mask_secrets
 from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.results.spend import LimitStop, Spend, attempt_spend
 from evals.results.trace import TraceError, build_trace
+from evals.run.cache import ATTEMPT
 from evals.run.scorers.builtin import ScorerError, score_attempt_async
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait
 
@@ -150,7 +151,7 @@ class Runner:
                 while self._queue and not self._stop.is_set():
                     case, index = self._queue.popleft()
                     self._started.add(case.id)
-                    attempt = await self.attempt(case)
+                    attempt = await self.attempt(case, self.settings.attempt_offset + index)
                     self._account(attempt)
                     slot = slots[case.id]
                     slot[index] = attempt
@@ -207,8 +208,11 @@ class Runner:
 
     # ------------------------------------------------------------------------------------ attempt
 
-    async def attempt(self, case: Case) -> Attempt:
-        """One attempt: the target call, retried on infra failures only, then scored."""
+    async def attempt(self, case: Case, number: int = 0) -> Attempt:
+        """One attempt: the target call, retried on infra failures only, then scored. ``number``:
+        which attempt of the case this is (with ``--attempt-offset``), so that the response cache
+        keys attempt 2 apart from attempt 1 and a more-evidence batch's attempts apart from both."""
+        ATTEMPT.set(number)  # this task's calls (target, judge) read it where they key a request
         history: list[RetryRecord] = []
         while True:
             started = time.perf_counter()
@@ -280,7 +284,11 @@ class Runner:
             passed=passed,
             score=score,
             scores=scores,
-            latency_ms=latency_ms,
+            # Answers from the response cache count the time they took when first paid for: a
+            # latency metric must not see a cached run as a faster model (nor tokens and cost as a
+            # cheaper one: the target reports the stored usage). `cached` says it was not paid now.
+            latency_ms=latency_ms + result.replayed_ms,
+            cached=result.cached,
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,
             cost_usd=result.cost_usd,

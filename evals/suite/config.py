@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
+from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
@@ -360,6 +361,19 @@ class SuiteConfig(_Strict):
     report: ReportSpec = Field(default_factory=ReportSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
+    cache: CacheSpec | None = Field(
+        default_factory=CacheSpec,
+        description="The response cache (SPEC §14): on with its defaults (the openai target and the judge); "
+        "`cache: false` turns it off.",
+    )
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache_switch(cls, value: object) -> object:
+        # A switch reads as one: `cache: false` is off, `cache: true` the defaults.
+        if isinstance(value, bool):
+            return {} if value else None
+        return value
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)
@@ -463,6 +477,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     _check_metric_names(config, src)
     _check_floor_ranges(config, src)
     _check_pass_at_k(config, src)
+    check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
         print(
@@ -532,3 +547,21 @@ def _check_metric_names(config: SuiteConfig, src: Located) -> None:
 
 def config_json_schema() -> dict[str, Any]:
     return SuiteConfig.model_json_schema()
+
+
+def replace_target(config: SuiteConfig, path: Path) -> None:
+    """``evalgate run --target FILE``: run the target FILE defines (JSON, the config's ``target:``
+    mapping) instead of the config's — how more evidence re-runs a baseline from its recorded
+    target. When both are ``openai``, what FILE leaves out (the key's variable, headers, prices:
+    transport and credentials, which a results file never records) comes from the config's own."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputFileError(path, f"cannot read a target from it ({exc})", "--target") from None
+    own = config.target
+    if isinstance(data, dict) and isinstance(data.get("openai"), dict) and isinstance(own, OpenAITarget):
+        data = {"openai": {**own.openai.model_dump(exclude_unset=True), **data["openai"]}}
+    try:
+        config.target = SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
+    except ValidationError as exc:
+        raise InputFileError(path, f"not a target: {exc.errors(include_url=False)[0]['msg']}", "--target") from None

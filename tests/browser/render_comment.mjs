@@ -78,6 +78,13 @@ try {
       firstOutput: output && shown(output) ? output.innerText : null,
       firstOutputTop: output ? output.getBoundingClientRect().top : null,
       folds: [...document.querySelectorAll('details')].map((d) => d.querySelector('summary').textContent),
+      // The rows of the "More evidence" looks table (the table whose first header is "Look").
+      evidenceRows: (() => {
+        const table = [...document.querySelectorAll('table')].find(
+          (t) => t.querySelector('thead th') && t.querySelector('thead th').textContent.trim() === 'Look',
+        );
+        return table ? [...table.querySelectorAll('tbody tr')].map((r) => [...r.cells].map((c) => c.textContent.trim())) : null;
+      })(),
     };
   });
   await page.screenshot({ path: screenshot, fullPage: true });

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from evals.common.errors import UsageError
+from evals.run.cache import ResponseCache
 from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, same_json, verdict
 from evals.run.scorers.judge import JudgeParams, make_judge
 from evals.run.scorers.trajectory import TRAJECTORY
@@ -380,8 +381,14 @@ def _user_scorer(spec: ScorerSpec, root: Path) -> Callable[[Any, Case], Score]:
 # ---------------------------------------------------------------------------------------- public
 
 
-def build_scorers(specs: Sequence[ScorerSpec], root: Path, where: Callable[..., str] | None = None) -> list[Scorer]:
-    """Scorers for the config's specs. Callables are imported with ``root`` on sys.path.
+def build_scorers(
+    specs: Sequence[ScorerSpec],
+    root: Path,
+    where: Callable[..., str] | None = None,
+    cache: ResponseCache | None = None,
+) -> list[Scorer]:
+    """Scorers for the config's specs. Callables are imported with ``root`` on sys.path; a judge
+    answers from ``cache`` (the response cache) when it is given.
     UsageError for unknown/invalid params, callables that cannot be imported, duplicate names;
     the message starts with the entry's place in the config: ``where("scorers", i)`` (the
     config's ``file:line``), then ``scorers[i]``."""
@@ -389,7 +396,7 @@ def build_scorers(specs: Sequence[ScorerSpec], root: Path, where: Callable[..., 
     taken: dict[str, str] = {}
     for index, spec in enumerate(specs):
         try:
-            scorer = _build(spec, root)
+            scorer = _build(spec, root, cache)
             for key in (scorer.name, *scorer.extras):
                 if key in taken:
                     raise UsageError(
@@ -404,12 +411,12 @@ def build_scorers(specs: Sequence[ScorerSpec], root: Path, where: Callable[..., 
     return scorers
 
 
-def _build(spec: ScorerSpec, root: Path) -> Scorer:
+def _build(spec: ScorerSpec, root: Path, cache: ResponseCache | None = None) -> Scorer:
     if spec.python is not None:
         return Scorer(spec.name, _user_scorer(spec, root))
     if spec.name == "judge":
         try:
-            return Scorer(spec.name, None, afn=make_judge(JudgeParams.model_validate(spec.params), root))
+            return Scorer(spec.name, None, afn=make_judge(JudgeParams.model_validate(spec.params), root, cache))
         except ValidationError as exc:
             raise UsageError(f"scorer 'judge': {_params_problem(exc, JudgeParams)}") from None
     if spec.name in TRAJECTORY:

@@ -26,6 +26,7 @@ scorers:
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import re
@@ -38,6 +39,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord
+from evals.run.cache import ResponseCache
 from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
 from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
@@ -76,8 +78,9 @@ class JudgeParams(BaseModel):
 class Judge:
     """``await judge(output, case) -> Score``; one keep-alive pool to the endpoint per judge."""
 
-    def __init__(self, params: JudgeParams, root: Path):
+    def __init__(self, params: JudgeParams, root: Path, cache: ResponseCache | None = None):
         self.params = params
+        self.cache = cache
         if params.rubric_file is not None:
             path = root / params.rubric_file
             try:
@@ -100,7 +103,9 @@ class Judge:
         import jinja2  # here: `evalgate run` without a judge does not pay for it at start-up
 
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-        self.template = env.from_string(PROMPT_TEMPLATE.read_text(encoding="utf-8"))
+        source = PROMPT_TEMPLATE.read_text(encoding="utf-8")
+        self.template = env.from_string(source)
+        self.template_sha256 = hashlib.sha256(source.encode("utf-8")).hexdigest()
 
     def prompt(self, output: Any, case: Case) -> tuple[str, str]:
         """(the prompt, its nonce). The nonce is fresh for every call: one seen in an earlier
@@ -124,7 +129,46 @@ class Judge:
             body["max_tokens"] = p.max_tokens
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
+    def cache_key(self, output: Any, case: Case) -> str | None:
+        """The judge's request without its nonce (drawn afresh for every call, it would make every
+        request unique): what it is asked, of what, by which prompt, model and settings."""
+        if self.cache is None:
+            return None
+        p = self.params
+        request = {
+            "url": self.url,
+            "model": p.model,
+            "temperature": p.temperature,
+            "max_tokens": p.max_tokens,
+            "pass_threshold": p.pass_threshold,
+            "template_sha256": self.template_sha256,
+            "rubric": self.rubric,
+            "input": as_text(case.input),
+            "expected": None if case.expected is None else as_text(case.expected),
+            "output": as_text(output),
+        }
+        return self.cache.key("judge", request)
+
     async def __call__(self, output: Any, case: Case) -> Score:
+        key = self.cache_key(output, case)
+        stored = self.cache.get(key) if self.cache is not None and key is not None else None
+        if isinstance(stored, dict) and _stored_judgement(stored):
+            return self._score((stored["passed"], stored["score"], stored["reasoning"], stored["verdict"]), cached=True)
+        score = await self._ask_until_verdict(output, case)  # no verdict raises: nothing is stored
+        if self.cache is not None and key is not None:
+            judge = score.details["judge"]
+            self.cache.put(
+                key,
+                {
+                    "passed": score.passed,
+                    "score": score.score,
+                    "reasoning": judge["reasoning"],
+                    "verdict": judge["verdict"],
+                },
+            )
+        return score
+
+    async def _ask_until_verdict(self, output: Any, case: Case) -> Score:
         p = self.params
         problems: list[str] = []
         # Every failed call that is retried, recorded like the target's infra retries (the runner
@@ -177,15 +221,27 @@ class Judge:
         found = _judgement(content if isinstance(content, str) else as_text(content), nonce)
         if isinstance(found, str):
             return f"{found}: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+        if found[0] is None and found[1] is None:
+            return f"the reply's JSON has neither verdict nor score: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+        return self._score(found), None
+
+    def _score(self, found: tuple[bool | None, float | None, str, str | None], *, cached: bool = False) -> Score:
+        """The Score of a judgement (the judge's reply, or the cache's copy of the Score it made): a
+        score without a verdict passes at ``pass_threshold``, a verdict without a score scores 0 or 1."""
         passed, score, reasoning, verdict = found
         if passed is None:
-            if score is None:
-                return f"the reply's JSON has neither verdict nor score: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
-            passed = score >= self.params.pass_threshold
+            passed = score is not None and score >= self.params.pass_threshold
         if score is None:
             score = 1.0 if passed else 0.0
-        details = {"verdict": verdict, "score": score, "reasoning": reasoning, "model": self.params.model}
-        return Score(passed=passed, score=score, details={"judge": details}), None
+        details: dict[str, Any] = {
+            "verdict": verdict,
+            "score": score,
+            "reasoning": reasoning,
+            "model": self.params.model,
+        }
+        if cached:
+            details["cached"] = True
+        return Score(passed=passed, score=score, details={"judge": details})
 
     async def aclose(self) -> None:
         await self.pool.aclose()
@@ -217,5 +273,18 @@ def _judgement(text: str, nonce: str) -> tuple[bool | None, float | None, str, s
     return passed, None if score is None else float(score), str(obj.get("reasoning") or ""), word
 
 
-def make_judge(params: JudgeParams, root: Path) -> Judge:
-    return Judge(params, root)
+def _stored_judgement(value: dict[str, Any]) -> bool:
+    """A cached judgement as ``__call__`` stored it (a verdict or a score, the reasoning text)."""
+    score = value.get("score")
+    return (
+        isinstance(value.get("passed"), bool)
+        and isinstance(score, int | float)
+        and not isinstance(score, bool)
+        and 0 <= score <= 1
+        and isinstance(value.get("reasoning"), str)
+        and (value.get("verdict") is None or isinstance(value.get("verdict"), str))
+    )
+
+
+def make_judge(params: JudgeParams, root: Path, cache: ResponseCache | None = None) -> Judge:
+    return Judge(params, root, cache)

@@ -30,6 +30,11 @@ class TargetOutput:
     # stale keep-alive connection dropped it): the attempt's retry_history records them.
     resends: list[RetryRecord] = field(default_factory=list)
     trace: list[Any] | None = None  # raw events; the runner masks, clips and checks them (evals.results.trace)
+    # From the response cache (SPEC §14): every answer of the call was served from it (``cached``),
+    # and how long those answers took when they were first paid for (``replayed_ms``), which the
+    # runner adds to the attempt's latency so a cached attempt's latency compares like with like.
+    cached: bool = False
+    replayed_ms: float = 0.0
 
 
 class TargetFailure(Exception):

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 from evals.common.errors import UsageError
 from evals.results.masking import env_secrets
 from evals.results.model import TargetInfo
+from evals.run.cache import ResponseCache
 from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
+from evals.run.targets.cached import CachedTarget
 from evals.run.targets.endpoint import OpenAIChatTarget
 from evals.run.targets.loading import import_callable
 from evals.suite.config import CommandTarget, PythonTarget, SuiteConfig
@@ -246,20 +248,35 @@ class CommandProcessTarget(Target):
         )
 
 
-def build_target(config: SuiteConfig) -> Target:
-    """The configured target, ready to call. UsageError when the config has none or it cannot load."""
+def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Target:
+    """The configured target, ready to call. UsageError when the config has none or it cannot load.
+    ``cache``: the response cache, used when ``cache.targets`` lists the target's kind."""
     spec = config.target
     if spec is None:
         raise UsageError(
             f"{config.path or 'config'}: no target: to run the suite, add target: with python:, command: or openai:"
         )
+    serves = cache is not None and config.cache is not None and config.cache.serves
     if isinstance(spec, PythonTarget):
         try:
-            return PythonCallableTarget(spec, config.root, config.concurrency)
+            target: Target = PythonCallableTarget(spec, config.root, config.concurrency)
         except UsageError as exc:  # a misspelt module or function: point at the line to fix
             raise UsageError(f"{config.where('target', 'python')}: {exc}") from None
+        if serves and serves("python"):
+            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path})
+        return target
     if isinstance(spec, CommandTarget):
-        return CommandProcessTarget(spec, config.root, config.where("target", "command"))
+        target = CommandProcessTarget(spec, config.root, config.where("target", "command"))
+        if serves and serves("command"):
+            # The environment's names only: its values may be secrets (cache.key covers them).
+            identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env)}
+            target = CachedTarget(target, cache, identity)
+        return target
     return OpenAIChatTarget(
-        spec, config.root, config.timeout_s, config.retries, lambda: config.where("target", "openai", "tools")
+        spec,
+        config.root,
+        config.timeout_s,
+        config.retries,
+        lambda: config.where("target", "openai", "tools"),
+        cache=cache if serves and serves("openai") else None,
     )

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results.masking import mask_text
 from evals.results.model import RetryRecord, TargetInfo
 from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
+from evals.run.cache import ResponseCache
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
 from evals.run.targets.tools import load_tools, run_tool
@@ -53,8 +55,10 @@ class OpenAIChatTarget(Target):
         timeout_s: float,
         retries: RetrySpec | None = None,
         where: Callable[[], str] = lambda: "target.openai.tools",
+        cache: ResponseCache | None = None,
     ):
         self.params = spec.openai
+        self.cache = cache
         self.retries = retries or RetrySpec()
         self.tools = load_tools(self.params.tools, root, where) if self.params.tools else {}
         self.system_prompt: str | None = None
@@ -108,7 +112,10 @@ class OpenAIChatTarget(Target):
             params["tools"] = {name: tool.ref for name, tool in self.tools.items()}
             params["max_steps"] = p.max_steps
             params["tool_timeout_s"] = p.tool_timeout_s
-        return TargetInfo(kind="openai", model=p.model, params=params)
+        # The prompt is config, not a secret, but masked like all that is written: a prompt that
+        # quotes a key then no longer matches its sha256, and is not used to re-run this target.
+        prompt = mask_text(self.system_prompt, self.secrets) if self.system_prompt is not None else None
+        return TargetInfo(kind="openai", model=p.model, params=params, system_prompt=prompt)
 
     def observed(self) -> dict[str, Any]:
         return {"system_fingerprint": sorted(self.fingerprints)} if self.fingerprints else {}
@@ -157,14 +164,27 @@ class OpenAIChatTarget(Target):
         limit = self.params.max_steps if self.tools else 1
         metadata: dict[str, Any] = {}
         content = ""
+        served, replayed_ms = 0, 0.0  # steps answered from the response cache, and their first latency
         for step in range(1, limit + 1):
-            # Before any tool ran, a failed request is the runner's to retry (the whole attempt,
-            # as for any target); after, it is retried here, so the tools are not run twice.
             body = self.request_body(messages)
-            reply = await (
-                self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
-            )
-            message, finish, fingerprint = self._reply(reply, usage)
+            key = self.cache.key("openai", {"url": self.url, "body": body}) if self.cache is not None else None
+            data = self.cache.get(key) if key is not None else None
+            if data is not None and not _stored_completion(data):
+                data = None  # an entry of another shape (only a hand-made file can be): asked again
+            if data is not None:
+                served += 1
+                replayed_ms += data.pop("latency_ms", 0.0)
+            else:
+                # Before any tool ran, a failed request is the runner's to retry (the whole attempt,
+                # as for any target); after, it is retried here, so the tools are not run twice.
+                started = time.perf_counter()
+                reply = await (
+                    self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
+                )
+                data = self._completion(reply)
+                if key is not None:  # only a complete answer is ever stored: errors raised above
+                    self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
+            message, finish, fingerprint = self._take(data, usage)
             content = _text(message.get("content"))
             calls = [c for c in message.get("tool_calls") or [] if isinstance(c, dict)]
             trace.append({"kind": "log", "name": STEP, "content": _step_line(step, calls, finish)})
@@ -202,6 +222,8 @@ class OpenAIChatTarget(Target):
             cost_usd=self._cost(usage.tokens_in, usage.tokens_out),
             metadata=metadata,
             trace=trace,
+            cached=served == step,
+            replayed_ms=replayed_ms,
         )
 
     async def _post_again(
@@ -249,8 +271,9 @@ class OpenAIChatTarget(Target):
             raise TargetFailure("target", f"HTTP {status}: {excerpt(reply.text)}", status=status)
         return reply
 
-    def _reply(self, reply: Reply, usage: _Usage) -> tuple[dict[str, Any], str | None, str | None]:
-        """The reply's message, finish reason and system fingerprint; its usage added to ``usage``."""
+    def _completion(self, reply: Reply) -> dict[str, Any]:
+        """What the target uses of a reply — its first choice, usage and system fingerprint — checked
+        to be a complete completion. This is also what the response cache stores of it."""
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
             data = json.loads(reply.body)
@@ -265,15 +288,25 @@ class OpenAIChatTarget(Target):
                 isinstance(c, dict) and isinstance(c.get("function") or {}, dict) for c in calls
             ):
                 raise TypeError
-        except (ValueError, KeyError, IndexError, TypeError):
+            usage = data.get("usage") or {}
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise TargetFailure(
                 "infra", f"malformed response from the server: {excerpt(reply.text, 200) or '(empty body)'}"
             ) from None
+        return {
+            "choice": {"message": message, "finish_reason": choice.get("finish_reason")},
+            "usage": usage if isinstance(usage, dict) else {},
+            "system_fingerprint": data.get("system_fingerprint"),
+        }
+
+    def _take(self, data: dict[str, Any], usage: _Usage) -> tuple[dict[str, Any], str | None, str | None]:
+        """The completion's message, finish reason and system fingerprint; its usage added to ``usage``."""
         fingerprint = data.get("system_fingerprint")
         if fingerprint:
             self.fingerprints.add(fingerprint)
         usage.add(data.get("usage") or {})
-        return message, choice.get("finish_reason"), fingerprint
+        choice = data["choice"]
+        return choice["message"], choice.get("finish_reason"), fingerprint
 
     def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         p = self.params
@@ -304,6 +337,16 @@ class _Usage:
 
         self.tokens_in = count(usage.get("prompt_tokens"), self.tokens_in)
         self.tokens_out = count(usage.get("completion_tokens"), self.tokens_out)
+
+
+def _stored_completion(data: Any) -> bool:
+    choice = data.get("choice") if isinstance(data, dict) else None
+    return (
+        isinstance(choice, dict)
+        and isinstance(choice.get("message"), dict)
+        and isinstance(data.get("usage"), dict)
+        and isinstance(data.get("latency_ms", 0.0), int | float)
+    )
 
 
 def _text(content: Any) -> str:

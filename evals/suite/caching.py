@@ -1,0 +1,74 @@
+"""``cache:`` in ``evalgate.yml`` (SPEC §14): the response cache's folder, what it serves and its
+size cap. The store itself is ``evals.run.cache``; docs/config.md says when a cached answer is
+stale and how to start afresh."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from evals.common.errors import InputFileError
+
+if TYPE_CHECKING:
+    from evals.suite.yamlsource import Located
+
+CacheableKind = Literal["openai", "python", "command"]
+# Kinds whose code is not in the key: only the user's cache.key says when their answers change.
+KEYED_KINDS = ("python", "command")
+DEFAULT_MAX_BYTES = 512 << 20
+
+
+class CacheSpec(BaseModel):
+    """The response cache, on by default for the openai target and the judge (SPEC §14); the
+    config's ``cache: false`` turns it off."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    dir: str = Field(
+        default=".evalgate/cache",
+        description="Folder of the entries, relative to the config file's folder (like history.path); the "
+        "folder to give actions/cache.",
+    )
+    targets: list[CacheableKind] = Field(
+        default_factory=lambda: ["openai"],
+        description="Target kinds served from the cache (a kind or a list). openai is keyed by its exact request; "
+        "python and command only with `key` set, since their code is not in the key; [] for none.",
+    )
+    judge: bool = Field(default=True, description="Serve the judge scorer's verdicts from the cache too.")
+    key: Annotated[str, Field(min_length=1)] | None = Field(
+        default=None,
+        description="Mixed into every entry's key: change it to start afresh. Required when targets lists python "
+        "or command — change it whenever their code, or anything else their answer depends on, changes.",
+    )
+    max_bytes: Annotated[int, Field(ge=1 << 20)] = Field(
+        default=DEFAULT_MAX_BYTES,
+        description="Size cap of the folder in bytes (at least 1 MiB); after a run that wrote entries, the least "
+        "recently used are removed down to it.",
+    )
+
+    @field_validator("targets", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    def serves(self, kind: str) -> bool:
+        return kind in self.targets
+
+
+def check_cache_key(cache: CacheSpec | None, target: BaseModel | None, src: Located) -> None:
+    """A python or command target served from the cache must carry ``cache.key``: nothing of its
+    code is part of what an entry is keyed on, so without one a changed target would keep getting
+    its old answers. An error naming the line, with the fix. (Given the config's parts, not the
+    config: ``evals.suite.config`` imports this module.)"""
+    if cache is None or target is None:
+        return
+    kind = next((k for k in KEYED_KINDS if getattr(target, k, None) is not None), None)
+    if kind is not None and cache.serves(kind) and cache.key is None:
+        line = src.line_of(["cache", "targets"]) or src.line_of(["cache"])
+        raise InputFileError(
+            f"{src.path}:{line}" if line else src.path,
+            f"cache.targets lists {kind}, but cache.key is not set: a {kind} target's code is not part of what "
+            "the cache is keyed on",
+            f'add cache: {{key: "v1"}} and change it whenever the target changes, or drop {kind} from cache.targets',
+        )
