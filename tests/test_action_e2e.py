@@ -834,17 +834,18 @@ def test_sharded_workflow_merges_the_shards_and_promotes(world: World) -> None:
 
 
 def test_a_partial_shard_reaches_the_gate_as_incomplete(world: World) -> None:
-    """One shard's run is cut by run_timeout_s (exit 3, its results written): the shard and merge
-    jobs carry on, and the gate says `incomplete` (exit 3) instead of being skipped."""
+    """The shards' runs are cut by limits.max_duration_s (exit 3, their results written): the shard
+    and merge jobs carry on, and the gate says `incomplete` (exit 3) instead of being skipped. (A
+    limit lets in-flight attempts finish, so the cases are slow enough that some never start.)"""
     world.seed()
     main = world.checkout("main")
     config = main / "examples" / "quickstart" / "evalgate.yml"
-    config.write_text(config.read_text(encoding="utf-8") + "run_timeout_s: 2\n", encoding="utf-8")
+    config.write_text(config.read_text(encoding="utf-8") + "limits: {max_duration_s: 2}\n", encoding="utf-8")
     bot = main / "examples" / "quickstart" / "bot.py"
     bot.write_text(
         bot.read_text(encoding="utf-8")
         + "\n\n_answer = answer\n\n\ndef answer(question: str) -> str:\n"
-        + "    if question == 'What is 64 + 88?':\n        import time\n\n        time.sleep(6)\n"
+        + "    import time\n\n    time.sleep(0.3)\n"
         + "    return _answer(question)\n",
         encoding="utf-8",
     )

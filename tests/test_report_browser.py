@@ -23,6 +23,7 @@ from evals.report import facts
 from evals.report.html import render_html
 from evals.report.markdown import render_markdown
 from evals.results.model import Attempt, CaseResult, Results, RunInfo
+from evals.results.spend import LimitStop, spend_of
 from evals.results.trace import TraceEvent
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,8 +70,9 @@ def test_pr_comment_as_github_draws_it(browser, regressed_gate: Path) -> None:  
     assert seen["firstOutput"] is not None and seen["firstOutput"].strip() == first["candidate_output"].strip()
     assert seen["text"].index(first["id"]) < seen["text"].index("All units")
     # The rest sits in folds; no machine path anywhere.
-    assert seen["folds"][0] == f"All units ({len(comparison['units'])})"
-    assert seen["folds"][1].startswith("Case diff: 31 pass → fail")
+    assert seen["folds"][0].startswith("💰 Spend: candidate ")  # the first fold; its line is what is read
+    assert seen["folds"][1] == f"All units ({len(comparison['units'])})"
+    assert seen["folds"][2].startswith("Case diff: 31 pass → fail")
     comment = (regressed_gate / "out" / "comment.md").read_text()
     for path in (str(regressed_gate), str(ROOT), "/tmp/", "/home/", "/root/", "/work/"):
         assert path not in seen["text"] and path not in comment
@@ -217,3 +219,60 @@ def test_the_comments_more_evidence_section_as_github_draws_it(browser, more_evi
     # The section ends its own paragraph (it once ran on into the list of inconclusive units).
     paragraph = next(line for line in text.splitlines() if "these cases got worse" in line)
     assert "inconclusive (not enough evidence" not in paragraph
+
+
+def _spent(sha: str, n: int, *, cost: bool, status: str = "success", limit: bool = False) -> Results:
+    cases = [
+        CaseResult(
+            id=f"s-{i:02d}",
+            attempts=[
+                Attempt(
+                    passed=True, tokens_in=120, tokens_out=30, cost_usd=0.002 if cost else None, cached=cost and i < 4
+                )
+            ],
+        )
+        for i in range(n)
+    ]
+    stop = None
+    if limit:
+        spend = spend_of(a for c in cases for a in c.attempts)
+        stop = LimitStop(limit="max_cost_usd", value=0.05, spent=spend.cost_usd, spend=spend)
+    run = RunInfo(suite="spend", status=status, total_cases=40, completed_cases=n, git_sha=sha * 40, limit=stop)
+    return Results(run=run, cases=cases)
+
+
+def test_spend_beside_the_baseline_and_a_limit_stop_as_drawn(browser, tmp_path: Path) -> None:  # noqa: F811
+    """A candidate stopped by limits.max_cost_usd against a baseline whose target reported no cost:
+    the comment's banner and paragraph name the limit, what was spent and the commands that finish
+    it, its Spend fold's line is on screen; the page's spend table says "unknown", never $0."""
+    comparison = compare(_spent("a", 40, cost=False), _spent("b", 30, cost=True, status="cancelled", limit=True))
+    assert comparison.verdict == "incomplete"
+    (tmp_path / "comment.md").write_text(render_markdown(comparison))
+    shown = comment_in_browser(browser, tmp_path / "comment.md", tmp_path / "spend-comment.png")
+    keep_screenshot(tmp_path / "spend-comment.png")
+    assert shown["alert"] == "markdown-alert markdown-alert-important"
+    assert (
+        "stopped by a limit, so it cannot pass: limits.max_cost_usd ($0.05) reached: $0.052 spent" in shown["alertText"]
+    )
+    text = shown["text"]
+    assert "limits.max_cost_usd ($0.05) stopped this run after 30 of 40 cases with $0.052 spent" in text
+    assert "evalgate run --resume --output results.json" in text and "evalgate gate --results results.json" in text
+    assert shown["folds"][0] == (
+        "💰 Spend: candidate $0.052 for 30 attempts, 4 cached · baseline cost unknown for 40 attempts"
+    )
+    page = tmp_path / "spend.html"
+    page.write_text(render_html(comparison=comparison))
+    seen = open_in_browser(browser, page, tmp_path / "spend.png", "s-01")
+    keep_screenshot(tmp_path / "spend.png")
+    assert not seen["errors"]
+    for words in (
+        "Spend",
+        "unknown (no attempt reports cost)",
+        "$0.052",
+        "4 of 30 attempts",
+        "limits.max_cost_usd ($0.05) stopped this run after 30 of 40 cases with $0.052 spent",
+    ):
+        assert words in seen["text"], words
+    table = page.read_text().split('<table id="spend">', 1)[1].split("</table>", 1)[0]
+    baseline_row = table.split("<td>baseline</td>", 1)[1].split("</tr>", 1)[0]
+    assert "unknown (no attempt reports cost)" in baseline_row and "$0" not in baseline_row

@@ -175,10 +175,12 @@ def test_scorer_crash_is_a_scorer_error(tmp_path, openai_server) -> None:
 
 
 def test_run_timeout_writes_a_partial_timeout_run(tmp_path) -> None:
+    """The old key run_timeout_s is read as limits.max_duration_s (one wall clock, not two)."""
     with OpenAIServer(latency=0.2) as server:
         config = openai_suite(tmp_path, server, n=30, concurrency=1, run_timeout_s=1.0)
         results = run(config, tmp_path)
-    assert results.run.status == "timeout" and "run_timeout_s" in results.run.message
+    assert results.run.status == "timeout" and "limits.max_duration_s (1 s) reached" in results.run.message
+    assert results.run.limit is not None and results.run.limit.limit == "max_duration_s"
     assert results.run.total_cases == 30
     assert 0 < results.run.completed_cases < 30
     assert results.run.completed_cases == len(results.cases) == sum(c.complete for c in results.cases)

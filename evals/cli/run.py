@@ -6,8 +6,9 @@ and at the end, each time atomically with a status and counts that are true at t
 (seed 000: a partial run must never read as a whole one).
 
 Exit codes: 0 when every case completed (``success``); 3 when the run is incomplete (``error``
-— infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM, or ``timeout``), SPEC §9;
-2 for bad flags, config or cases."""
+— infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM or by ``limits.max_cost_usd``
+/ ``max_tokens``, or ``timeout`` by ``limits.max_duration_s``; ``run.limit`` says which limit),
+SPEC §9; 2 for bad flags, config or cases."""
 
 from __future__ import annotations
 

@@ -40,6 +40,7 @@ from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run, provenance_diff, summarize
 from evals.compare.sampling import Strata
+from evals.compare.spending import limit_reason, unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
@@ -203,7 +204,9 @@ def compare(
             )
 
     verdict: Verdict
-    if not cand_summary.complete:
+    if not cand_summary.complete and cand_summary.limit is not None:
+        verdict, reason = "incomplete", limit_reason(cand_summary.limit, cand_summary)
+    elif not cand_summary.complete:
         verdict, reason = (
             "incomplete",
             (
@@ -252,6 +255,7 @@ def compare(
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
         warnings += _power_warnings(units, defs, gate)
+        warnings += unmeasured(defs, specs, bt, ct)
     if baseline is not None and bt is not None:
         # After the verdicts: the failing slices' cases are listed first (evals.compare.casediff).
         ranks = case_ranks(ct, pairing, units, slice_keys) if units else None

@@ -235,7 +235,7 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
         return "inconclusive", "no gated metric could be compared"
     for u in overall:
         if u.n < 2 or u.ci_low is None or u.ci_high is None:
-            return "inconclusive", f"{u.metric}: fewer than 2 paired cases, nothing to compare"
+            return "inconclusive", f"{u.metric}: fewer than 2 paired cases with a value on both sides to compare"
         worst, interval = bad_side(u)
         if worst < -u.tolerance:
             if u.no_change_seen:

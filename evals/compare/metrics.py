@@ -22,6 +22,7 @@ import numpy as np
 
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
+from evals.results.spend import Spend
 from evals.results.trace import tool_names
 from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
 
@@ -124,6 +125,7 @@ class RunTable:
     # The tools the first attempt without an infra error called (the one the case diff shows);
     # None: no such attempt, or it has no trace.
     tools: list[tuple[str, ...] | None]
+    spend: Spend  # what the run paid (SPEC §14)
 
     def index(self) -> dict[str, int]:
         return {case_id: i for i, case_id in enumerate(self.ids)}
@@ -210,7 +212,31 @@ def scan(cases: Iterable[CaseResult], n_cases: int, named_scores: Iterable[str] 
         cases_seen, first = np.unique(at.case[rows], return_index=True)
         for row, attempt in zip(cases_seen.tolist(), rows[first].tolist(), strict=True):
             tools[row] = at.tools[attempt]
-    return RunTable(ids, hashes, case_slices, n_valid == 0, cols, has_passed, counts, tools)
+    return RunTable(ids, hashes, case_slices, n_valid == 0, cols, has_passed, counts, tools, _spend(at, valid))
+
+
+def _spend(at: AttemptColumns, valid: np.ndarray) -> Spend:
+    """``evals.results.spend.spend_of`` over the columns: cache hits paid nothing, infra errors
+    got no answer, and a sum nothing reports is unknown (None), not 0."""
+    answered = valid & ~at.cached
+
+    def total(values: np.ndarray) -> tuple[float | None, int]:
+        known = answered & ~np.isnan(values)
+        return (float(values[known].sum()) if known.any() else None), int(known.sum())
+
+    tokens_in, _ = total(at.tokens_in)
+    tokens_out, _ = total(at.tokens_out)
+    cost, cost_reported = total(at.cost)
+    return Spend(
+        attempts=int(at.case.size),
+        cached=int(at.cached.sum()),
+        answered=int(answered.sum()),
+        tokens_in=None if tokens_in is None else round(tokens_in),
+        tokens_out=None if tokens_out is None else round(tokens_out),
+        tokens_reported=int((answered & ~(np.isnan(at.tokens_in) & np.isnan(at.tokens_out))).sum()),
+        cost_usd=cost,
+        cost_reported=cost_reported,
+    )
 
 
 def named_scores(metrics: Iterable[MetricDef]) -> list[str]:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.results.manifest import BaselineRef
+from evals.results.spend import LimitStop, Spend
 
 COMPARISON_VERSION = 1
 
@@ -264,6 +265,14 @@ class RunSummary(_Model):
     infra_retries: int = Field(default=0, description="Infra retries over all attempts.")
     cases_with_infra_retries: int = Field(default=0, description="Cases that needed infra recovery.")
     errored_cases: int = Field(default=0, description="Cases with no attempt free of infra errors.")
+    spend: Spend = Field(
+        default_factory=Spend,
+        description="What the run paid (SPEC §14): tokens in/out, cost (null when no attempt reports it: unknown, "
+        "not 0), cache hits; every report shows the candidate's beside the baseline's.",
+    )
+    limit: LimitStop | None = Field(
+        default=None, description="The limits: key that stopped the run and what it had spent, if one did."
+    )
 
 
 class ProvenanceChange(_Model):

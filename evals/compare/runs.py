@@ -45,6 +45,8 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         infra_retries=table.counts["infra_retries"],
         cases_with_infra_retries=table.counts["cases_with_infra_retries"],
         errored_cases=int(table.errored.sum()),
+        spend=table.spend,
+        limit=run.limit,
         cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )

@@ -84,7 +84,8 @@ def notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
         notes.append(
             f"The candidate run is partial (status {run.status}, {run.completed_cases:,} of {run.total_cases:,} "
             "cases completed): its numbers do not describe the whole suite."
-            + (f" {run.message}" if run.message else "")
+            # A limit stop's message is the verdict's own sentence already (said once, in the banner).
+            + (f" {run.message}" if run.message and run.limit is None else "")
         )
     if baseline and baseline["too_old"]:
         notes.append(

@@ -37,6 +37,7 @@ from evals.report.filters import (
     tool_rows,
 )
 from evals.report.markdown import STATUS, TREND_POINTS, UNIT_STATUS
+from evals.report.spending import limit_view, spend_row, spend_view
 from evals.report.timeline import event_line
 from evals.results.model import Attempt, CaseResult, Results, atomic_write
 from evals.results.summary import ResultsSummary, case_values
@@ -200,6 +201,7 @@ def _comparison_context(c: Comparison) -> dict[str, Any]:
         "unpaired": unpaired,
         "trends": [t for t in c.trends if len(t.values) >= TREND_POINTS],
         "emoji": emoji,
+        "spend": spend_view(c),
     }
 
 
@@ -215,6 +217,8 @@ def render_html(
             summary=summary,
             comparison=comparison,
             view=_comparison_context(comparison) if comparison is not None else None,
+            run_spend=spend_row("run", summary.spend) if summary is not None else None,
+            run_limit=limit_view(summary) if summary is not None else None,
             cases=_case_rows(results) if results is not None else [],
             n_cases=len(results.cases) if results is not None else 0,
             max_rows=MAX_CASE_ROWS,

@@ -33,6 +33,7 @@ from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
 from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
 from evals.report.filters import Safe, filters, finalize, unit_order
+from evals.report.spending import spend_view
 from evals.results.model import atomic_write
 from evals.suite.config import SuiteConfig
 
@@ -284,6 +285,7 @@ def build_context(
         "baseline": baseline,
         "baseline_source": facts.display_source(c.baseline.source) if c.baseline else None,
         "notices": facts.notices(c, baseline),
+        "spend": spend_view(c),
         "cut": list(spec.cut),
         "full_report": full_report,
         "drift_reason": facts.drift_reason(c),

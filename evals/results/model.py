@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results.spend import LimitStop
 from evals.results.trace import TraceEvent, check_events
 
 SCHEMA_VERSION = 1
@@ -171,6 +172,11 @@ class RunInfo(_Model):
         default=None, description="Strata and inclusion probabilities of an informative smoke draw (SPEC §14)."
     )
     message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
+    limit: LimitStop | None = Field(
+        default=None,
+        description="The limits: key that stopped this run and what was spent (SPEC §14); the run is then partial "
+        "(cancelled for cost or tokens, timeout for the duration) and --resume completes it.",
+    )
     evalgate_version: str | None = None
     source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")
     batches: list[BatchInfo] = Field(

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from pydantic import BaseModel, Field
 
 from evals.results.model import CaseResult, Results
+from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
 # Error messages shown per kind, and how much of each: enough to tell what broke at a glance; the
@@ -64,6 +65,12 @@ class ResultsSummary(BaseModel):
     latency_p50_ms: float | None = None
     latency_p95_ms: float | None = None
     cost_usd: float | None = None
+    spend: Spend = Field(
+        default_factory=Spend,
+        description="What the run paid (SPEC §14): tokens, cost (unknown when no attempt reports it, never 0), cache "
+        "hits; evals/results/spend.py",
+    )
+    limit: LimitStop | None = Field(default=None, description="The limits: key that stopped the run, if one did.")
     cache_hits: int = Field(0, description="attempts whose answer came from the response cache (SPEC §14)")
     judge_cache_hits: int = Field(0, description="attempts whose judge verdict came from the response cache")
     cost_usd_paid: float | None = Field(
@@ -193,6 +200,8 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         latency_p50_ms=percentile(latencies, 50),
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
+        spend=spend_of(a for case in results.cases for a in case.attempts),
+        limit=run.limit,
         cache_hits=hits,
         judge_cache_hits=judge_hits,
         cost_usd_paid=(sum(paid) if paid else 0.0) if costs else None,
@@ -276,6 +285,16 @@ def error_lines(summary: ResultsSummary) -> list[str]:
     return lines
 
 
+def spend_lines(summary: ResultsSummary) -> list[str]:
+    """Tokens, cost and cache hits, each on its line: what the run paid, stated even when unknown
+    (cache hits paid nothing: they are counted on their own line, not in tokens or cost)."""
+    spend = summary.spend
+    cache = "cache:   none"
+    if summary.cache_hits or summary.judge_cache_hits:
+        cache = cache_line(summary) + ("; cached answers are not in tokens or cost above" if summary.cache_hits else "")
+    return [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", cache]
+
+
 def cache_line(summary: ResultsSummary) -> str:
     """How much of the run the response cache answered, and what was paid."""
     judge = f", judge verdicts {summary.judge_cache_hits:,}" if summary.judge_cache_hits else ""
@@ -302,18 +321,9 @@ def render_text(summary: ResultsSummary) -> str:
             row.append(str(u.errored) if u.errored else "")
         rows.append(row)
     lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
-    if summary.tokens_in is not None or summary.tokens_out is not None:
-        sides = [
-            f"{n:,} {side}" if n is not None else f"– {side}"
-            for n, side in ((summary.tokens_in, "in"), (summary.tokens_out, "out"))
-        ]
-        lines.append(f"tokens:  {', '.join(sides)}")
     if summary.latency_p50_ms is not None:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
-    if summary.cost_usd is not None:
-        lines.append(f"cost:    ${summary.cost_usd:,.6f}".rstrip("0").rstrip("."))
-    if summary.cache_hits or summary.judge_cache_hits:
-        lines.append(cache_line(summary))
+    lines += spend_lines(summary)
     if summary.message:
         lines.append(f"note:    {summary.message}")
     return "\n".join(lines) + "\n"

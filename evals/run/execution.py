@@ -33,6 +33,7 @@ from evals.results.model import (
     parse_results,
     write_results_bytes,
 )
+from evals.results.spend import LimitStop, limit_sentence, resume_hint, spend_line, spend_of
 from evals.results.summary import case_values
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
@@ -45,6 +46,7 @@ from evals.run.targets.base import Target
 from evals.run.targets.code import build_target
 from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
 from evals.suite.config import SuiteConfig
+from evals.suite.limits import LimitsSpec
 
 WRITE_EVERY_S = 2.0
 
@@ -258,10 +260,13 @@ def execute(
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
-    period. Returns what was written last (``lean``: as a ``WrittenRun``, whose cases are read back
-    only when asked for); the caller decides what an incomplete run means. ``history``: what an
-    informative smoke draw reads (``evals.history.flaky.smoke_history``). ``cache``: False is
-    ``--no-cache`` (the config's ``cache:`` block is what turns the response cache on)."""
+    period. A ``limits:`` key stops it too (``cancelled`` for cost and tokens, ``timeout`` for the
+    wall clock; ``run.limit`` says which) once what is in flight has finished; a ``resume`` counts
+    what its kept cases spent toward the cost and token limits. Returns what was written last
+    (``lean``: as a ``WrittenRun``, whose cases are read back only when asked for); the caller
+    decides what an incomplete run means. ``history``: what an informative smoke draw reads
+    (``evals.history.flaky.smoke_history``). ``cache``: False is ``--no-cache`` (the config's
+    ``cache:`` block is what turns the response cache on)."""
     output = Path(output)
     every_case = load_cases(config)
     responses = open_cache(config, use=cache)
@@ -298,9 +303,10 @@ def execute(
         concurrency=config.concurrency,
         timeout_s=config.timeout_s,
         retries=config.retries,
-        run_timeout_s=config.run_timeout_s,
+        limits=shard_share(config.limits, shard[1] if shard else 1) if config.limits.enabled else None,
         grace_s=grace_s,
         attempt_offset=attempt_offset,
+        spent_before=spend_of(a for r in kept.values() for a in r.attempts) if kept else None,
     )
     runner = Runner(settings, target, scorers, secrets=target.secrets)
     bar = Progress(len(cases), done=recorder.completed, bar=progress)
@@ -343,7 +349,11 @@ def execute(
         if responses is not None:
             _close_cache(responses)
     run.target = info.model_copy(update={"params": {**info.params, **target.observed()}})
-    run.status, run.message = _final_status(reason, recorder, settings)
+    if reason == "limit" and recorder.completed == len(recorder.order):
+        reason = "done"  # reached with the last case: nothing was left out
+    run.limit = runner.limit if reason == "limit" else None
+    at_once = bool(kept) and runner.spent.attempts == 0
+    run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once)
     run.ended_at = now_iso()
     recorder.write()
     bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
@@ -371,7 +381,7 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
             say(f"{name} again: abandoning in-flight attempts now")
         else:
             say(f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts")
-        runner.stop("cancelled")
+        runner.stop()
 
     installed = []
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -388,15 +398,27 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
             await scorer.aclose()
 
 
-def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings) -> tuple[RunStatus, str | None]:
+def shard_share(limits: LimitsSpec, shards: int) -> LimitsSpec:
+    """A shard's part of the budget: a matrix of N shards spends at most the configured cost and
+    tokens between them (each its 1/N), as one unsharded run would. The wall clock is each job's."""
+    if shards == 1:
+        return limits
+    return limits.model_copy(
+        update={
+            "max_cost_usd": limits.max_cost_usd / shards if limits.max_cost_usd is not None else None,
+            "max_tokens": max(1, limits.max_tokens // shards) if limits.max_tokens is not None else None,
+        }
+    )
+
+
+def _final_status(
+    reason: StopReason, recorder: Recorder, settings: RunSettings, limit: LimitStop | None, *, at_once: bool
+) -> tuple[RunStatus, str | None]:
     total, done = len(recorder.order), recorder.completed
     if reason == "cancelled":
         return "cancelled", f"cancelled after {done} of {total} cases; rerun with --resume to finish"
-    if reason == "timeout":
-        return "timeout", (
-            f"run_timeout_s={settings.run_timeout_s:g} reached after {done} of {total} cases; "
-            "rerun with --resume to finish"
-        )
+    if reason == "limit" and limit is not None:
+        return _limit_status(limit, done, total, at_once)
     if done == total:
         return "success", None
     failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i]]
@@ -406,3 +428,13 @@ def _final_status(reason: StopReason, recorder: Recorder, settings: RunSettings)
         f"{'retry' if settings.retries.max == 1 else 'retries'} ({shown}); "
         "rerun with --resume to redo them"
     )
+
+
+def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tuple[RunStatus, str]:
+    """A limit stop: ``timeout`` for the wall clock (the run-level timeout it replaces),
+    ``cancelled`` for cost and tokens (stopped on purpose, like a cancel, and resumable like one);
+    ``run.limit`` says which. The message says what to do next."""
+    what = f"{limit_sentence(limit)} after {done} of {total} cases ({spend_line(limit.spend)})"
+    again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
+    status: RunStatus = "timeout" if limit.limit == "max_duration_s" else "cancelled"
+    return status, f"{what}{again}; to finish it, {resume_hint(limit)}"

@@ -3,9 +3,12 @@ so at most that many attempts are in flight. Only infra failures are retried, on
 backoff schedule; each failed try stays in the attempt's ``retry_history``. A target timeout is the
 candidate's failure and is never retried.
 
-Stopping (a signal, the run timeout): workers take no new work; in-flight attempts get a grace
-period, then are cancelled. A case is reported only when all its attempts have finished, so a
-stopped run holds whole cases only and ``--resume`` can redo the rest."""
+Stopping on a signal: workers take no new work; in-flight attempts get a grace period, then are
+cancelled. Stopping on a limit (``limits:``, SPEC §14): no new case starts, but every attempt
+already paid for or under way is kept — in-flight attempts finish (each within ``timeout_s``) and
+so do the other attempts of cases already started, so no paid answer is thrown away. A case is
+reported only when all its attempts have finished, so a stopped run holds whole cases only and
+``--resume`` can redo the rest."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evals.results.masking import clip_masked, mask_secrets
 from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
+from evals.results.spend import LimitStop, Spend, attempt_spend
 from evals.results.trace import TraceError, build_trace
 from evals.run.cache import ATTEMPT
 from evals.run.scorers.builtin import ScorerError, score_attempt_async
@@ -27,8 +31,9 @@ if TYPE_CHECKING:
     from evals.run.scorers.builtin import Scorer
     from evals.suite.cases import Case
     from evals.suite.config import RetrySpec
+    from evals.suite.limits import LimitsSpec
 
-StopReason = Literal["done", "cancelled", "timeout"]
+StopReason = Literal["done", "cancelled", "limit"]
 DEFAULT_GRACE_S = 5.0
 
 
@@ -38,9 +43,12 @@ class RunSettings:
     concurrency: int
     timeout_s: float
     retries: RetrySpec
-    run_timeout_s: float | None = None
+    limits: LimitsSpec | None = None
     grace_s: float = DEFAULT_GRACE_S
     attempt_offset: int = 0
+    # What the cases kept by --resume spent: cost and tokens are the run's budget, not each
+    # invocation's (resuming with the same limit stops again at once; raising it completes the run).
+    spent_before: Spend | None = None
 
 
 class Runner:
@@ -52,37 +60,99 @@ class Runner:
         self.scorers = scorers
         self.secrets = tuple(s for s in secrets if s)
         self.reason: StopReason = "done"
+        self.limit: LimitStop | None = None
+        self.spent = Spend()
         self._stop: asyncio.Event | None = None
         self._abort: asyncio.Event | None = None
+        self._queue: deque[tuple[Case, int]] = deque()
+        self._started: set[str] = set()
+        self._clock = time.monotonic()
 
     # ------------------------------------------------------------------------------------ control
 
-    def stop(self, reason: Literal["cancelled", "timeout"]) -> None:
-        """Take no new work; in-flight attempts get the grace period (none for a timeout). A
-        second stop cuts the grace period short."""
+    def stop(self) -> None:
+        """A signal: take no new work; in-flight attempts get the grace period. A second stop
+        cuts the grace period short."""
         if self._stop is None or self._abort is None:
             return
-        if self._stop.is_set() or reason == "timeout":
+        if self._stop.is_set():
             self._abort.set()
-        if not self._stop.is_set():
-            self.reason = reason
+        else:
+            self.reason = "cancelled"
             self._stop.set()
+
+    def _limit_reached(self, stop: LimitStop) -> None:
+        """No new case starts; what is in flight and the rest of started cases still run (their
+        answers are paid for, or will be, and a case is only kept whole)."""
+        if self.limit is not None or (self._stop is not None and self._stop.is_set()):
+            return
+        self.limit = stop
+        self.reason = "limit"
+        self._queue = deque(item for item in self._queue if item[0].id in self._started)
+
+    def _account(self, attempt: Attempt | None) -> None:
+        """Add an attempt's spend and stop when a limit is reached, or cannot be measured."""
+        limits = self.settings.limits
+        if limits is None:  # counted only when something reads it: the runner's overhead is measured
+            return
+        if attempt is not None:
+            self.spent = self.spent.plus(attempt_spend(attempt))
+        if self.limit is not None:
+            return
+        total = self.spent.plus(self.settings.spent_before or Spend())
+        # An answer must say what it cost; a crash or a timeout has no answer to say it with (its
+        # cost, if any, is unknown in the report, but it is no sign of a target that never reports).
+        answered = (
+            attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+        )
+        if limits.max_cost_usd is not None:
+            if answered and attempt.cost_usd is None:  # type: ignore[union-attr]
+                stop = LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total)
+                self._limit_reached(stop)
+                return
+            # A sum of floats: five $0.01 answers reach $0.05 even if they add up to 0.04999….
+            if (total.cost_usd or 0.0) >= limits.max_cost_usd * (1 - 1e-9):
+                self._limit_reached(
+                    LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, spent=total.cost_usd, spend=total)
+                )
+                return
+        if limits.max_tokens is not None:
+            if answered and attempt.tokens_in is None and attempt.tokens_out is None:  # type: ignore[union-attr]
+                self._limit_reached(LimitStop(limit="max_tokens", value=limits.max_tokens, unknown=True, spend=total))
+                return
+            if (total.tokens or 0) >= limits.max_tokens:
+                self._limit_reached(
+                    LimitStop(limit="max_tokens", value=limits.max_tokens, spent=total.tokens, spend=total)
+                )
+
+    def _duration_reached(self) -> None:
+        assert self.settings.limits is not None and self.settings.limits.max_duration_s is not None
+        total = self.spent.plus(self.settings.spent_before or Spend())
+        elapsed = time.monotonic() - self._clock
+        self._limit_reached(
+            LimitStop(limit="max_duration_s", value=self.settings.limits.max_duration_s, spent=elapsed, spend=total)
+        )
 
     # ---------------------------------------------------------------------------------------- run
 
     async def run(self, cases: Sequence[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
         """Run every attempt of ``cases``; ``on_case`` gets each case as soon as all its attempts are done."""
         self._stop, self._abort = asyncio.Event(), asyncio.Event()
-        self.reason = "done"
+        self.reason, self.limit, self.spent, self._clock = "done", None, Spend(), time.monotonic()
         n = self.settings.attempts
-        queue: deque[tuple[Case, int]] = deque((case, i) for case in cases for i in range(n))
+        # A case's attempts are next to each other: a limit stop finishes the started cases first.
+        self._queue = deque((case, i) for case in cases for i in range(n))
+        self._started = set()
         slots: dict[str, list[Attempt | None]] = {case.id: [None] * n for case in cases}
+        self._account(None)  # the cases a --resume kept may have spent the budget already
 
         async def worker() -> None:
             try:
-                while queue and not self._stop.is_set():
-                    case, index = queue.popleft()
+                while self._queue and not self._stop.is_set():
+                    case, index = self._queue.popleft()
+                    self._started.add(case.id)
                     attempt = await self.attempt(case, self.settings.attempt_offset + index)
+                    self._account(attempt)
                     slot = slots[case.id]
                     slot[index] = attempt
                     if all(a is not None for a in slot):
@@ -94,11 +164,10 @@ class Runner:
                 self._abort.set()
                 raise
 
-        workers = [asyncio.create_task(worker()) for _ in range(min(self.settings.concurrency, len(queue)))]
+        workers = [asyncio.create_task(worker()) for _ in range(min(self.settings.concurrency, len(self._queue)))]
         loop = asyncio.get_running_loop()
-        timer = (
-            loop.call_later(self.settings.run_timeout_s, self.stop, "timeout") if self.settings.run_timeout_s else None
-        )
+        duration = self.settings.limits.max_duration_s if self.settings.limits else None
+        timer = loop.call_later(duration, self._duration_reached) if duration else None
         try:
             await self._wait(workers)
         finally:
@@ -110,6 +179,14 @@ class Runner:
         for task in workers:
             if not task.cancelled() and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]  # a bug in the runner: do not hide it
+        if self.limit is not None:  # what was spent in the end: the attempts that finished after it count
+            total = self.spent.plus(self.settings.spent_before or Spend())
+            measure = {
+                "max_cost_usd": total.cost_usd,
+                "max_tokens": total.tokens,
+                "max_duration_s": time.monotonic() - self._clock,
+            }[self.limit.limit]
+            self.limit = self.limit.model_copy(update={"spend": total, "spent": measure})
         return self.reason
 
     async def _wait(self, workers: list[asyncio.Task[None]]) -> None:

@@ -25,6 +25,7 @@ from pydantic import (
 
 from evals.common.errors import InputFileError
 from evals.suite.caching import CacheSpec, check_cache_key
+from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -90,8 +91,14 @@ class OpenAIParams(_Strict):
     top_p: float | None = None
     system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
     headers: dict[str, str] = Field(default_factory=dict)
-    price_in_per_mtok: float | None = Field(default=None, description="USD per million input tokens.")
-    price_out_per_mtok: float | None = Field(default=None, description="USD per million output tokens.")
+    price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million input tokens: with it (and price_out_per_mtok) each attempt records cost_usd "
+        "from the usage the endpoint reports; without either, cost is unknown (limits.max_cost_usd needs them).",
+    )
+    price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="USD per million output tokens (see price_in_per_mtok)."
+    )
     tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
         Field(
             default_factory=dict,
@@ -345,7 +352,6 @@ class SuiteConfig(_Strict):
     attempts: Annotated[int, Field(ge=1)] = 1
     concurrency: Annotated[int, Field(ge=1)] = 8
     timeout_s: Annotated[float, Field(gt=0)] = 60
-    run_timeout_s: Annotated[float, Field(gt=0)] | None = None
     retries: RetrySpec = Field(default_factory=RetrySpec)
     slices: list[str] = Field(default_factory=list)
     metrics: dict[str, MetricSpec] = Field(default_factory=lambda: {"pass_rate": MetricSpec()})
@@ -354,6 +360,7 @@ class SuiteConfig(_Strict):
     baseline: BaselineSpec = Field(default_factory=BaselineSpec)
     report: ReportSpec = Field(default_factory=ReportSpec)
     history: HistorySpec = Field(default_factory=HistorySpec)
+    limits: LimitsSpec = Field(default_factory=LimitsSpec)
     cache: CacheSpec | None = Field(
         default_factory=CacheSpec,
         description="The response cache (SPEC §14): on with its defaults (the openai target and the judge); "
@@ -370,6 +377,11 @@ class SuiteConfig(_Strict):
 
     _root: Path = PrivateAttr(default_factory=Path.cwd)
     _path: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_run_timeout(cls, value: Any) -> Any:
+        return read_old_run_timeout(value)
 
     @property
     def root(self) -> Path:
@@ -474,6 +486,9 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
             "before the run (gate.slice_alpha_share, gate.slice_weights)",
             file=sys.stderr,
         )
+    if "run_timeout_s" in src.data:
+        warn_old_run_timeout(config.where("run_timeout_s"), config.limits)
+    check_cost_limit(config, src)
     return config
 
 

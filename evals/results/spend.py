@@ -1,0 +1,232 @@
+"""What a run spent (SPEC §14): tokens in and out, cost and cache hits, counted over its attempts,
+and the words every report uses for them; and the ``limits:`` stop a results file records.
+
+Spend is what the run *paid*: an attempt served from the response cache (``cached: true``) cost
+nothing this time, so it is counted as a cache hit and left out of tokens and cost. An attempt
+that ended in an infra error got no answer (connection, 429, 5xx: not billed) and reports nothing.
+Every other attempt either reports its cost or does not: cost that no attempt reports is
+*unknown*, never $0, and cost that only some report is a lower bound ("at least $X (N of M
+attempts report cost)"). Tokens follow the same rule.
+
+Pure Python, no import of the rest of ``evals.results``: ``model`` imports :class:`LimitStop`
+from here, and ``evalgate run`` prints the spend without paying for numpy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+LimitName = Literal["max_cost_usd", "max_tokens", "max_duration_s"]
+
+
+class Spend(BaseModel):
+    """A run's spend over its attempts (or a comparison's side of it)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    attempts: Annotated[int, Field(ge=0)] = Field(default=0, description="Attempt records counted.")
+    cached: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Attempts answered from the response cache (cached: true): paid nothing this run."
+    )
+    answered: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Attempts not from the cache and not an infra error: the ones that may have cost."
+    )
+    tokens_in: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Input tokens of the answered attempts; null when none reports them."
+    )
+    tokens_out: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Output tokens of the answered attempts; null when none reports them."
+    )
+    tokens_reported: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Answered attempts that report tokens (in or out)."
+    )
+    cost_usd: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="Sum of the cost the answered attempts report (USD); null when none reports one: unknown, not 0.",
+    )
+    cost_reported: Annotated[int, Field(ge=0)] = Field(default=0, description="Answered attempts that report cost.")
+
+    @property
+    def tokens(self) -> int | None:
+        """In + out; None when no attempt reports either."""
+        if self.tokens_in is None and self.tokens_out is None:
+            return None
+        return (self.tokens_in or 0) + (self.tokens_out or 0)
+
+    @property
+    def cost_known(self) -> Literal["all", "some", "none"]:
+        """How much of the cost is known: every answered attempt reports it (or none was paid for),
+        some do (the sum is a lower bound), or none does (unknown)."""
+        if self.cost_reported == self.answered:
+            return "all"
+        return "some" if self.cost_reported else "none"
+
+    def plus(self, other: Spend) -> Spend:
+        def add(a: float | None, b: float | None) -> Any:
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
+        return Spend(
+            attempts=self.attempts + other.attempts,
+            cached=self.cached + other.cached,
+            answered=self.answered + other.answered,
+            tokens_in=add(self.tokens_in, other.tokens_in),
+            tokens_out=add(self.tokens_out, other.tokens_out),
+            tokens_reported=self.tokens_reported + other.tokens_reported,
+            cost_usd=add(self.cost_usd, other.cost_usd),
+            cost_reported=self.cost_reported + other.cost_reported,
+        )
+
+
+def attempt_spend(attempt: Any) -> Spend:
+    """The spend of one attempt (an ``Attempt`` model)."""
+    return spend_of((attempt,))
+
+
+def spend_of(attempts: Iterable[Any]) -> Spend:
+    """The spend of ``attempts`` (``Attempt`` models), summed (plain counters: a run summary reads
+    every attempt of a big file through here)."""
+    n = cached = answered = tokens_reported = cost_reported = 0
+    tokens_in = tokens_out = None
+    cost = None
+    for a in attempts:
+        n += 1
+        if a.cached:
+            cached += 1
+            continue
+        if a.error is not None and a.error.kind == "infra":
+            continue
+        answered += 1
+        if a.tokens_in is not None:
+            tokens_in = (tokens_in or 0) + a.tokens_in
+        if a.tokens_out is not None:
+            tokens_out = (tokens_out or 0) + a.tokens_out
+        tokens_reported += a.tokens_in is not None or a.tokens_out is not None
+        if a.cost_usd is not None:
+            cost = (cost or 0.0) + a.cost_usd
+            cost_reported += 1
+    return Spend(
+        attempts=n,
+        cached=cached,
+        answered=answered,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        tokens_reported=tokens_reported,
+        cost_usd=cost,
+        cost_reported=cost_reported,
+    )
+
+
+class LimitStop(BaseModel):
+    """Which of ``limits:`` stopped the run, and what it had spent then (SPEC §14). A run stopped
+    by a limit is partial (``status`` ``cancelled`` for cost and tokens, ``timeout`` for the
+    duration) and ``--resume`` completes it."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    limit: LimitName = Field(description="The key under limits: that stopped the run.")
+    value: Annotated[float, Field(gt=0)] = Field(
+        description="Its value for this run (USD, tokens or seconds): the configured one, or for one shard of N "
+        "its 1/N share of cost and tokens."
+    )
+    spent: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="What that limit measures when the run ended, the attempts that finished after the stop "
+        "included (USD, tokens in + out, or seconds of this invocation); null when the target reported none.",
+    )
+    unknown: bool = Field(
+        default=False,
+        description="The run stopped because an attempt reported no cost (max_cost_usd) or no tokens (max_tokens): "
+        "a limit that cannot be measured cannot be enforced.",
+    )
+    spend: Spend = Field(
+        default_factory=Spend, description="The whole run's spend when it ended (cases kept by --resume included)."
+    )
+
+
+# ------------------------------------------------------------------------------------------- words
+
+
+def usd(value: float) -> str:
+    """Dollars with enough digits for a cheap run: $0.000123, $0.0123, $0.40, $1,234.50."""
+    if value == 0:
+        return "$0"
+    if value >= 0.1:
+        return f"${value:,.2f}"
+    return f"${value:.3g}"
+
+
+def cost_text(spend: Spend) -> str:
+    """``$0.0123``; ``at least $0.01 (3 of 5 attempts report cost)``; ``unknown (no attempt
+    reports cost)``; ``$0`` only when nothing was paid for (every attempt cached) or it is so."""
+    known = spend.cost_known
+    if known == "all":
+        return usd(spend.cost_usd or 0.0)
+    if known == "some":
+        reported = f"{spend.cost_reported:,} of {spend.answered:,} attempts report cost"
+        return f"at least {usd(spend.cost_usd or 0.0)} ({reported})"
+    return "unknown (no attempt reports cost)"
+
+
+def tokens_text(spend: Spend) -> str:
+    """``1,234 in, 56 out`` (``–`` on a side no attempt reports); ``at least …`` when some answered
+    attempts report none; ``unknown`` when none does."""
+    if spend.tokens is None:
+        return "unknown (no attempt reports tokens)" if spend.answered else "0"
+    sides = ", ".join(
+        f"{n:,} {side}" if n is not None else f"– {side}"
+        for n, side in ((spend.tokens_in, "in"), (spend.tokens_out, "out"))
+    )
+    if spend.tokens_reported < spend.answered:
+        return f"at least {sides} ({spend.tokens_reported:,} of {spend.answered:,} attempts report tokens)"
+    return sides
+
+
+def cache_text(spend: Spend) -> str:
+    return f"{spend.cached:,} of {spend.attempts:,} attempts" if spend.cached else "none"
+
+
+def spend_line(spend: Spend) -> str:
+    """The spend in one line: ``tokens 1,234 in, 56 out · cost $0.0123 · cache hits none``."""
+    return f"tokens {tokens_text(spend)} · cost {cost_text(spend)} · cache hits {cache_text(spend)}"
+
+
+LIMIT_UNITS = {"max_cost_usd": "cost", "max_tokens": "tokens", "max_duration_s": "duration"}
+
+
+def limit_amount(limit: LimitName, value: float | None) -> str:
+    if value is None:
+        return "unknown"
+    if limit == "max_cost_usd":
+        return usd(value)
+    if limit == "max_tokens":
+        return f"{value:,.0f} tokens"
+    return f"{value:,.0f} s" if value >= 10 else f"{value:.2g} s"
+
+
+def limit_sentence(stop: LimitStop) -> str:
+    """``limits.max_cost_usd ($0.50) reached: $0.52 spent``, or why it could not be measured."""
+    key = f"limits.{stop.limit} ({limit_amount(stop.limit, stop.value)})"
+    if stop.unknown:
+        what = "cost" if stop.limit == "max_cost_usd" else "tokens"
+        return f"{key} cannot be enforced: an attempt reported no {what}, so the run stopped rather than run unmetered"
+    return f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
+
+
+def resume_hint(stop: LimitStop) -> str:
+    """What finishes a run a limit stopped, after "to finish it, ": a budget (cost, tokens) counts
+    what the kept cases spent, so it must be raised; the duration is each invocation's own."""
+    if stop.limit == "max_duration_s":
+        return "rerun with --resume (each invocation gets max_duration_s anew)"
+    if stop.unknown:
+        return (
+            "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok) or limit "
+            "tokens instead, then rerun with --resume"
+            if stop.limit == "max_cost_usd"
+            else "have the target report tokens_in/tokens_out or limit cost instead, then rerun with --resume"
+        )
+    return (
+        f"raise limits.{stop.limit}, then rerun with --resume (what the kept cases spent counts toward the limit: "
+        "with the same limit the run stops again at once)"
+    )
