@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.suite.config import OpenAITarget
+from evals.suite.targets import OpenAITarget
 
 if TYPE_CHECKING:
     from evals.results.model import Results, TargetInfo

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from evals.common.errors import InputFileError
+from evals.suite.strict import StrictModel
 
 if TYPE_CHECKING:
     from evals.suite.yamlsource import Located
@@ -19,11 +20,9 @@ KEYED_KINDS = ("python", "command")
 DEFAULT_MAX_BYTES = 512 << 20
 
 
-class CacheSpec(BaseModel):
+class CacheSpec(StrictModel):
     """The response cache, on by default for the openai target and the judge (SPEC §14); the
     config's ``cache: false`` turns it off."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     dir: str = Field(
         default=".evalgate/cache",

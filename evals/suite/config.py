@@ -12,12 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Discriminator,
     Field,
     PrivateAttr,
-    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -26,6 +22,8 @@ from pydantic import (
 from evals.common.errors import InputFileError
 from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
+from evals.suite.strict import StrictModel
+from evals.suite.targets import OpenAITarget, Target
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -56,94 +54,10 @@ def default_direction(metric: str) -> Literal["higher", "lower"]:
     return "lower" if metric in LOWER_IS_BETTER else "higher"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-# ---------------------------------------------------------------------------------------- targets
-
-
-_CALLABLE = r"^[\w.]+:[\w.]+$"
-
-
-class PythonTarget(_Strict):
-    """A callable ``module:function`` (sync or async) called with the case input."""
-
-    python: Annotated[str, Field(pattern=_CALLABLE)]
-    path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
-
-
-class CommandTarget(_Strict):
-    """A process: the case as one JSON object on stdin, ``{"output": ...}`` on stdout."""
-
-    command: list[str] | str
-    env: dict[str, str] = Field(default_factory=dict)
-    cwd: str | None = None
-
-
-class OpenAIParams(_Strict):
-    base_url: str = "https://api.openai.com/v1"
-    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
-    api_key_env: str | None = "OPENAI_API_KEY"
-    temperature: float | None = None
-    seed: int | None = None
-    max_tokens: int | None = None
-    top_p: float | None = None
-    system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
-    headers: dict[str, str] = Field(default_factory=dict)
-    price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
-        default=None,
-        description="USD per million input tokens: with it (and price_out_per_mtok) each attempt records cost_usd "
-        "from the usage the endpoint reports; without either, cost is unknown (limits.max_cost_usd needs them).",
-    )
-    price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
-        default=None, description="USD per million output tokens (see price_in_per_mtok)."
-    )
-    tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
-        Field(
-            default_factory=dict,
-            description="Tools the target runs itself: {name: package.module:function}, sync or async; the model "
-            "gets each as a function whose parameters come from the signature, and the loop runs up to max_steps.",
-        )
-    )
-    max_steps: Annotated[int, Field(ge=1)] = Field(
-        default=8, description="Model calls per attempt at most, with tools: (a step past it is not run)."
-    )
-    tool_timeout_s: Annotated[float, Field(gt=0)] = Field(
-        default=30, description="Seconds one tool call may take; past it the model is told the tool timed out."
-    )
-
-    @property
-    def model_name(self) -> str:
-        return self.model.split(":", 1)[1]
-
-
-class OpenAITarget(_Strict):
-    openai: OpenAIParams
-
-
-def _target_kind(value: Any) -> str | None:
-    keys = value.keys() if isinstance(value, dict) else vars(value).keys() if isinstance(value, BaseModel) else ()
-    found = [k for k in ("python", "command", "openai") if k in keys]
-    return found[0] if len(found) == 1 else None
-
-
-Target = Annotated[
-    Annotated[PythonTarget, Tag("python")]
-    | Annotated[CommandTarget, Tag("command")]
-    | Annotated[OpenAITarget, Tag("openai")],
-    Discriminator(
-        _target_kind,
-        custom_error_type="target_kind",
-        custom_error_message="a target has exactly one of the keys python, command, openai",
-    ),
-]
-
-
 # ---------------------------------------------------------------------------------------- scorers
 
 
-class ScorerSpec(_Strict):
+class ScorerSpec(StrictModel):
     """``exact`` | ``{regex: {pattern: ...}}`` | ``{python: pkg.mod:fn, name: ...}``."""
 
     name: str
@@ -183,7 +97,7 @@ class ScorerSpec(_Strict):
 # ---------------------------------------------------------------------------------------- metrics
 
 
-class MetricSpec(_Strict):
+class MetricSpec(StrictModel):
     direction: Literal["higher", "lower"] | None = Field(
         default=None, description="Which way is better; defaults per metric (latency, cost, errors: lower)."
     )
@@ -227,7 +141,7 @@ class MetricSpec(_Strict):
         return float(self.tolerance)
 
 
-class MoreEvidenceSpec(_Strict):
+class MoreEvidenceSpec(StrictModel):
     """SPEC §5 "More evidence": when the gate ends inconclusive, re-run the cases of the slices
     that look worse (both sides) in batches and test again with an anytime-valid rule."""
 
@@ -253,7 +167,7 @@ class MoreEvidenceSpec(_Strict):
         return self.max_batches > 0
 
 
-class GateSpec(_Strict):
+class GateSpec(StrictModel):
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     power: Annotated[float, Field(gt=0, lt=1)] = 0.8
     slice_alpha_share: Annotated[float, Field(ge=0, lt=1)] = Field(
@@ -293,7 +207,7 @@ class GateSpec(_Strict):
         return value
 
 
-class SmokeSpec(_Strict):
+class SmokeSpec(StrictModel):
     cases: Annotated[int, Field(ge=1)] = 100
     per_slice_min: Annotated[int, Field(ge=0)] = 5
     seed: int = 0
@@ -305,7 +219,7 @@ class SmokeSpec(_Strict):
     )
 
 
-class BaselineSpec(_Strict):
+class BaselineSpec(StrictModel):
     store: Literal["local", "github-release"] | None = Field(
         default=None, description="Default: github-release inside GitHub Actions, local elsewhere."
     )
@@ -317,19 +231,19 @@ class BaselineSpec(_Strict):
     drift_guard: bool = True
 
 
-class RetrySpec(_Strict):
+class RetrySpec(StrictModel):
     max: Annotated[int, Field(ge=0)] = 5
     backoff_s: list[Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
     max_retry_after_s: Annotated[float, Field(ge=0)] = 60
 
 
-class ReportSpec(_Strict):
+class ReportSpec(StrictModel):
     template: str | None = Field(default=None, description="A user .md.j2 template for the PR comment.")
     max_cases: Annotated[int, Field(ge=0)] = 20
     excerpt_chars: Annotated[int, Field(ge=20)] = 300
 
 
-class HistorySpec(_Strict):
+class HistorySpec(StrictModel):
     """Where runs, gates and traces are recorded (SPEC §12; docs/history.md)."""
 
     enabled: bool = Field(default=True, description="False: record nothing (env EVALGATE_HISTORY=off does the same).")
@@ -344,7 +258,7 @@ class HistorySpec(_Strict):
 # ---------------------------------------------------------------------------------------- suite
 
 
-class SuiteConfig(_Strict):
+class SuiteConfig(StrictModel):
     suite: Annotated[str, Field(min_length=1)]
     cases: str | list[str]
     target: Target | None = None

@@ -7,17 +7,16 @@ from __future__ import annotations
 import sys
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from evals.common.errors import InputFileError
+from evals.suite.strict import StrictModel
 
 
-class LimitsSpec(BaseModel):
+class LimitsSpec(StrictModel):
     """Hard limits of a run: when one is reached, no new case starts, the attempts in flight (and
     the other attempts of cases already started) finish, and the results file is written partial
     and resumable; the gate then says ``incomplete`` (exit 3), never pass. docs/running.md."""
-
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
         default=None,

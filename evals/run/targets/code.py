@@ -26,7 +26,8 @@ from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_pay
 from evals.run.targets.cached import CachedTarget
 from evals.run.targets.endpoint import OpenAIChatTarget
 from evals.run.targets.loading import import_callable
-from evals.suite.config import CommandTarget, PythonTarget, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.targets import CommandTarget, PythonTarget
 
 if TYPE_CHECKING:
     from evals.suite.cases import Case

@@ -21,7 +21,8 @@ from evals.run.cache import ResponseCache
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
 from evals.run.targets.tools import load_tools, run_tool
-from evals.suite.config import OpenAITarget, RetrySpec
+from evals.suite.config import RetrySpec
+from evals.suite.targets import OpenAITarget
 
 if TYPE_CHECKING:
     from evals.suite.cases import Case

@@ -1,0 +1,86 @@
+"""The ``target:`` of ``evalgate.yml`` (SPEC §2): what is evaluated — a Python callable, a
+process, or an OpenAI-compatible chat endpoint (with the tools it runs itself)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Discriminator, Field, Tag
+
+from evals.suite.strict import StrictModel
+
+_CALLABLE = r"^[\w.]+:[\w.]+$"
+
+
+class PythonTarget(StrictModel):
+    """A callable ``module:function`` (sync or async) called with the case input."""
+
+    python: Annotated[str, Field(pattern=_CALLABLE)]
+    path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
+
+
+class CommandTarget(StrictModel):
+    """A process: the case as one JSON object on stdin, ``{"output": ...}`` on stdout."""
+
+    command: list[str] | str
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+
+
+class OpenAIParams(StrictModel):
+    base_url: str = "https://api.openai.com/v1"
+    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    api_key_env: str | None = "OPENAI_API_KEY"
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    top_p: float | None = None
+    system_prompt: str | None = Field(default=None, description="Path of a file holding the system prompt.")
+    headers: dict[str, str] = Field(default_factory=dict)
+    price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million input tokens: with it (and price_out_per_mtok) each attempt records cost_usd "
+        "from the usage the endpoint reports; without either, cost is unknown (limits.max_cost_usd needs them).",
+    )
+    price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="USD per million output tokens (see price_in_per_mtok)."
+    )
+    tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
+        Field(
+            default_factory=dict,
+            description="Tools the target runs itself: {name: package.module:function}, sync or async; the model "
+            "gets each as a function whose parameters come from the signature, and the loop runs up to max_steps.",
+        )
+    )
+    max_steps: Annotated[int, Field(ge=1)] = Field(
+        default=8, description="Model calls per attempt at most, with tools: (a step past it is not run)."
+    )
+    tool_timeout_s: Annotated[float, Field(gt=0)] = Field(
+        default=30, description="Seconds one tool call may take; past it the model is told the tool timed out."
+    )
+
+    @property
+    def model_name(self) -> str:
+        return self.model.split(":", 1)[1]
+
+
+class OpenAITarget(StrictModel):
+    openai: OpenAIParams
+
+
+def _target_kind(value: Any) -> str | None:
+    keys = value.keys() if isinstance(value, dict) else vars(value).keys() if isinstance(value, BaseModel) else ()
+    found = [k for k in ("python", "command", "openai") if k in keys]
+    return found[0] if len(found) == 1 else None
+
+
+Target = Annotated[
+    Annotated[PythonTarget, Tag("python")]
+    | Annotated[CommandTarget, Tag("command")]
+    | Annotated[OpenAITarget, Tag("openai")],
+    Discriminator(
+        _target_kind,
+        custom_error_type="target_kind",
+        custom_error_message="a target has exactly one of the keys python, command, openai",
+    ),
+]
