@@ -297,8 +297,9 @@ def test_a_python_target_is_cached_only_with_a_key(tmp_path):
     target = {"python": "bot:answer", "path": ["."]}
     write_suite(tmp_path, echo_cases(3), target=target, cache={})  # default targets: openai only
     run(tmp_path)
-    run(tmp_path, output="r2.json")
+    uncached = run(tmp_path, output="r2.json")
     assert _calls(tmp_path) == 6 and not entries(tmp_path)
+    assert "response cache:" not in uncached.stderr  # nothing could be cached: nothing to say of it
 
     write_suite(tmp_path, echo_cases(3), target=target, cache={"targets": ["openai", "python"]})
     with pytest.raises(InputFileError) as err:

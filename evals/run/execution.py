@@ -367,9 +367,12 @@ def _judge_cached(config: SuiteConfig) -> bool:
 
 
 def _close_cache(responses: ResponseCache) -> None:
-    """Prune the folder to its cap if this run wrote to it, and say what the cache did."""
+    """Prune the folder to its cap if this run wrote to it, and say what the cache did (nothing
+    when no call could be cached: a python target without a ``cache.key`` and no judge)."""
     responses.close()
-    say(f"response cache: {responses.stats.line()} ({responses.folder})")
+    stats = responses.stats
+    if stats.hits or stats.misses or stats.written or stats.bad or stats.pruned:
+        say(f"response cache: {stats.line()} ({responses.folder})")
 
 
 async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
