@@ -64,21 +64,20 @@ PR = 7
 
 class Expr:
     """A deliberately small evaluator of GitHub Actions expressions: enough for the ones our
-    action and workflows use, and an error for anything else."""
+    action and workflows use (``==``, ``!=``, ``&&``, ``||``, parentheses; ``&&`` binds tighter
+    than ``||`` and each returns the operand that decided, as GitHub's do), and an error for
+    anything else."""
 
-    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&)|(?P<path>[A-Za-z_][\w.-]*))")
+    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||[()])|(?P<path>[A-Za-z_][\w.-]*))")
 
     def __init__(self, contexts: dict[str, Any]):
         self.contexts = contexts
 
     def value(self, text: str) -> Any:
         tokens = self._tokens(text)
-        groups = self._split(tokens, "&&")
-        result: Any = True
-        for group in groups:
-            result = self._comparison(group, text)
-            if not result:
-                return result
+        result, rest = self._or(tokens, text)
+        if rest:
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
         return result
 
     def _tokens(self, text: str) -> list[tuple[str, str]]:
@@ -92,24 +91,38 @@ class Expr:
             pos = match.end()
         return tokens
 
-    @staticmethod
-    def _split(tokens: list[tuple[str, str]], op: str) -> list[list[tuple[str, str]]]:
-        groups: list[list[tuple[str, str]]] = [[]]
-        for token in tokens:
-            if token == ("op", op):
-                groups.append([])
-            else:
-                groups[-1].append(token)
-        return groups
+    def _or(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._and(tokens, text)
+        while tokens[:1] == [("op", "||")]:
+            right, tokens = self._and(tokens[1:], text)
+            result = result or right
+        return result, tokens
 
-    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> Any:
-        if len(tokens) == 1:
-            return self._operand(tokens[0])
-        if len(tokens) == 3 and tokens[1][0] == "op" and tokens[1][1] in ("==", "!="):
-            left, right = self._operand(tokens[0]), self._operand(tokens[2])
-            same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
-            return same if tokens[1][1] == "==" else not same
-        raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+    def _and(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._comparison(tokens, text)
+        while tokens[:1] == [("op", "&&")]:
+            right, tokens = self._comparison(tokens[1:], text)
+            result = result and right
+        return result, tokens
+
+    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        left, tokens = self._primary(tokens, text)
+        if tokens[:1] not in ([("op", "==")], [("op", "!=")]):
+            return left, tokens
+        op = tokens[0][1]
+        right, tokens = self._primary(tokens[1:], text)
+        same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
+        return (same if op == "==" else not same), tokens
+
+    def _primary(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        if tokens[:1] == [("op", "(")]:
+            inner, rest = self._or(tokens[1:], text)
+            if rest[:1] != [("op", ")")]:
+                raise AssertionError(f"unbalanced parentheses: {text!r}")
+            return inner, rest[1:]
+        if not tokens or tokens[0][0] == "op":
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+        return self._operand(tokens[0]), tokens[1:]
 
     def _operand(self, token: tuple[str, str]) -> Any:
         kind, raw = token
@@ -597,15 +610,25 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
 
 
 def workflow_run_job(
-    world: World, run_id: int, head_sha: str, *, repo: str = "forker/evals", branch: str = "feature"
+    world: World,
+    run_id: int,
+    head_sha: str,
+    *,
+    repo: str = "forker/evals",
+    branch: str = "feature",
+    name: str = "eval-gate",
+    conclusion: str = "success",
+    workflow: Path = WORKFLOWS / "eval-gate-fork-comment.yml",
 ) -> Job:
-    """eval-gate-fork-comment.yml triggered by the gate run ``run_id`` of a PR from ``repo``'s
-    ``branch`` at ``head_sha`` (the event's ``workflow_run`` as GitHub sends it, in part)."""
+    """``workflow`` (eval-gate-fork-comment.yml) triggered by the run ``run_id`` of the workflow
+    ``name`` for a PR from ``repo``'s ``branch`` at ``head_sha`` (the event's ``workflow_run`` as
+    GitHub sends it, in part)."""
     payload = {
         "workflow_run": {
             "id": run_id,
+            "name": name,
             "event": "pull_request",
-            "conclusion": "success",
+            "conclusion": conclusion,
             "head_sha": head_sha,
             "head_branch": branch,
             "head_repository": {"full_name": repo},
@@ -614,8 +637,45 @@ def workflow_run_job(
     }
     base = world.checkout(f"base-{run_id}")
     job = Job("workflow_run", payload, base, world.origin.main_sha, "refs/heads/main", world.gh.write_token)
-    job.workflow = WORKFLOWS / "eval-gate-fork-comment.yml"
+    job.workflow = workflow
     return job
+
+
+def _on(workflow: Path) -> dict[str, Any]:
+    spec = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    return spec.get("on", spec.get(True))  # YAML 1.1 reads a bare `on` key as true
+
+
+def triggered_by(world: World, pr: Job, run: StepRun) -> list[Job]:
+    """What GitHub starts when the workflow run ``run`` of the PR event ``pr`` completes: a
+    ``workflow_run`` event for each workflow here whose ``on.workflow_run.workflows`` names the
+    completed workflow's ``name:``, carrying the run's head and conclusion."""
+    name = yaml.safe_load(pr.workflow.read_text(encoding="utf-8"))["name"]
+    head = pr.payload["pull_request"]["head"]
+    listening = [
+        path
+        for path in sorted(WORKFLOWS.glob("*.yml"))
+        if isinstance(_on(path), dict) and name in ((_on(path).get("workflow_run") or {}).get("workflows") or [])
+    ]
+    return [
+        workflow_run_job(
+            world,
+            run.run_id,
+            head["sha"],
+            repo=head["repo"]["full_name"],
+            branch=head["ref"],
+            name=name,
+            conclusion="success" if run.returncode == 0 else "failure",
+            workflow=path,
+        )
+        for path in listening
+    ]
+
+
+def concurrency_group(world: World, job: Job) -> str:
+    """The workflow-level concurrency group a run of ``job`` joins."""
+    spec = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
+    return Expr(world.runner.contexts(job, world.tmp)).render(spec["concurrency"]["group"])
 
 
 def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: World) -> None:
