@@ -11,8 +11,10 @@ What is simulated and how:
 - ``${{ ... }}`` expressions in ``with:``, ``if:``, input defaults, ``env:`` blocks and
   ``outputs:`` are evaluated by ``Expr`` below: context paths (``inputs.x``,
   ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
-  ``matrix.shard``), literals, ``==``/``!=`` and ``&&``. Anything else fails the test rather than
-  being guessed.
+  ``matrix.shard``), literals, ``==``/``!=``, ``&&``, ``||`` and parentheses. Anything else fails the
+  test rather than being guessed.
+- A completed run starts, as on GitHub, every workflow whose ``on.workflow_run.workflows`` lists its
+  ``name:`` (``triggered_by``), with the run's id, head and conclusion in the event.
 - actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
   newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
   succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
