@@ -11,8 +11,10 @@ What is simulated and how:
 - ``${{ ... }}`` expressions in ``with:``, ``if:``, input defaults, ``env:`` blocks and
   ``outputs:`` are evaluated by ``Expr`` below: context paths (``inputs.x``,
   ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
-  ``matrix.shard``), literals, ``==``/``!=`` and ``&&``. Anything else fails the test rather than
-  being guessed.
+  ``matrix.shard``), literals, ``==``/``!=``, ``&&``, ``||`` and parentheses. Anything else fails the
+  test rather than being guessed.
+- A completed run starts, as on GitHub, every workflow whose ``on.workflow_run.workflows`` lists its
+  ``name:`` (``triggered_by``), with the run's id, head and conclusion in the event.
 - actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
   newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
   succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
@@ -46,7 +48,7 @@ import yaml
 from github_server import GitHubServer, _error, _ok
 from suites import echo_cases, git, read_output_file, write_suite
 
-from evals.github.publish import sticky_body
+from evals.github.publish import comment_marker, sticky_body
 from evals.results.manifest import manifest_name
 from evals.results.model import load_results
 from evals.store.baseline import GitHubReleaseStore
@@ -64,21 +66,20 @@ PR = 7
 
 class Expr:
     """A deliberately small evaluator of GitHub Actions expressions: enough for the ones our
-    action and workflows use, and an error for anything else."""
+    action and workflows use (``==``, ``!=``, ``&&``, ``||``, parentheses; ``&&`` binds tighter
+    than ``||`` and each returns the operand that decided, as GitHub's do), and an error for
+    anything else."""
 
-    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&)|(?P<path>[A-Za-z_][\w.-]*))")
+    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||[()])|(?P<path>[A-Za-z_][\w.-]*))")
 
     def __init__(self, contexts: dict[str, Any]):
         self.contexts = contexts
 
     def value(self, text: str) -> Any:
         tokens = self._tokens(text)
-        groups = self._split(tokens, "&&")
-        result: Any = True
-        for group in groups:
-            result = self._comparison(group, text)
-            if not result:
-                return result
+        result, rest = self._or(tokens, text)
+        if rest:
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
         return result
 
     def _tokens(self, text: str) -> list[tuple[str, str]]:
@@ -92,24 +93,38 @@ class Expr:
             pos = match.end()
         return tokens
 
-    @staticmethod
-    def _split(tokens: list[tuple[str, str]], op: str) -> list[list[tuple[str, str]]]:
-        groups: list[list[tuple[str, str]]] = [[]]
-        for token in tokens:
-            if token == ("op", op):
-                groups.append([])
-            else:
-                groups[-1].append(token)
-        return groups
+    def _or(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._and(tokens, text)
+        while tokens[:1] == [("op", "||")]:
+            right, tokens = self._and(tokens[1:], text)
+            result = result or right
+        return result, tokens
 
-    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> Any:
-        if len(tokens) == 1:
-            return self._operand(tokens[0])
-        if len(tokens) == 3 and tokens[1][0] == "op" and tokens[1][1] in ("==", "!="):
-            left, right = self._operand(tokens[0]), self._operand(tokens[2])
-            same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
-            return same if tokens[1][1] == "==" else not same
-        raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+    def _and(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._comparison(tokens, text)
+        while tokens[:1] == [("op", "&&")]:
+            right, tokens = self._comparison(tokens[1:], text)
+            result = result and right
+        return result, tokens
+
+    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        left, tokens = self._primary(tokens, text)
+        if tokens[:1] not in ([("op", "==")], [("op", "!=")]):
+            return left, tokens
+        op = tokens[0][1]
+        right, tokens = self._primary(tokens[1:], text)
+        same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
+        return (same if op == "==" else not same), tokens
+
+    def _primary(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        if tokens[:1] == [("op", "(")]:
+            inner, rest = self._or(tokens[1:], text)
+            if rest[:1] != [("op", ")")]:
+                raise AssertionError(f"unbalanced parentheses: {text!r}")
+            return inner, rest[1:]
+        if not tokens or tokens[0][0] == "op":
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+        return self._operand(tokens[0]), tokens[1:]
 
     def _operand(self, token: tuple[str, str]) -> Any:
         kind, raw = token
@@ -597,15 +612,25 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
 
 
 def workflow_run_job(
-    world: World, run_id: int, head_sha: str, *, repo: str = "forker/evals", branch: str = "feature"
+    world: World,
+    run_id: int,
+    head_sha: str,
+    *,
+    repo: str = "forker/evals",
+    branch: str = "feature",
+    name: str = "eval-gate",
+    conclusion: str = "success",
+    workflow: Path = WORKFLOWS / "eval-gate-fork-comment.yml",
 ) -> Job:
-    """eval-gate-fork-comment.yml triggered by the gate run ``run_id`` of a PR from ``repo``'s
-    ``branch`` at ``head_sha`` (the event's ``workflow_run`` as GitHub sends it, in part)."""
+    """``workflow`` (eval-gate-fork-comment.yml) triggered by the run ``run_id`` of the workflow
+    ``name`` for a PR from ``repo``'s ``branch`` at ``head_sha`` (the event's ``workflow_run`` as
+    GitHub sends it, in part)."""
     payload = {
         "workflow_run": {
             "id": run_id,
+            "name": name,
             "event": "pull_request",
-            "conclusion": "success",
+            "conclusion": conclusion,
             "head_sha": head_sha,
             "head_branch": branch,
             "head_repository": {"full_name": repo},
@@ -614,8 +639,45 @@ def workflow_run_job(
     }
     base = world.checkout(f"base-{run_id}")
     job = Job("workflow_run", payload, base, world.origin.main_sha, "refs/heads/main", world.gh.write_token)
-    job.workflow = WORKFLOWS / "eval-gate-fork-comment.yml"
+    job.workflow = workflow
     return job
+
+
+def _on(workflow: Path) -> dict[str, Any]:
+    spec = yaml.safe_load(workflow.read_text(encoding="utf-8"))
+    return spec.get("on", spec.get(True))  # YAML 1.1 reads a bare `on` key as true
+
+
+def triggered_by(world: World, pr: Job, run: StepRun) -> list[Job]:
+    """What GitHub starts when the workflow run ``run`` of the PR event ``pr`` completes: a
+    ``workflow_run`` event for each workflow here whose ``on.workflow_run.workflows`` names the
+    completed workflow's ``name:``, carrying the run's head and conclusion."""
+    name = yaml.safe_load(pr.workflow.read_text(encoding="utf-8"))["name"]
+    head = pr.payload["pull_request"]["head"]
+    listening = [
+        path
+        for path in sorted(WORKFLOWS.glob("*.yml"))
+        if isinstance(_on(path), dict) and name in ((_on(path).get("workflow_run") or {}).get("workflows") or [])
+    ]
+    return [
+        workflow_run_job(
+            world,
+            run.run_id,
+            head["sha"],
+            repo=head["repo"]["full_name"],
+            branch=head["ref"],
+            name=name,
+            conclusion="success" if run.returncode == 0 else "failure",
+            workflow=path,
+        )
+        for path in listening
+    ]
+
+
+def concurrency_group(world: World, job: Job) -> str:
+    """The workflow-level concurrency group a run of ``job`` joins."""
+    spec = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
+    return Expr(world.runner.contexts(job, world.tmp)).render(spec["concurrency"]["group"])
 
 
 def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: World) -> None:
@@ -1261,6 +1323,8 @@ DOC = ROOT / "docs" / "github-action.md"
 TO_DOCS = [
     ("uses: $/.", "uses: evalgate/evalgate@<full-commit-sha> # v1"),
     ("examples/quickstart/evalgate.yml", "evalgate.yml"),
+    # In a repository of your own, the more-evidence workflow gates your one config (see its header).
+    ("examples/quickstart/evalgate-more-evidence.yml", "evalgate.yml"),
     ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
@@ -1660,14 +1724,23 @@ def test_no_log_line_starts_a_workflow_command_evalgate_did_not_mean(world: Worl
 # ------------------------------------------------------------------------------------------ more evidence
 
 
-def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:
-    """A PR whose bot is a new version that errs on other questions (noise both ways) and broke
-    part of its Spanish handling, with gate.more_evidence turned on in the suite's config."""
+MORE_EVIDENCE = WORKFLOWS / "eval-gate-more-evidence.yml"
+MORE_EVIDENCE_CONFIG = "examples/quickstart/evalgate-more-evidence.yml"
+
+
+def _break_spanish(checkout: Path) -> None:
+    """The PR's bot: a new version that errs on other questions (noise both ways) and broke part of
+    its Spanish handling (tests/test_more_evidence_quickstart.py)."""
     from test_more_evidence_quickstart import BROKEN_SPANISH
 
-    feature = world.checkout(name)
-    with (feature / BOT).open("a", encoding="utf-8") as fh:
+    with (checkout / BOT).open("a", encoding="utf-8") as fh:
         fh.write(BROKEN_SPANISH)
+
+
+def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:
+    """A PR with the bot of ``_break_spanish`` and gate.more_evidence turned on in the suite's config."""
+    feature = world.checkout(name)
+    _break_spanish(feature)
     config_path = feature / CONFIG
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     config["gate"] = {"more_evidence": {"max_batches": 10}}
@@ -1693,28 +1766,144 @@ def test_the_two_job_layouts_gate_job_runs_no_batch_and_says_why(world: World) -
     assert "More evidence: not run: this job gates a results file" in body.replace("\\", "")
 
 
-def test_a_single_read_only_pr_job_runs_more_evidence_against_the_base_commit(world: World) -> None:
-    """The docs' eval-gate-more-evidence.yml: one job with a read-only token runs the PR's smoke
-    subset, and, inconclusive, batches on both sides — the baseline's in a worktree of the PR's
-    base commit (the checkout's full history) — until the gate fails naming the slice. Its comment
-    is posted by the two-phase flow; the job itself cannot write."""
-    workflow = world.tmp / "eval-gate-more-evidence.yml"
-    text = doc_workflows()["eval-gate-more-evidence.yml"]
-    for ours, theirs in TO_DOCS[:2]:
-        text = text.replace(theirs, ours)
-    workflow.write_text(text, encoding="utf-8")
-    world.seed()
-    feature, head = _more_evidence_pr(world, "feature")
-    job = world.pull_request(feature, head)
-    job.workflow, job.token = workflow, world.gh.read_token
-    gate = world.runner.run(job)
-    comparison = json.loads((gate.out_dir / "comparison.json").read_text())
+def test_the_more_evidence_config_is_the_quickstart_gated_with_more_evidence_under_its_own_gate_id() -> None:
+    """eval-gate-more-evidence.yml gates its own config so that its comment is not eval-gate.yml's;
+    anything but ``gate:`` differing would make it another suite, or one whose scorers the
+    baselines eval-gate.yml promotes no longer match (incompatible on every PR)."""
+    quickstart = yaml.safe_load((ROOT / CONFIG).read_text(encoding="utf-8"))
+    more = yaml.safe_load((ROOT / MORE_EVIDENCE_CONFIG).read_text(encoding="utf-8"))
+    gate = more.pop("gate")
+    assert more == {k: v for k, v in quickstart.items() if k != "gate"}
+    assert gate["more_evidence"]["max_batches"] > 0
+    assert gate["id"] not in ((quickstart.get("gate") or {}).get("id"), quickstart["suite"])
+
+
+def more_evidence_pr(world: World, checkout: Path, head: str, **pr: Any) -> Job:
+    """The pull_request event as eval-gate-more-evidence.yml sees it. Its only job asks for
+    ``contents: read``, so GitHub gives it a token that can only read, from a fork or not."""
+    job = world.pull_request(checkout, head, **pr)
+    job.workflow, job.token = MORE_EVIDENCE, world.gh.read_token
+    jobs = yaml.safe_load(MORE_EVIDENCE.read_text(encoding="utf-8"))["jobs"].values()
+    assert [spec["permissions"] for spec in jobs] == [{"contents": "read"}]
+    return job
+
+
+def _comment_phase(world: World, pr: Job, run: StepRun) -> StepRun:
+    """The workflow_run phase GitHub starts when ``run`` completes: exactly one workflow listens."""
+    (phase,) = triggered_by(world, pr, run)
+    assert phase.workflow.name == "eval-gate-fork-comment.yml"
+    return world.runner.run(phase)
+
+
+def _more_evidence_failed(world: World, run: StepRun, checkout: Path) -> dict[str, Any]:
+    """``run`` was inconclusive at first, batched on both sides and failed naming the es slice."""
+    comparison = json.loads((run.out_dir / "comparison.json").read_text())
     me = comparison["more_evidence"]
     assert me["baseline_side"].startswith(f"re-run at the baseline's commit {world.origin.main_sha[:12]}"), me
     assert len(me["looks"]) >= 2 and me["ended"] == "fail", me["summary"]
-    assert gate.returncode == 1 and gate.outputs["verdict"] == "fail", gate.log
+    assert run.returncode == 1 and run.outputs["verdict"] == "fail", run.log
     assert "language=es" in comparison["reason"]
-    assert "More evidence: regressed after" in gate.summary
-    assert (gate.out_dir / "more-evidence" / "baseline-1.json").is_file()
-    assert git(feature, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
-    assert our_comments(world.gh) == []  # the read-only token cannot comment: the fork flow posts it
+    assert "More evidence: regressed after" in run.summary
+    assert (run.out_dir / "more-evidence" / "baseline-1.json").is_file()
+    assert git(checkout, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    return comparison
+
+
+def _as_posted(body: str) -> str:
+    return body.replace("\\", "")  # the comment escapes markdown punctuation with backslashes
+
+
+def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_the_comment_phase(world: World) -> None:
+    """The shipped eval-gate-more-evidence.yml on a same-repository PR: its one read-only job runs
+    the smoke subset, is inconclusive on the 20-case es slice at a fixed sample, batches on both
+    sides (the baseline's in a worktree of the PR's base commit) and fails naming the slice. It
+    cannot comment; its completed run starts eval-gate-fork-comment.yml, which posts that verdict
+    with its More evidence section. eval-gate.yml's own PR gate keeps its own comment."""
+    gh = world.gh
+    world.seed()
+    feature = world.checkout("feature")
+    _break_spanish(feature)
+    head = world.commit(feature, "a new bot version")
+    pr = more_evidence_pr(world, feature, head)
+    gate = world.runner.run(pr)
+    _more_evidence_failed(world, gate, feature)
+    # Its token cannot comment, and it does not try: the comment phase is the one writer.
+    assert not [r for r in gh.requests if "/comments" in r.path]
+    posted = _comment_phase(world, pr, gate)
+    assert posted.returncode == 0, posted.log
+    assert posted.outputs["verdict"] == "fail" and posted.outputs["comment-url"]
+    (comment,) = our_comments(gh)
+    body = _as_posted(comment["body"])
+    assert comment_marker("quickstart-more-evidence") in comment["body"]
+    assert "language=es" in body and "More evidence: regressed after" in body
+    assert "[!CAUTION]" in body  # the failing verdict's banner
+
+    # eval-gate.yml gates the same PR in its two jobs and comments itself, under the suite's gate
+    # id: its completed run starts the comment phase too, whose job does not run for a
+    # same-repository PR. Two gates, two comments, neither written by the other's workflow.
+    two_jobs = world.pull_request(feature, head)
+    first_look = world.runner.run(two_jobs)
+    assert first_look.outputs["comment-url"], first_look.log
+    (phase,) = triggered_by(world, two_jobs, first_look)
+    assert world.runner.jobs(phase) == []
+    mine = [c for c in our_comments(gh) if comment_marker("quickstart") in c["body"]]
+    assert len(mine) == 1 and len(our_comments(gh)) == 2
+    # The two workflows' comment phases for one branch are in different concurrency groups, so one
+    # finishing never cancels the other's comment job; a newer run of the same workflow does.
+    again = workflow_run_job(world, 99, head, repo=gh.repo, branch="feature", name="eval-gate-more-evidence")
+    assert concurrency_group(world, phase) != concurrency_group(world, again)
+    assert concurrency_group(world, again) == concurrency_group(world, triggered_by(world, pr, gate)[0])
+
+    # A second push: batches again, and the comment phase updates the same comment in place.
+    head2 = world.commit(feature, "tweak it again")
+    pr2 = more_evidence_pr(world, feature, head2)
+    gate2 = world.runner.run(pr2)
+    _more_evidence_failed(world, gate2, feature)
+    assert _comment_phase(world, pr2, gate2).returncode == 0
+    after = [c for c in our_comments(gh) if comment_marker("quickstart-more-evidence") in c["body"]]
+    assert [c["id"] for c in after] == [comment["id"]] and len(our_comments(gh)) == 2
+    assert after[0]["body"] != comment["body"] and head2[:10] in after[0]["body"]
+
+    # The artifact was written by a job that ran the PR's code, so it may lie. One for another
+    # commit than the triggering run's is refused; one naming another PR is not posted there.
+    def forged(run_id: int, **changes: Any) -> int:
+        folder = world.runner.artifacts / str(run_id) / "evalgate-report"
+        shutil.copytree(world.runner.artifacts / str(gate2.run_id) / "evalgate-report", folder)
+        meta = json.loads((folder / "comment.json").read_text())
+        (folder / "comment.json").write_text(json.dumps(meta | changes))
+        return run_id
+
+    def phase_for(run_id: int, sha: str) -> Job:
+        return workflow_run_job(
+            world, run_id, sha, repo=gh.repo, branch="feature", name="eval-gate-more-evidence", conclusion="failure"
+        )
+
+    refused = world.runner.run(phase_for(forged(10_001, head_sha=head), head2))
+    assert refused.returncode == 2 and "does not belong" in refused.stderr, refused.log
+    other = world.checkout("other")
+    world.pull_request(other, world.commit(other, "someone else's PR"), number=PR + 1)
+    aimed = world.runner.run(phase_for(forged(10_002, pr_number=PR + 1), head2))
+    assert aimed.returncode == 0 and "not posted" in aimed.stderr, aimed.log
+    assert our_comments(gh, PR + 1) == [] and [c["body"] for c in our_comments(gh) if c["id"] == comment["id"]] == [
+        after[0]["body"]
+    ]
+
+
+def test_a_fork_pr_gets_more_evidence_and_its_comment_the_same_way(world: World) -> None:
+    """A fork's PR runs eval-gate-more-evidence.yml with the same read-only token a same-repository
+    PR gets there; the comment phase posts its failing verdict on that PR, once."""
+    world.seed()
+    fork = world.checkout("fork")
+    _break_spanish(fork)
+    head = world.commit(fork, "a contribution from a fork")
+    pr = more_evidence_pr(world, fork, head, fork=True, number=PR + 2)
+    gate = world.runner.run(pr)
+    _more_evidence_failed(world, gate, fork)
+    assert our_comments(world.gh, PR + 2) == []
+    posted = _comment_phase(world, pr, gate)
+    assert posted.returncode == 0 and posted.outputs["verdict"] == "fail", posted.log
+    (comment,) = our_comments(world.gh, PR + 2)
+    body = _as_posted(comment["body"])
+    assert comment_marker("quickstart-more-evidence") in comment["body"]
+    assert "language=es" in body and "More evidence: regressed after" in body
+    assert our_comments(world.gh) == []  # no other PR touched
