@@ -675,3 +675,20 @@ def test_case_ranks_order_failing_then_regressed_then_looking_worse_then_the_res
     ranks = case_ranks(ct, pair(bt, ct, False), list(units.values()), ["language"])
     expected = {"ko": FAILING, "en": REGRESSED, "ja": LOOKS_WORSE, "de": OTHER}
     assert ranks.tolist() == [expected[LANGS[i % 4]] for i in range(40)]
+
+
+def test_a_gate_id_that_is_not_the_suite_is_named_in_the_comment_and_on_the_page() -> None:
+    """Two gates of one suite (one of them with more evidence) post two sticky comments on a pull
+    request: each says which gate it is. A gate named after its suite says nothing more."""
+    from evals.report.html import render_html
+
+    base, cand = results(BASE, base_pass), results(CAND, ko_regression)
+    named = SuiteConfig(suite="support-bot", cases="c.jsonl", slices=["language"], gate={"id": "support-bot-more"})
+    comparison = compare(base, cand, named)
+    assert comparison.gate.id == "support-bot-more"
+    head = render_markdown(comparison).split("\n")[3]
+    assert head.startswith("support-bot (gate support-bot-more) · candidate bbbbbbb")
+    assert "<h1>evalgate: support-bot <small>(gate support-bot-more)</small></h1>" in render_html(comparison=comparison)
+    for config in (SuiteConfig(suite="support-bot", cases="c.jsonl", gate={"id": "support-bot"}), None):
+        plain = compare(base, cand, config)
+        assert plain.gate.id is None and "(gate " not in render_markdown(plain)

@@ -175,6 +175,7 @@ def compare(
             for d in defs
         ],
         slice_keys=slice_keys,
+        id=config.gate.id if config is not None and config.gate.id not in (None, config.suite) else None,
     )
     cand_summary = summarize(candidate, ct)
     warnings: list[str] = []

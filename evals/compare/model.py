@@ -58,6 +58,11 @@ class GateConfig(_Model):
     seed: int
     metrics: list[MetricGate]
     slice_keys: list[str] = Field(default_factory=list, description="Case tag keys the units are sliced by.")
+    id: str | None = Field(
+        default=None,
+        description="gate.id when it is not the suite's name: the reports name it, so that two gates of one "
+        "suite (say one with more_evidence) can be told apart on a pull request.",
+    )
 
 
 class UnitResult(_Model):
