@@ -16,7 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_html_report import QUICKSTART, browser, comment_in_browser, keep_screenshot, open_in_browser  # noqa: F401
+from test_html_report import (  # noqa: F401
+    QUICKSTART,
+    browser,
+    comment_in_browser,
+    fit_in_browser,
+    keep_screenshot,
+    open_in_browser,
+)
 
 from evals.compare.analysis import compare
 from evals.report import facts
@@ -275,3 +282,30 @@ def test_spend_beside_the_baseline_and_a_limit_stop_as_drawn(browser, tmp_path: 
     table = page.read_text().split('<table id="spend">', 1)[1].split("</table>", 1)[0]
     baseline_row = table.split("<td>baseline</td>", 1)[1].split("</tr>", 1)[0]
     assert "unknown (no attempt reports cost)" in baseline_row and "$0" not in baseline_row
+
+
+# 800 px is the window every other browser test here opens (puppeteer's default); 1280 a laptop's;
+# 600 a narrow window or a side panel.
+WIDTHS = [1280, 800, 600]
+
+
+@pytest.mark.parametrize("which", ["spend", "gate"])
+def test_every_table_fits_the_page_column(browser, regressed_gate: Path, tmp_path: Path, which: str) -> None:  # noqa: F811
+    """The runs table under What changed (11 columns), the provenance table (40-character commits)
+    and every other table stay inside the page's column at each width: a table too wide wraps or
+    scrolls inside its own box, and the page never scrolls sideways."""
+    if which == "spend":
+        page = tmp_path / "spend.html"
+        comparison = compare(_spent("a", 40, cost=False), _spent("b", 30, cost=True, status="cancelled", limit=True))
+        page.write_text(render_html(comparison=comparison))
+    else:
+        page = regressed_gate / "gate.html"
+    fits = fit_in_browser(browser, page, tmp_path / f"fit-{which}", WIDTHS)
+    for width in WIDTHS:
+        keep_screenshot(tmp_path / f"fit-{which}-{width}.png")
+    for width, fit in fits.items():
+        # The runs table itself fits where the other tests look at the page; narrower, its box does.
+        drawn = fit["runsRight"] if int(width) >= 800 else fit["runsBoxRight"]
+        assert drawn is not None and drawn <= fit["column"] + 0.5, (width, fit)
+        assert fit["out"] == [], (width, fit["out"])
+        assert fit["pageWidth"] <= fit["window"], (width, fit)
