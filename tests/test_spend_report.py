@@ -25,6 +25,7 @@ from evals.report.html import render_html
 from evals.report.markdown import render_markdown
 from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.results.spend import LimitStop
+from evals.results.summary import summarize
 
 COST_GATE = """\
 suite: t
@@ -199,3 +200,14 @@ def test_a_limit_stop_is_said_once_in_the_comment_and_on_the_page(stop: LimitSto
     for words in (named, "stopped by a limit", "30 of 40", first_step, resume, "evalgate gate --results"):
         assert page.count(words) == 1, (words, page)
     assert page.count("--resume") == 1 and "The candidate run is partial" not in page
+
+
+def test_a_run_page_says_its_limit_stop_once() -> None:
+    """The page of a run (no comparison) a limit stopped: its limit paragraph names the limit,
+    what was spent and how to finish; the status line above it does not repeat the run's message."""
+    stop = LimitStop(limit="max_cost_usd", value=0.05, spent=0.06)
+    partial = _stopped(stop, 30, "b")
+    partial.run.message = "limits.max_cost_usd ($0.05) reached: $0.06 spent after 30 of 40 cases; to finish it, …"
+    page = _page_text(render_html(results=partial, summary=summarize(partial)))
+    assert page.count("limits.max_cost_usd ($0.05)") == 1 and page.count("--resume") == 1, page
+    assert "with $0.06 spent" in page and "30/40 cases complete (cancelled)" in page
