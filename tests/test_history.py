@@ -18,7 +18,7 @@ from history_db import new_url
 from history_db import pg_admin_url as pg_admin_url  # the fixture
 
 from evals.history import open_history, record_comparison, record_run
-from evals.history.engine import open_engine
+from evals.history.engine import migrations, open_engine
 from evals.history.record import Writer, run_digest
 from evals.history.settings import history_url as resolve_url
 from evals.history.sync import sync_store
@@ -104,14 +104,63 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "applied 0001_runs, 0002_results, 0003_views, 0004_looks (schema version 4)" in init()
-    assert "up to date (schema version 4)" in init()
+    applied = "applied 0001_runs, 0002_results, 0003_views, 0004_looks, 0005_attempt_cached (schema version 5)"
+    assert applied in init()
+    assert "up to date (schema version 5)" in init()
     assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
         (1, "runs"),
         (2, "results"),
         (3, "views"),
         (4, "looks"),
+        (5, "attempt_cached"),
     ]
+
+
+def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones_record_it(
+    history_url: str, tmp_path: Path
+) -> None:
+    """A database at schema 4 (attempts without ``cached``) with a run in it: ``history init``
+    adds the column, the old attempts read NULL (not known, not "not cached"), a new run records
+    each attempt's flag, and ``evalgate trace --history`` says which answer came from the cache."""
+    engine = open_engine(history_url)
+    try:
+        for migration in migrations(engine.name):
+            if migration.version <= 4:
+                engine._apply(migration)
+        with engine.transaction():
+            old = engine.execute(
+                "INSERT INTO runs (digest, suite, status, total_cases, completed_cases, attempts_per_case, "
+                "recorded_at, recorded_by) VALUES ('sha256:old', 'demo', 'success', 1, 1, 1, "
+                "'2026-11-01T00:00:00Z', 'run') RETURNING id"
+            )
+            engine.execute("INSERT INTO cases (run_id, case_no, case_id) VALUES (?, 0, 'c0')", (old,))
+            engine.execute("INSERT INTO attempts (run_id, case_no, attempt_no, passed) VALUES (?, 0, 0, 1)", (old,))
+    finally:
+        engine.close()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+    def evalgate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "evals", *args], capture_output=True, text=True, cwd=tmp_path, env=env, check=False
+        )
+
+    init = evalgate("history", "init", "--url", history_url)
+    assert init.returncode == 0 and "applied 0005_attempt_cached (schema version 5)" in init.stdout, init.stderr
+    assert rows(history_url, "SELECT cached FROM attempts") == [(None,)]
+
+    run = sample_results(started="2026-11-02T10:00:00Z")
+    run.cases[0].attempts[1].cached = True
+    run.cases[1].attempts[0].cached = True
+    with open_history(history_url) as db:
+        new = Writer(db).run(run, recorded_by="run")
+        flags = db.query("SELECT case_no, attempt_no, cached FROM attempts WHERE run_id = ? ORDER BY 1, 2", (new,))
+    assert [f for f in flags if f[2]] == [(0, 1, 1), (1, 0, 1)] and {f[2] for f in flags} == {0, 1}
+
+    shown = evalgate("trace", "c0", "--history", "--url", history_url)
+    assert shown.returncode == 0, shown.stderr
+    attempts = [line for line in shown.stdout.splitlines() if line.startswith("attempt ")]
+    assert len(attempts) == 2 and "from the response cache" not in attempts[0], shown.stdout
+    assert attempts[1].endswith("· from the response cache"), shown.stdout
 
 
 def test_no_ddl_outside_the_migration_files() -> None:

@@ -53,6 +53,8 @@ def write_file(path: Path, evalgate_version: str | None) -> None:
             a["output"] = [f"out {i}", {"n": k}] if i % 5 == 0 else f"FINAL ANSWER: {i} password=hunter2hunter2"
             if i % 4 == 1:
                 a |= {"output_sha256": f"sha256:{i}{k}", "output_truncated": True}
+            if i % 4 == 3 and k:
+                a["cached"] = True  # answered from the response cache
             if i in (2, 6, 10):
                 a["trace"] = [e.model_dump(exclude_none=True) for e in trace]
             attempts.append(a)

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
 CHECK = Path(__file__).parent / "browser" / "check_report.mjs"
 RENDER = Path(__file__).parent / "browser" / "render_comment.mjs"
+FIT = Path(__file__).parent / "browser" / "measure_fit.mjs"
 # marked + marked-alert: a GFM renderer with GitHub's alert syntax, to see the PR comment drawn.
 PACKAGES = ["@sparticuz/chromium@^147.0.0", "puppeteer-core@^24.43.1", "marked@^18", "marked-alert@^2"]
 # Under the virtualenv by default (sys.prefix): outside the sources, gone with the venv.
@@ -63,6 +64,13 @@ def open_in_browser(browser: Path, page: Path, screenshot: Path, query: str) -> 
 def comment_in_browser(browser: Path, comment: Path, screenshot: Path) -> dict:
     """The PR comment as GitHub draws it (GFM with alerts), what is on screen without a click."""
     return _node(browser, RENDER, str(comment.resolve()), str(comment.with_suffix(".html").resolve()), str(screenshot))
+
+
+def fit_in_browser(browser: Path, page: Path, shots: Path, widths: list[int]) -> dict:
+    """Per window width: the column's right edge, the page's scroll width, the runs table's right
+    edge and what sticks out of the column (outside a box that scrolls it); screenshots
+    ``<shots>-<width>.png``."""
+    return _node(browser, FIT, str(page.resolve()), str(shots), *map(str, widths))
 
 
 def keep_screenshot(shot: Path) -> None:

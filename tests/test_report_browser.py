@@ -16,7 +16,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_html_report import QUICKSTART, browser, comment_in_browser, keep_screenshot, open_in_browser  # noqa: F401
+from test_html_report import (  # noqa: F401
+    QUICKSTART,
+    browser,
+    comment_in_browser,
+    fit_in_browser,
+    keep_screenshot,
+    open_in_browser,
+)
 
 from evals.compare.analysis import compare
 from evals.report import facts
@@ -243,20 +250,23 @@ def _spent(sha: str, n: int, *, cost: bool, status: str = "success", limit: bool
 
 def test_spend_beside_the_baseline_and_a_limit_stop_as_drawn(browser, tmp_path: Path) -> None:  # noqa: F811
     """A candidate stopped by limits.max_cost_usd against a baseline whose target reported no cost:
-    the comment's banner and paragraph name the limit, what was spent and the commands that finish
-    it, its Spend fold's line is on screen; the page's spend table says "unknown", never $0."""
+    the comment's banner names the limit and what was spent, one paragraph gives the commands that
+    finish it, each said once on screen; its Spend fold's line is on screen; the page's spend table
+    says "unknown", never $0."""
     comparison = compare(_spent("a", 40, cost=False), _spent("b", 30, cost=True, status="cancelled", limit=True))
     assert comparison.verdict == "incomplete"
     (tmp_path / "comment.md").write_text(render_markdown(comparison))
     shown = comment_in_browser(browser, tmp_path / "comment.md", tmp_path / "spend-comment.png")
     keep_screenshot(tmp_path / "spend-comment.png")
     assert shown["alert"] == "markdown-alert markdown-alert-important"
-    assert (
-        "stopped by a limit, so it cannot pass: limits.max_cost_usd ($0.05) reached: $0.052 spent" in shown["alertText"]
-    )
+    named = "limits.max_cost_usd ($0.05) reached: $0.052 spent after 30 of 40 cases"
+    assert f"stopped by a limit, so it cannot pass: {named}." in shown["alertText"]
+    assert "--resume" not in shown["alertText"]
     text = shown["text"]
-    assert "limits.max_cost_usd ($0.05) stopped this run after 30 of 40 cases with $0.052 spent" in text
-    assert "evalgate run --resume --output results.json" in text and "evalgate gate --results results.json" in text
+    finish = "raise limits.max_cost_usd (what the 30 cases already done spent counts toward it"
+    for words in (named, "30 of 40", finish, "evalgate run --resume --output results.json", "evalgate gate --results"):
+        assert text.count(words) == 1, (words, text)
+    assert "The candidate run is partial" not in text
     assert shown["folds"][0] == (
         "💰 Spend: candidate $0.052 for 30 attempts, 4 cached · baseline cost unknown for 40 attempts"
     )
@@ -265,14 +275,37 @@ def test_spend_beside_the_baseline_and_a_limit_stop_as_drawn(browser, tmp_path: 
     seen = open_in_browser(browser, page, tmp_path / "spend.png", "s-01")
     keep_screenshot(tmp_path / "spend.png")
     assert not seen["errors"]
-    for words in (
-        "Spend",
-        "unknown (no attempt reports cost)",
-        "$0.052",
-        "4 of 30 attempts",
-        "limits.max_cost_usd ($0.05) stopped this run after 30 of 40 cases with $0.052 spent",
-    ):
+    for words in ("Spend", "unknown (no attempt reports cost)", "$0.052", "4 of 30 attempts"):
         assert words in seen["text"], words
+    for words in (named, "30 of 40", finish, "evalgate run --resume --output results.json", "evalgate gate --results"):
+        assert seen["text"].count(words) == 1, (words, seen["text"])
     table = page.read_text().split('<table id="spend">', 1)[1].split("</table>", 1)[0]
     baseline_row = table.split("<td>baseline</td>", 1)[1].split("</tr>", 1)[0]
     assert "unknown (no attempt reports cost)" in baseline_row and "$0" not in baseline_row
+
+
+# 800 px is the window every other browser test here opens (puppeteer's default); 1280 a laptop's;
+# 600 a narrow window or a side panel.
+WIDTHS = [1280, 800, 600]
+
+
+@pytest.mark.parametrize("which", ["spend", "gate"])
+def test_every_table_fits_the_page_column(browser, regressed_gate: Path, tmp_path: Path, which: str) -> None:  # noqa: F811
+    """The runs table under What changed (11 columns), the provenance table (40-character commits)
+    and every other table stay inside the page's column at each width: a table too wide wraps or
+    scrolls inside its own box, and the page never scrolls sideways."""
+    if which == "spend":
+        page = tmp_path / "spend.html"
+        comparison = compare(_spent("a", 40, cost=False), _spent("b", 30, cost=True, status="cancelled", limit=True))
+        page.write_text(render_html(comparison=comparison))
+    else:
+        page = regressed_gate / "gate.html"
+    fits = fit_in_browser(browser, page, tmp_path / f"fit-{which}", WIDTHS)
+    for width in WIDTHS:
+        keep_screenshot(tmp_path / f"fit-{which}-{width}.png")
+    for width, fit in fits.items():
+        # The runs table itself fits where the other tests look at the page; narrower, its box does.
+        drawn = fit["runsRight"] if int(width) >= 800 else fit["runsBoxRight"]
+        assert drawn is not None and drawn <= fit["column"] + 0.5, (width, fit)
+        assert fit["out"] == [], (width, fit["out"])
+        assert fit["pageWidth"] <= fit["window"], (width, fit)

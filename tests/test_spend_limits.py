@@ -100,6 +100,10 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     assert gate.returncode == EXIT_INFRA, gate.stdout + gate.stderr
     assert "evalgate gate: incomplete: the candidate run was stopped by a limit" in gate.stdout
     assert "limits.max_cost_usd ($0.10) reached" in gate.stdout
+    # The run's own lines name the limit; how to finish is said once, with the gate's verdict.
+    said = gate.stdout + gate.stderr
+    assert said.count("reached") == 1 and said.count("--resume") == 1, said
+    assert "evalgate run: cancelled by limits.max_cost_usd ($0.10):" in gate.stderr
 
     path = tmp_path / "out" / "results.json"
     partial = load_results(path)
@@ -114,8 +118,8 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     assert_nothing_in_flight_was_lost(partial, log, attempts_per_case=2)
 
     comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
-    assert "`limits.max_cost_usd` (\\$0.10) stopped this run after" in comment
-    assert "raise `limits.max_cost_usd` first" in comment
+    assert "limits.max\\_cost\\_usd (\\$0.10) reached" in comment
+    assert "raise `limits.max_cost_usd` (what the" in comment
     assert "`evalgate run --resume --output results.json`" in comment
     assert "`evalgate gate --results results.json`" in comment
     verdict = json.loads((tmp_path / "out" / "comparison.json").read_text(encoding="utf-8"))

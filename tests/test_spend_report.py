@@ -11,12 +11,21 @@ import html
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evals.common.errors import EXIT_FAIL, EXIT_PASS
+from evals.compare.analysis import compare
+from evals.report.html import render_html
+from evals.report.markdown import render_markdown
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
+from evals.results.spend import LimitStop
+from evals.results.summary import summarize
 
 COST_GATE = """\
 suite: t
@@ -132,3 +141,73 @@ def test_the_cost_gate_example(tmp_path: Path) -> None:
         "cost\\_usd is gated, but the candidate run reports no cost\\_usd on any case: unknown, not 0, so the "
         "cost\\_usd gate could not be checked" in report
     )
+
+
+def _stopped(stop: LimitStop | None, done: int, sha: str) -> Results:
+    cases = [
+        CaseResult(id=f"s-{i:02d}", attempts=[Attempt(passed=True, tokens_in=120, tokens_out=30, cost_usd=0.002)])
+        for i in range(done)
+    ]
+    status = "timeout" if stop and stop.limit == "max_duration_s" else ("cancelled" if stop else "success")
+    run = RunInfo(suite="spend", status=status, total_cases=40, completed_cases=done, git_sha=sha * 40, limit=stop)
+    return Results(run=run, cases=cases)
+
+
+def _as_read(markdown: str) -> str:
+    """The comment's words as a reader sees them: markdown escapes and code spans dropped."""
+    return re.sub(r"\\(.)", r"\1", html.unescape(markdown)).replace("`", "")
+
+
+def _page_text(page: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", page.split("<body>", 1)[1]))
+
+
+@pytest.mark.parametrize(
+    ("stop", "named", "first_step"),
+    [
+        (
+            LimitStop(limit="max_cost_usd", value=0.05, spent=0.06),
+            "limits.max_cost_usd ($0.05) reached: $0.06 spent after 30 of 40 cases",
+            "raise limits.max_cost_usd (what the 30 cases already done spent counts toward it",
+        ),
+        (
+            LimitStop(limit="max_tokens", value=2000, spent=None, unknown=True),
+            "limits.max_tokens (2,000 tokens) cannot be enforced: an attempt reported no tokens",
+            "make the target report tokens (or limit something it reports)",
+        ),
+        (
+            LimitStop(limit="max_duration_s", value=60, spent=61),
+            "limits.max_duration_s (60 s) reached: 61 s spent after 30 of 40 cases",
+            "which gets its own max_duration_s",
+        ),
+    ],
+    ids=["cost", "unmeasured-tokens", "duration"],
+)
+def test_a_limit_stop_is_said_once_in_the_comment_and_on_the_page(stop: LimitStop, named: str, first_step: str) -> None:
+    """The banner names the limit and what was spent; one paragraph says how to finish the run;
+    neither the warnings nor anything else says either again."""
+    comparison = compare(_stopped(None, 40, "a"), _stopped(stop, 30, "b"))
+    assert comparison.verdict == "incomplete"
+    resume = "evalgate run --resume --output results.json"
+    for kind in ("comment", "summary", "full"):
+        text = _as_read(render_markdown(comparison, kind=kind))
+        banner = next(line for line in text.splitlines() if "evalgate INCOMPLETE" in line)
+        assert named in banner and "--resume" not in banner, banner
+        for words in (named, "stopped by a limit", "30 of 40", first_step, resume, "evalgate gate --results"):
+            assert text.count(words) == 1, (kind, words, text)
+        assert text.count("--resume") == 1 and "The candidate run is partial" not in text
+    page = _page_text(render_html(comparison=comparison))
+    for words in (named, "stopped by a limit", "30 of 40", first_step, resume, "evalgate gate --results"):
+        assert page.count(words) == 1, (words, page)
+    assert page.count("--resume") == 1 and "The candidate run is partial" not in page
+
+
+def test_a_run_page_says_its_limit_stop_once() -> None:
+    """The page of a run (no comparison) a limit stopped: its limit paragraph names the limit,
+    what was spent and how to finish; the status line above it does not repeat the run's message."""
+    stop = LimitStop(limit="max_cost_usd", value=0.05, spent=0.06)
+    partial = _stopped(stop, 30, "b")
+    partial.run.message = "limits.max_cost_usd ($0.05) reached: $0.06 spent after 30 of 40 cases; to finish it, …"
+    page = _page_text(render_html(results=partial, summary=summarize(partial)))
+    assert page.count("limits.max_cost_usd ($0.05)") == 1 and page.count("--resume") == 1, page
+    assert "with $0.06 spent" in page and "30/40 cases complete (cancelled)" in page

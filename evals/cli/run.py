@@ -86,7 +86,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="end with the summary table: pass rate with CI overall and per slice, errors, tokens, latency, cost "
-        "(--no-summary: only the errors' most common messages, if any attempt errored)",
+        "(--no-summary: only the errors' most common messages, if any attempt errored; a run a limit stopped is "
+        "named by its limit, and what it spent and how to finish it are left to the caller, as the gate says them "
+        "with its verdict; evalgate show FILE prints them)",
     )
 
 

@@ -70,6 +70,10 @@ class AttemptColumns:
     error_kind: np.ndarray  # object: None or the error's kind
     retries: np.ndarray  # int
     cached: np.ndarray  # bool: the answer came from the response cache
+    judged: np.ndarray  # bool: a judge was paid while scoring it (judge_usage)
+    judge_tokens_in: np.ndarray  # NaN = none reported (or no judge paid)
+    judge_tokens_out: np.ndarray
+    judge_cost: np.ndarray
     scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
     tools: list[tuple[str, ...] | None]  # the tools each attempt called, in order; None = no trace
 
@@ -90,6 +94,12 @@ class AttemptColumns:
         errors = field("error")
         kinds = [None if e is None else (e[kind] if dicts else e.kind) for e in errors]
         names_of = [tool_names(t) for t in field("trace")]
+        usage = field("judge_usage")
+
+        def judge(name: str) -> np.ndarray:
+            values = [None if u is None else (u.get(name) if dicts else getattr(u, name)) for u in usage]
+            return np.array(values, dtype=float) if flat else np.empty(0)
+
         per_attempt_scores = [s for s in field("scores") if s]
         names = sorted(set().union(*per_attempt_scores)) if per_attempt_scores else []
         all_scores = field("scores") if names else []
@@ -105,6 +115,10 @@ class AttemptColumns:
             error_kind=np.array(kinds, dtype=object),
             retries=np.array(field("retries", 0), dtype=np.int64) if flat else np.empty(0, dtype=np.int64),
             cached=np.array(field("cached", False), dtype=bool) if flat else np.empty(0, dtype=bool),
+            judged=np.array([u is not None for u in usage], dtype=bool) if flat else np.empty(0, dtype=bool),
+            judge_tokens_in=judge("tokens_in"),
+            judge_tokens_out=judge("tokens_out"),
+            judge_cost=judge("cost_usd"),
             scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
             tools=[None if n is None else tuple(n) for n in names_of],
         )
@@ -217,25 +231,39 @@ def scan(cases: Iterable[CaseResult], n_cases: int, named_scores: Iterable[str] 
 
 def _spend(at: AttemptColumns, valid: np.ndarray) -> Spend:
     """``evals.results.spend.spend_of`` over the columns: cache hits paid nothing, infra errors
-    got no answer, and a sum nothing reports is unknown (None), not 0."""
-    answered = valid & ~at.cached
+    got no answer, a paid judge adds its part, and a sum nothing reports is unknown (None), not 0."""
+    target = valid & ~at.cached
+    judged = at.judged
+    answered = target | judged
 
-    def total(values: np.ndarray) -> tuple[float | None, int]:
-        known = answered & ~np.isnan(values)
-        return (float(values[known].sum()) if known.any() else None), int(known.sum())
+    def total(parts: list[tuple[np.ndarray, np.ndarray]]) -> float | None:
+        known = [(paid & ~np.isnan(values), values) for paid, values in parts]
+        if not any(k.any() for k, _ in known):
+            return None
+        return float(sum(values[k].sum() for k, values in known))
 
-    tokens_in, _ = total(at.tokens_in)
-    tokens_out, _ = total(at.tokens_out)
-    cost, cost_reported = total(at.cost)
+    tokens_in = total([(target, at.tokens_in), (judged, at.judge_tokens_in)])
+    tokens_out = total([(target, at.tokens_out), (judged, at.judge_tokens_out)])
+    cost = total([(target, at.cost), (judged, at.judge_cost)])
+    judge_told = ~(np.isnan(at.judge_tokens_in) & np.isnan(at.judge_tokens_out))
+    judge_tokens = total(
+        [(judged & judge_told, np.nan_to_num(at.judge_tokens_in) + np.nan_to_num(at.judge_tokens_out))]
+    )
+    target_told = ~(np.isnan(at.tokens_in) & np.isnan(at.tokens_out))
+    tokens_known = (~target | target_told) & (~judged | judge_told)
+    cost_known = (~target | ~np.isnan(at.cost)) & (~judged | ~np.isnan(at.judge_cost))
     return Spend(
         attempts=int(at.case.size),
         cached=int(at.cached.sum()),
         answered=int(answered.sum()),
         tokens_in=None if tokens_in is None else round(tokens_in),
         tokens_out=None if tokens_out is None else round(tokens_out),
-        tokens_reported=int((answered & ~(np.isnan(at.tokens_in) & np.isnan(at.tokens_out))).sum()),
+        tokens_reported=int((answered & tokens_known).sum()),
         cost_usd=cost,
-        cost_reported=cost_reported,
+        cost_reported=int((answered & cost_known).sum()),
+        judged=int(judged.sum()),
+        judge_tokens=None if judge_tokens is None else round(judge_tokens),
+        judge_cost_usd=total([(judged, at.judge_cost)]),
     )
 
 

@@ -12,12 +12,19 @@ from evals.results.spend import LimitStop, limit_sentence, resume_hint
 from evals.suite.config import MetricSpec
 
 
-def limit_reason(stop: LimitStop, run: RunSummary) -> str:
-    """A candidate a ``limits:`` key stopped: which, what it spent, and how to finish and gate it."""
+def limit_stopped(stop: LimitStop, run: RunSummary) -> str:
+    """A candidate a ``limits:`` key stopped: which limit and what it spent. The reports' banner
+    says only this; how to finish the run is said once, below it."""
     return (
         f"the candidate run was stopped by a limit, so it cannot pass: {limit_sentence(stop)} after "
-        f"{run.completed_cases} of {run.total_cases} cases; to finish it, {resume_hint(stop)}, then gate it again"
+        f"{run.completed_cases} of {run.total_cases} cases"
     )
+
+
+def limit_reason(stop: LimitStop, run: RunSummary) -> str:
+    """The gate's reason (its log line, comparison.json): what stopped the run and how to finish
+    and gate it, in one line, since a log has no paragraph below to say the rest."""
+    return f"{limit_stopped(stop, run)}; to finish it, {resume_hint(stop)}, then gate it again"
 
 
 def unmeasured(defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTable, ct: RunTable) -> list[str]:

@@ -49,7 +49,7 @@ SLICE_COLUMNS = ("run_id", "case_no", "slice_key", "slice_value")
 ATTEMPT_COLUMNS = (
     "run_id", "case_no", "attempt_no", "passed", "score", "scores", "format_valid", "latency_ms", "tokens_in",
     "tokens_out", "cost_usd", "error_kind", "error_message", "retries", "output_excerpt", "output_sha256",
-    "output_truncated",
+    "output_truncated", "cached",
 )  # fmt: skip
 EVENT_COLUMNS = (
     "run_id", "case_no", "attempt_no", "seq", "kind", "name", "content", "sha256", "truncated", "ts",
@@ -171,6 +171,7 @@ def _attempt_row(run_id: int, case_no: int, attempt_no: int, a: Attempt, mask: b
         _text(a.output, 8192, mask),
         a.output_sha256,
         int(a.output_truncated),
+        int(a.cached),
     )
 
 
@@ -290,6 +291,7 @@ class _LeanRows:
         traced += [(case_no[j], attempt_no[j], a["trace"]) for j, a in enumerate(attempts) if a.get("trace")]
         scores = [{n: float(v) for n, v in s.items()} if s else None for s in (a.get("scores") for a in attempts)]
         truncated = (a.get("output_truncated", False) for a in attempts)
+        cached = (a.get("cached", False) for a in attempts)
         return zip(
             repeat(self.run_id, len(attempts)),
             case_no,
@@ -304,6 +306,7 @@ class _LeanRows:
             _texts([a.get("output") for a in attempts], 8192, mask),
             [a.get("output_sha256") for a in attempts],
             [int(t if isinstance(t, bool) else _BOOL.validate_python(t)) for t in truncated],
+            [int(c if isinstance(c, bool) else _BOOL.validate_python(c)) for c in cached],
             strict=True,
         )
 

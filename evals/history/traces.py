@@ -1,7 +1,7 @@
 """One case's attempts and trace events read back from the history (``evalgate trace --history``):
 the newest recorded run that holds the case, as the results model, so the timeline is the one a
-results file gives. The history keeps each attempt's output excerpt and retry count, not its
-retry messages."""
+results file gives. The history keeps each attempt's output excerpt, retry count and whether it
+came from the response cache, not its retry messages."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ def case_from_history(engine: Engine, case_id: str, suite: str | None = None) ->
         "SELECT r.id, r.suite, r.git_sha, r.started_at, c.case_no, c.input_excerpt, c.expected_excerpt "
         "FROM cases c JOIN runs r ON r.id = c.run_id WHERE c.case_id = ?"
         + (" AND r.suite = ?" if suite else "")
-        + " ORDER BY r.started_at DESC, r.id DESC LIMIT 1",
+        # A run with no start time is not the newest: PostgreSQL sorts NULL first when descending.
+        + " ORDER BY r.started_at IS NULL, r.started_at DESC, r.id DESC LIMIT 1",
         (case_id, suite) if suite else (case_id,),
     )
     if not found:
@@ -51,17 +52,20 @@ def case_from_history(engine: Engine, case_id: str, suite: str | None = None) ->
             error=AttemptError(kind=kind, message=message or "") if kind else None,
             retries=retries,
             output=output,
+            # NULL: recorded before the history kept the flag (0005); not known to be cached.
+            cached=bool(cached),
             trace=events.get(attempt_no),
         )
-        for attempt_no, passed, score, scores, latency, tokens_in, tokens_out, cost, kind, message, retries, output in (
-            engine.query(
-                "SELECT attempt_no, passed, score, scores, latency_ms, tokens_in, tokens_out, cost_usd, error_kind, "
-                "error_message, retries, output_excerpt FROM attempts WHERE run_id = ? AND case_no = ? "
-                "ORDER BY attempt_no",
-                key,
-            )
+        for (
+            attempt_no, passed, score, scores, latency, tokens_in, tokens_out, cost, kind, message, retries, output,
+            cached,
+        ) in engine.query(
+            "SELECT attempt_no, passed, score, scores, latency_ms, tokens_in, tokens_out, cost_usd, error_kind, "
+            "error_message, retries, output_excerpt, cached FROM attempts WHERE run_id = ? AND case_no = ? "
+            "ORDER BY attempt_no",
+            key,
         )
-    ]
+    ]  # fmt: skip
     slices = dict(engine.query("SELECT slice_key, slice_value FROM case_slices WHERE run_id = ? AND case_no = ?", key))
     case = CaseResult(id=case_id, slices=slices, attempts=attempts, input=input_excerpt, expected=expected_excerpt)
     commit = f", commit {sha[:10]}" if sha else ""

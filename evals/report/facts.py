@@ -80,11 +80,11 @@ def notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
     """Things a reader must not miss, in plain text (escaped when rendered), each once."""
     notes = []
     run = c.candidate_run
-    if not run.complete:
+    # A limit stop's banner already says the run stopped partway, after how many cases.
+    if not run.complete and not (run.limit is not None and c.verdict == "incomplete"):
         notes.append(
             f"The candidate run is partial (status {run.status}, {run.completed_cases:,} of {run.total_cases:,} "
             "cases completed): its numbers do not describe the whole suite."
-            # A limit stop's message is the verdict's own sentence already (said once, in the banner).
             + (f" {run.message}" if run.message and run.limit is None else "")
         )
     if baseline and baseline["too_old"]:

@@ -13,6 +13,7 @@ from evals.common import escape
 from evals.compare.decide import bad_side
 from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
+from evals.compare.spending import limit_stopped
 from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_value
 
 # GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
@@ -135,6 +136,11 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
             named = ", ".join(unsure[:3]) + (f" and {len(unsure) - 3:,} more" if len(unsure) > 3 else "")
             text += f"; inconclusive on {named} (no significant regression, not enough cases to rule one out)"
         return wrap(st.text(text + ".", 1000))
+    stop = c.candidate_run.limit
+    if c.verdict == "incomplete" and stop is not None and not c.candidate_run.complete:
+        # The reason also says how to finish the run; the reports say that once, under the banner.
+        text = limit_stopped(stop, c.candidate_run)
+        return wrap(st.text(text[:1].upper() + text[1:] + ".", 1000))
     return wrap(st.text(c.reason[:1].upper() + c.reason[1:], 1000))
 
 

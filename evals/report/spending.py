@@ -54,7 +54,8 @@ def _change(base: Spend, cand: Spend) -> str:
 
 def spend_view(c: Comparison) -> dict[str, Any]:
     """``rows`` (baseline first, when there is one), a one-line ``summary``, the runs whose cost is
-    not fully known (``unknown``) and, if a limit stopped the candidate, ``limit``."""
+    not fully known (``unknown``), whether a judge's calls are in it (``judged``) and, if a limit
+    stopped the candidate, ``limit``."""
     cand, base = c.candidate_run, c.baseline_run
     runs = [("baseline", base)] if base else []
     runs.append(("candidate", cand))
@@ -68,6 +69,7 @@ def spend_view(c: Comparison) -> dict[str, Any]:
         "rows": [spend_row(name, run.spend) for name, run in runs],
         "summary": summary,
         "unknown": [name for name, run in runs if run.spend.cost_known != "all"],
+        "judged": any(run.spend.judged for _, run in runs),
         "limit": limit_view(cand),
     }
 

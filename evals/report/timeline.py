@@ -60,6 +60,9 @@ def _outcome(a: Attempt) -> str:
         parts.append(f"tokens {a.tokens_in or 0:,} in / {a.tokens_out or 0:,} out")
     if a.retries:
         parts.append(f"{a.retries} infra retr{'y' if a.retries == 1 else 'ies'}")
+    if a.cached:
+        # Its tokens and latency are the first run's: this run paid nothing for it.
+        parts.append("from the response cache")
     return " · ".join(parts)
 
 

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
 from evals.common.errors import InputFileError, UsageError
-from evals.results.spend import LimitStop
+from evals.results.spend import JudgeUsage, LimitStop
 from evals.results.trace import TraceEvent, check_events
 
 SCHEMA_VERSION = 1
@@ -69,6 +69,12 @@ class Attempt(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt (SPEC §3).")
     cached: StrictBool = Field(default=False, description="The answer came from the response cache (SPEC §14).")
+    judge_usage: JudgeUsage | None = Field(
+        default=None,
+        description="What a judge scorer's calls cost while scoring this attempt (SPEC §14); none when no judge was "
+        "paid (no judge, or its verdict came from the cache). Counted in the run's spend and limits, not in the "
+        "tokens and cost_usd above, which are the target's.",
+    )
     batch: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="The more-evidence batch that added this attempt (SPEC §5); none for the first look."
     )

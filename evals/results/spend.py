@@ -8,8 +8,13 @@ Every other attempt either reports its cost or does not: cost that no attempt re
 *unknown*, never $0, and cost that only some report is a lower bound ("at least $X (N of M
 attempts report cost)"). Tokens follow the same rule.
 
-Pure Python, no import of the rest of ``evals.results``: ``model`` imports :class:`LimitStop`
-from here, and ``evalgate run`` prints the spend without paying for numpy."""
+A ``judge`` scorer's calls are paid too, whether or not the target's answer came from the cache:
+an attempt's ``judge_usage`` (the calls a judge was paid for while scoring it; none when its
+verdict came from the cache) adds to its tokens and cost here, and its cost is fully known only
+when both parts are. The judge's share is also kept apart (``judge_*``), for the reports to name.
+
+Pure Python, no import of the rest of ``evals.results``: ``model`` imports :class:`LimitStop` and
+:class:`JudgeUsage` from here, and ``evalgate run`` prints the spend without paying for numpy."""
 
 from __future__ import annotations
 
@@ -19,6 +24,44 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 LimitName = Literal["max_cost_usd", "max_tokens", "max_duration_s"]
+
+
+class JudgeUsage(BaseModel):
+    """What a ``judge`` scorer's calls cost while scoring one attempt: every call the endpoint
+    answered (a reply out of the asked format is billed too; a refused or failed call is not)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    calls: Annotated[int, Field(ge=1)] = Field(description="Calls the endpoint answered for this attempt.")
+    tokens_in: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Prompt tokens the endpoint reported; null when a call reported none."
+    )
+    tokens_out: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Completion tokens the endpoint reported; null when a call reported none."
+    )
+    cost_usd: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="Tokens × the judge's price_in_per_mtok/price_out_per_mtok (USD); null without prices or usage.",
+    )
+
+    @property
+    def tokens(self) -> int | None:
+        if self.tokens_in is None and self.tokens_out is None:
+            return None
+        return (self.tokens_in or 0) + (self.tokens_out or 0)
+
+    def plus(self, other: JudgeUsage) -> JudgeUsage:
+        """Two judges' (or two calls') usage: a side one of them does not report is unknown."""
+
+        def add(a: Any, b: Any) -> Any:
+            return None if a is None or b is None else a + b
+
+        return JudgeUsage(
+            calls=self.calls + other.calls,
+            tokens_in=add(self.tokens_in, other.tokens_in),
+            tokens_out=add(self.tokens_out, other.tokens_out),
+            cost_usd=add(self.cost_usd, other.cost_usd),
+        )
 
 
 class Spend(BaseModel):
@@ -47,6 +90,15 @@ class Spend(BaseModel):
         description="Sum of the cost the answered attempts report (USD); null when none reports one: unknown, not 0.",
     )
     cost_reported: Annotated[int, Field(ge=0)] = Field(default=0, description="Answered attempts that report cost.")
+    judged: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Attempts whose judge was paid (calls answered, verdict not from the cache)."
+    )
+    judge_tokens: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="The judge's part of the tokens (in + out); null when no paid judge call reports any."
+    )
+    judge_cost_usd: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="The judge's part of the cost (USD); null when no paid judge call reports one."
+    )
 
     @property
     def tokens(self) -> int | None:
@@ -76,6 +128,9 @@ class Spend(BaseModel):
             tokens_reported=self.tokens_reported + other.tokens_reported,
             cost_usd=add(self.cost_usd, other.cost_usd),
             cost_reported=self.cost_reported + other.cost_reported,
+            judged=self.judged + other.judged,
+            judge_tokens=add(self.judge_tokens, other.judge_tokens),
+            judge_cost_usd=add(self.judge_cost_usd, other.judge_cost_usd),
         )
 
 
@@ -86,26 +141,44 @@ def attempt_spend(attempt: Any) -> Spend:
 
 def spend_of(attempts: Iterable[Any]) -> Spend:
     """The spend of ``attempts`` (``Attempt`` models), summed (plain counters: a run summary reads
-    every attempt of a big file through here)."""
-    n = cached = answered = tokens_reported = cost_reported = 0
-    tokens_in = tokens_out = None
-    cost = None
+    every attempt of a big file through here). An attempt is *answered* when something in it was
+    paid for: the target (not from the cache, not an infra error) or its judge; it reports its
+    cost (tokens) when every paid part does."""
+    n = cached = answered = tokens_reported = cost_reported = judged = 0
+    tokens_in = tokens_out = judge_tokens = None
+    cost = judge_cost = None
     for a in attempts:
         n += 1
-        if a.cached:
-            cached += 1
-            continue
-        if a.error is not None and a.error.kind == "infra":
+        cached += a.cached
+        target = not a.cached and (a.error is None or a.error.kind != "infra")
+        judge = a.judge_usage
+        if not target and judge is None:
             continue
         answered += 1
-        if a.tokens_in is not None:
+        target_tokens = target and (a.tokens_in is not None or a.tokens_out is not None)
+        if target and a.tokens_in is not None:
             tokens_in = (tokens_in or 0) + a.tokens_in
-        if a.tokens_out is not None:
+        if target and a.tokens_out is not None:
             tokens_out = (tokens_out or 0) + a.tokens_out
-        tokens_reported += a.tokens_in is not None or a.tokens_out is not None
-        if a.cost_usd is not None:
+        if target and a.cost_usd is not None:
             cost = (cost or 0.0) + a.cost_usd
-            cost_reported += 1
+        tokens_known = target_tokens or not target
+        cost_known = a.cost_usd is not None or not target
+        if judge is not None:
+            judged += 1
+            if judge.tokens_in is not None:
+                tokens_in = (tokens_in or 0) + judge.tokens_in
+            if judge.tokens_out is not None:
+                tokens_out = (tokens_out or 0) + judge.tokens_out
+            if judge.tokens is not None:
+                judge_tokens = (judge_tokens or 0) + judge.tokens
+            if judge.cost_usd is not None:
+                cost = (cost or 0.0) + judge.cost_usd
+                judge_cost = (judge_cost or 0.0) + judge.cost_usd
+            tokens_known = tokens_known and judge.tokens is not None
+            cost_known = cost_known and judge.cost_usd is not None
+        tokens_reported += tokens_known
+        cost_reported += cost_known
     return Spend(
         attempts=n,
         cached=cached,
@@ -115,6 +188,9 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
         tokens_reported=tokens_reported,
         cost_usd=cost,
         cost_reported=cost_reported,
+        judged=judged,
+        judge_tokens=judge_tokens,
+        judge_cost_usd=judge_cost,
     )
 
 
@@ -161,11 +237,15 @@ def cost_text(spend: Spend) -> str:
     """``$0.0123``; ``at least $0.01 (3 of 5 attempts report cost)``; ``unknown (no attempt
     reports cost)``; ``$0`` only when nothing was paid for (every attempt cached) or it is so."""
     known = spend.cost_known
+    judge = ""
+    if spend.judged:
+        share = usd(spend.judge_cost_usd) if spend.judge_cost_usd is not None else "unknown"
+        judge = f" (judge {share})" if known != "none" else ""
     if known == "all":
-        return usd(spend.cost_usd or 0.0)
+        return usd(spend.cost_usd or 0.0) + judge
     if known == "some":
         reported = f"{spend.cost_reported:,} of {spend.answered:,} attempts report cost"
-        return f"at least {usd(spend.cost_usd or 0.0)} ({reported})"
+        return f"at least {usd(spend.cost_usd or 0.0)}{judge} ({reported})"
     return "unknown (no attempt reports cost)"
 
 
@@ -178,6 +258,8 @@ def tokens_text(spend: Spend) -> str:
         f"{n:,} {side}" if n is not None else f"– {side}"
         for n, side in ((spend.tokens_in, "in"), (spend.tokens_out, "out"))
     )
+    if spend.judged and spend.judge_tokens is not None:
+        sides += f" (judge {spend.judge_tokens:,})"
     if spend.tokens_reported < spend.answered:
         return f"at least {sides} ({spend.tokens_reported:,} of {spend.answered:,} attempts report tokens)"
     return sides

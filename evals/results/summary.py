@@ -180,6 +180,10 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
                     paid.append(a.cost_usd)
         if case_latency:  # one value per case, as the comparison's latency metrics
             latencies.append(sum(case_latency) / len(case_latency))
+    spend = spend_of(a for case in results.cases for a in case.attempts)
+    paid_usd = (sum(paid) if paid else 0.0) if costs else None
+    if spend.judge_cost_usd is not None:  # the judge's calls were paid this run as well
+        paid_usd = (paid_usd or 0.0) + spend.judge_cost_usd
     return ResultsSummary(
         suite=run.suite,
         status=run.status,
@@ -200,11 +204,11 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         latency_p50_ms=percentile(latencies, 50),
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
-        spend=spend_of(a for case in results.cases for a in case.attempts),
+        spend=spend,
         limit=run.limit,
         cache_hits=hits,
         judge_cache_hits=judge_hits,
-        cost_usd_paid=(sum(paid) if paid else 0.0) if costs else None,
+        cost_usd_paid=paid_usd,
     )
 
 

@@ -33,7 +33,7 @@ from evals.results.model import (
     parse_results,
     write_results_bytes,
 )
-from evals.results.spend import LimitStop, limit_sentence, resume_hint, spend_line, spend_of
+from evals.results.spend import LimitStop, limit_amount, limit_sentence, resume_hint, spend_of
 from evals.results.summary import case_values
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
@@ -356,7 +356,12 @@ def execute(
     run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once)
     run.ended_at = now_iso()
     recorder.write()
-    bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
+    if run.limit is not None:
+        # Which limit only: the summary's note (or, under a gate, the gate's verdict) says the rest once.
+        stop = run.limit
+        bar.finish(f"{run.status} by limits.{stop.limit} ({limit_amount(stop.limit, stop.value)})")
+    else:
+        bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
     if lean:
         return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values()))
     return recorder.results()
@@ -437,7 +442,8 @@ def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tup
     """A limit stop: ``timeout`` for the wall clock (the run-level timeout it replaces),
     ``cancelled`` for cost and tokens (stopped on purpose, like a cancel, and resumable like one);
     ``run.limit`` says which. The message says what to do next."""
-    what = f"{limit_sentence(limit)} after {done} of {total} cases ({spend_line(limit.spend)})"
+    # No spend here: the file keeps it in run.limit.spend and every summary prints it beside this.
+    what = f"{limit_sentence(limit)} after {done} of {total} cases"
     again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
     status: RunStatus = "timeout" if limit.limit == "max_duration_s" else "cancelled"
     return status, f"{what}{again}; to finish it, {resume_hint(limit)}"

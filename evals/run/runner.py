@@ -105,8 +105,10 @@ class Runner:
         answered = (
             attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
         )
+        # A judge that was paid must say what it cost too (an endpoint without usage, or no prices).
+        judge = attempt.judge_usage if attempt is not None else None
         if limits.max_cost_usd is not None:
-            if answered and attempt.cost_usd is None:  # type: ignore[union-attr]
+            if (answered and attempt.cost_usd is None) or (judge is not None and judge.cost_usd is None):  # type: ignore[union-attr]
                 stop = LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total)
                 self._limit_reached(stop)
                 return
@@ -117,7 +119,8 @@ class Runner:
                 )
                 return
         if limits.max_tokens is not None:
-            if answered and attempt.tokens_in is None and attempt.tokens_out is None:  # type: ignore[union-attr]
+            untold = answered and attempt.tokens_in is None and attempt.tokens_out is None  # type: ignore[union-attr]
+            if untold or (judge is not None and judge.tokens is None):
                 self._limit_reached(LimitStop(limit="max_tokens", value=limits.max_tokens, unknown=True, spend=total))
                 return
             if (total.tokens or 0) >= limits.max_tokens:
@@ -272,10 +275,10 @@ class Runner:
         try:
             verdict = await score_attempt_async(self.scorers, result.output, case, events)
             passed, score, scores, details = verdict.passed, verdict.score, dict(verdict.scores), verdict.details
-            resends = verdict.resends
+            resends, judge_usage = verdict.resends, verdict.usage
         except ScorerError as exc:  # kind "infra" when a judge could not be reached: no verdict
             error = AttemptError(kind=exc.kind, message=self._mask(str(exc)))
-            resends = exc.resends
+            resends, judge_usage = exc.resends, exc.usage
         # A judge's retried calls are this attempt's infra retries too, beside the target's.
         history = [*history, *(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)]
         error = error or trace_error
@@ -289,6 +292,7 @@ class Runner:
             # cheaper one: the target reports the stored usage). `cached` says it was not paid now.
             latency_ms=latency_ms + result.replayed_ms,
             cached=result.cached,
+            judge_usage=judge_usage,
             tokens_in=result.tokens_in,
             tokens_out=result.tokens_out,
             cost_usd=result.cost_usd,

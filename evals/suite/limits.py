@@ -21,14 +21,15 @@ class LimitsSpec(StrictModel):
     max_cost_usd: Annotated[float, Field(gt=0)] | None = Field(
         default=None,
         description="Stop once the attempts paid for cost this much (USD, as the target reports it: cost_usd from a "
-        "python or command target, or tokens × target.openai.price_in_per_mtok / price_out_per_mtok). Counts the "
-        "cases a --resume keeps. An openai target without prices is an error; an attempt reporting no cost stops "
-        "the run (a limit that cannot be measured cannot be enforced).",
+        "python or command target, or tokens × target.openai.price_in_per_mtok / price_out_per_mtok; plus a judge "
+        "scorer's calls at its own prices). Counts the cases a --resume keeps. An openai target or a judge without "
+        "prices is an error; an attempt reporting no cost stops the run (a limit that cannot be measured cannot be "
+        "enforced).",
     )
     max_tokens: Annotated[int, Field(gt=0)] | None = Field(
         default=None,
-        description="Stop once the attempts paid for used this many tokens, in + out. Counts the cases a --resume "
-        "keeps; an attempt reporting no tokens stops the run.",
+        description="Stop once the attempts paid for used this many tokens, in + out, a judge scorer's included. "
+        "Counts the cases a --resume keeps; an attempt reporting no tokens stops the run.",
     )
     max_duration_s: Annotated[float, Field(gt=0)] | None = Field(
         default=None,
@@ -43,11 +44,25 @@ class LimitsSpec(StrictModel):
 
 
 def check_cost_limit(config: Any, src: Any) -> None:
-    """``limits.max_cost_usd`` over an openai target without prices could never be measured (the
-    endpoint reports tokens, not dollars): refused before anything is spent, not found out after."""
+    """``limits.max_cost_usd`` over an openai target or a ``judge`` scorer without prices could
+    never be measured (the endpoint reports tokens, not dollars): refused before anything is spent,
+    not found out after."""
     # ``config`` is a SuiteConfig, ``src`` its Located YAML (not imported: config imports this module).
+    if config.limits.max_cost_usd is None:
+        return
+    for i, spec in enumerate(config.scorers):
+        priced = spec.params.get("price_in_per_mtok") is not None or spec.params.get("price_out_per_mtok") is not None
+        if spec.name == "judge" and spec.python is None and not priced:
+            line = src.line_of(["scorers", i]) or src.line_of(["limits", "max_cost_usd"])
+            raise InputFileError(
+                f"{src.path}:{line}" if line else src.path,
+                "limits.max_cost_usd cannot be enforced: the judge scorer has no prices, and its calls count "
+                "toward the limit",
+                "set the judge's price_in_per_mtok and price_out_per_mtok (USD per million tokens of its model), or "
+                "limit tokens with limits.max_tokens instead",
+            )
     openai = getattr(config.target, "openai", None)
-    if config.limits.max_cost_usd is None or openai is None:
+    if openai is None:
         return
     if openai.price_in_per_mtok is None and openai.price_out_per_mtok is None:
         line = src.line_of(["limits", "max_cost_usd"])

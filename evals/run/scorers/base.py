@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.results.model import ErrorKind, RetryRecord
+from evals.results.spend import JudgeUsage
 from evals.suite.cases import Case
 
 
@@ -33,17 +34,23 @@ class Score(BaseModel):
         description="Calls out (the judge's) that failed and were retried before this verdict: they join the "
         "attempt's retry_history and its retries, beside the target's.",
     )
+    usage: JudgeUsage | None = Field(
+        default=None, description="What the judge's calls for this verdict cost; none when nothing was paid."
+    )
 
 
 class ScorerError(Exception):
     """A scorer crashed or returned something unusable; the runner records error kind "scorer".
-    ``resends``: as in ``Score``, the failed calls retried before it gave up."""
+    ``resends`` and ``usage``: as in ``Score``, the failed calls retried and what the calls cost
+    before it gave up."""
 
     kind: ErrorKind = "scorer"
 
-    def __init__(self, message: str, *, resends: list[RetryRecord] | None = None):
+    def __init__(self, message: str, *, resends: list[RetryRecord] | None = None, usage: JudgeUsage | None = None):
         super().__init__(message)
         self.resends = list(resends or [])
+        # A judge that gave up after replies out of format was still paid for them.
+        self.usage = usage
 
 
 class ScorerUnavailable(ScorerError):

@@ -457,7 +457,17 @@ async def score_attempt_async(
     scorers: Sequence[Scorer], output: Any, case: Case, events: Sequence[Any] | None = None
 ) -> Score:
     """``score_attempt`` where some scorers are async (the judge): those are awaited."""
-    return _combine([(scorer, await scorer.ascore(output, case, events)) for scorer in scorers])
+    results: list[tuple[Scorer, Score]] = []
+    for scorer in scorers:
+        try:
+            results.append((scorer, await scorer.ascore(output, case, events)))
+        except ScorerError as exc:
+            # The judges that did answer before this one failed were paid all the same.
+            for _, done in results:
+                if done.usage is not None:
+                    exc.usage = done.usage if exc.usage is None else done.usage.plus(exc.usage)
+            raise
+    return _combine(results)
 
 
 def _combine(results: list[tuple[Scorer, Score]]) -> Score:
@@ -466,9 +476,12 @@ def _combine(results: list[tuple[Scorer, Score]]) -> Score:
     named: dict[str, float] = {}
     details: dict[str, Any] = {}
     resends = []
+    usage = None
     for scorer, result in results:
         details.update(result.details)
         resends += result.resends
+        if result.usage is not None:  # two judges: both were paid
+            usage = result.usage if usage is None else usage.plus(result.usage)
         if result.passed is not None:
             verdicts.append(result.passed)
         if result.score is not None:
@@ -482,4 +495,5 @@ def _combine(results: list[tuple[Scorer, Score]]) -> Score:
         scores=named,
         details=details,
         resends=resends,
+        usage=usage,
     )

@@ -10,6 +10,11 @@ it), so no framed text can close its block or forge the next one. The verdict is
 the judge's own reply: the whole reply must be one JSON object carrying that call's nonce; a JSON
 object found somewhere in prose (it may be quoted from the output) is never taken.
 
+Every call the endpoint answers is paid for, a reply out of format included: its usage (and, with
+``price_in_per_mtok``/``price_out_per_mtok``, its cost) goes with the verdict into the attempt's
+``judge_usage``, so the run's spend and ``limits`` count the judge beside the target. A verdict
+from the response cache paid nothing.
+
 A judge that cannot give a verdict — unreachable, 408/409/429/5xx or a timeout after its retries,
 a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply not in that format —
 raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answer (nor a pass).
@@ -39,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord
+from evals.results.spend import JudgeUsage
 from evals.run.cache import ResponseCache
 from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
@@ -66,6 +72,14 @@ class JudgeParams(BaseModel):
     backoff_s: Annotated[float, Field(ge=0)] = 1.0
     pass_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
         default=0.5, description="A reply with a score but no verdict passes at this score or above."
+    )
+    price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million prompt tokens of the judge's model: with it (and price_out_per_mtok) each "
+        "judged attempt records what its judge calls cost (judge_usage.cost_usd); limits.max_cost_usd needs them.",
+    )
+    price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None, description="USD per million completion tokens of the judge's model (see price_in_per_mtok)."
     )
 
     @model_validator(mode="after")
@@ -174,12 +188,15 @@ class Judge:
         # Every failed call that is retried, recorded like the target's infra retries (the runner
         # adds them to the attempt's retry_history and retries): a dead judge shows in the counts.
         resends: list[RetryRecord] = []
+        paid: JudgeUsage | None = None
         for attempt in range(p.retries + 1):
             prompt, nonce = self.prompt(output, case)
             started = time.perf_counter()
-            problem, retry_after = await self._ask(self._request(prompt), nonce)
+            problem, retry_after, usage = await self._ask(self._request(prompt), nonce)
+            if usage is not None:
+                paid = usage if paid is None else paid.plus(usage)
             if isinstance(problem, Score):
-                return problem.model_copy(update={"resends": resends})
+                return problem.model_copy(update={"resends": resends, "usage": paid})
             problems.append(problem)
             if retry_after is None or attempt == p.retries:
                 break
@@ -191,27 +208,51 @@ class Judge:
             f"judge {p.model} at {self.url} gave no verdict for case {case.id!r} after {len(problems)} "
             f"call(s): {problems[-1]}",
             resends=resends,
+            usage=paid,
         )
 
-    async def _ask(self, data: bytes, nonce: str) -> tuple[Score | str, float | None]:
-        """(the verdict, or what went wrong, and whether to retry: None = no, else the wait in s, 0 = default)."""
+    async def _ask(self, data: bytes, nonce: str) -> tuple[Score | str, float | None, JudgeUsage | None]:
+        """(the verdict, or what went wrong; whether to retry: None = no, else the wait in s, 0 =
+        default; what the call cost: None for a call the endpoint did not answer)."""
         try:
             async with asyncio.timeout(self.params.timeout_s):
                 reply = await self.pool.post(data)
         except TimeoutError:
-            return f"no answer within timeout_s={self.params.timeout_s:g}", 0.0
+            return f"no answer within timeout_s={self.params.timeout_s:g}", 0.0, None
         except HTTPError as exc:  # refused, unreachable, connect timeout, reset, cut-off or malformed answer
-            return f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}", 0.0
+            return f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}", 0.0, None
         if reply.status in RETRYABLE_STATUS or reply.status >= 500:
-            return f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]}", parse_retry_after(
-                reply.header("retry-after")
-            ) or 0.0
+            wait = parse_retry_after(reply.header("retry-after")) or 0.0
+            return f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]}", wait, None
         if reply.status >= 400:
             return (
                 f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]} (check the judge's model, key and base_url)",
                 None,
+                None,
             )
-        return self._verdict(reply, nonce)
+        return (*self._verdict(reply, nonce), self._usage(reply))
+
+    def _usage(self, reply: Reply) -> JudgeUsage:
+        """An answered call's tokens as the endpoint reports them (None on a side it does not) and
+        their cost at the judge's prices (None without prices, or without the tokens a price needs)."""
+        try:
+            usage = json.loads(reply.body).get("usage")
+        except (ValueError, AttributeError):
+            usage = None
+        usage = usage if isinstance(usage, dict) else {}
+
+        def count(value: Any) -> int | None:
+            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+        tokens_in, tokens_out = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
+        price_in, price_out = self.params.price_in_per_mtok, self.params.price_out_per_mtok
+        cost = None
+        # A price without the usage it applies to would understate the cost: unknown instead.
+        if (price_in is not None or price_out is not None) and not (
+            (price_in is not None and tokens_in is None) or (price_out is not None and tokens_out is None)
+        ):
+            cost = ((tokens_in or 0) * (price_in or 0) + (tokens_out or 0) * (price_out or 0)) / 1e6
+        return JudgeUsage(calls=1, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
 
     def _verdict(self, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
         try:
