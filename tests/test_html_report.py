@@ -75,7 +75,9 @@ def fit_in_browser(browser: Path, page: Path, shots: Path, widths: list[int]) ->
 
 def keep_screenshot(shot: Path) -> None:
     if os.environ.get("EVALGATE_SCREENSHOT_DIR"):  # to look at the page: the screenshot is kept there
-        shutil.copyfile(shot, Path(os.environ["EVALGATE_SCREENSHOT_DIR"]) / shot.name)
+        keep = Path(os.environ["EVALGATE_SCREENSHOT_DIR"])
+        keep.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, keep / shot.name)
 
 
 def _node(browser: Path, source: Path, *args: str) -> dict:
