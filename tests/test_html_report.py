@@ -7,6 +7,7 @@ the packages or the browser cannot be obtained, the browser tests skip and say w
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -40,21 +41,29 @@ def browser() -> Path:
     if not node or not npm:
         pytest.skip("browser test: node and npm are needed to install @sparticuz/chromium + puppeteer-core")
     modules = CACHE / "node_modules"
-    if not all((modules / name.rsplit("@", 1)[0]).is_dir() for name in PACKAGES):
-        CACHE.mkdir(parents=True, exist_ok=True)
-        try:
-            done = subprocess.run(
-                [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} took over 15 minutes")
-        if done.returncode != 0:
-            pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} failed: {done.stderr.strip()[-500:]}")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    # Test workers (pytest -n) start at once on a fresh venv: one installs, the others wait for it
+    # rather than finding half-made package folders.
+    with (CACHE / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((modules / name.rsplit("@", 1)[0]).is_dir() for name in PACKAGES):
+            _install(npm)
     return CACHE
+
+
+def _install(npm: str) -> None:
+    try:
+        done = subprocess.run(
+            [npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--loglevel=error", *PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} took over 15 minutes")
+    if done.returncode != 0:
+        pytest.skip(f"browser test: npm install {' '.join(PACKAGES)} failed: {done.stderr.strip()[-500:]}")
 
 
 def open_in_browser(browser: Path, page: Path, screenshot: Path, query: str) -> dict:
@@ -81,14 +90,21 @@ def keep_screenshot(shot: Path) -> None:
 
 
 def _node(browser: Path, source: Path, *args: str) -> dict:
-    script = browser / source.name
-    shutil.copyfile(source, script)  # node resolves the packages next to the script
+    # Each test worker its own folder, below the packages (node looks for them in the parent
+    # folders of the script): a script is never rewritten while another worker's node reads it,
+    # and Chromium, which unpacks itself into the temp folder with a plain "exists? use it", is
+    # never started half-written by one worker while another unpacks it.
+    own = browser / f"worker-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+    (own / "tmp").mkdir(parents=True, exist_ok=True)
+    script = own / source.name
+    shutil.copyfile(source, script)
     done = subprocess.run(
         ["node", str(script), *args],
         capture_output=True,
         text=True,
         timeout=180,
         check=False,
+        env={**os.environ, "TMPDIR": str(own / "tmp")},
     )
     if done.returncode != 0 and "Failed to launch the browser process" in done.stderr:
         pytest.skip(f"browser test: Chromium does not start here: {done.stderr.strip()[-400:]}")
