@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -629,11 +630,13 @@ def workflow_run_job(
         "workflow_run": {
             "id": run_id,
             "name": name,
+            # GitHub's numeric ids, stable per workflow and per repository (made up here, alike).
+            "workflow_id": zlib.crc32(name.encode()),
             "event": "pull_request",
             "conclusion": conclusion,
             "head_sha": head_sha,
             "head_branch": branch,
-            "head_repository": {"full_name": repo},
+            "head_repository": {"full_name": repo, "id": zlib.crc32(repo.encode())},
         },
         "repository": {"full_name": world.gh.repo, "default_branch": "main"},
     }
@@ -1853,6 +1856,12 @@ def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_
     again = workflow_run_job(world, 99, head, repo=gh.repo, branch="feature", name="eval-gate-more-evidence")
     assert concurrency_group(world, phase) != concurrency_group(world, again)
     assert concurrency_group(world, again) == concurrency_group(world, triggered_by(world, pr, gate)[0])
+    # A fork whose owner's name continues the workflow's name ("more-evidence-<owner>") must not
+    # land in this PR's group, where each of its pushes would cancel this PR's comment job.
+    forger = f"more-evidence-{gh.repo}"
+    forged = workflow_run_job(world, 98, head, repo=forger, branch="feature", name="eval-gate")
+    assert f"eval-gate-{forger}-feature" == f"eval-gate-more-evidence-{gh.repo}-feature"  # names joined by "-" collide
+    assert concurrency_group(world, forged) != concurrency_group(world, again)
 
     # A second push: batches again, and the comment phase updates the same comment in place.
     head2 = world.commit(feature, "tweak it again")
