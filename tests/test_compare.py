@@ -404,6 +404,28 @@ def test_comparison_round_trips_through_json():
     assert again == c
 
 
+def test_a_comparison_from_a_newer_evalgate_is_read_without_the_fields_this_one_lacks():
+    """The comment phase runs the default branch's evalgate on a report a PR's evalgate wrote."""
+    import json
+
+    from evals.common.errors import InputFileError
+    from evals.report.files import parse_comparison
+
+    baseline, candidate = regression_pair()
+    c = compare(baseline, candidate)
+    data = json.loads(c.model_dump_json())
+    data["new_section"] = {"x": 1}
+    data["gate"]["new_setting"] = True
+    data["units"][0]["new_stat"] = 0.5
+    ignored: list[str] = []
+    assert parse_comparison(json.dumps(data).encode(), "comparison.json", ignored) == c
+    assert sorted(ignored) == ["gate.new_setting", "new_section", "units.0.new_stat"]
+    # A field it knows, with a value it does not accept, is still refused, extras or not.
+    data["verdict"] = "maybe"
+    with pytest.raises(InputFileError, match="verdict"):
+        parse_comparison(json.dumps(data).encode(), "comparison.json")
+
+
 def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tmp_path):
     from evals.suite.config import load_config
 

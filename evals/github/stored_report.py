@@ -126,7 +126,14 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
         raw = comparison_path.read_bytes()
     except OSError as exc:
         raise InputFileError(comparison_path, f"cannot read: {exc}") from None
-    comparison = parse_comparison(raw, comparison_path)
+    newer: list[str] = []
+    comparison = parse_comparison(raw, comparison_path, newer)
+    if newer:
+        print(
+            f"evalgate comment: {comparison_path.name} has fields this evalgate does not know, left out (a newer "
+            f"evalgate wrote it; the comment shows what this one can): {log_value(', '.join(newer), limit=300)}",
+            file=sys.stderr,
+        )
     if comparison.verdict != meta.verdict:
         raise InputFileError(
             where,

@@ -4,7 +4,7 @@ comparison.json back (``evalgate promote --comparison``, the stored report of th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from evals.results.model import atomic_write
 
@@ -38,8 +38,14 @@ def write_report_files(comparison: Comparison, config: SuiteConfig, out_dir: Pat
     return paths
 
 
-def parse_comparison(raw: bytes, where: str | Path) -> Comparison:
-    """A comparison.json, validated against the model (exit 2 naming the file and field otherwise)."""
+def parse_comparison(raw: bytes, where: str | Path, ignored: list[str] | None = None) -> Comparison:
+    """A comparison.json, validated against the model (exit 2 naming the file and field otherwise).
+
+    Fields this version does not know are left out, and their paths added to ``ignored``: the file
+    may come from a newer evalgate (a PR's gate job runs the PR's evalgate, the comment phase the
+    default branch's), and nothing is read from a field the model does not have."""
+    import json
+
     from pydantic import ValidationError
 
     from evals.common.errors import InputFileError
@@ -48,9 +54,26 @@ def parse_comparison(raw: bytes, where: str | Path) -> Comparison:
     try:
         return Comparison.model_validate_json(raw)
     except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
-        raise InputFileError(where, f"not a comparison.json: {loc}: {first['msg']}") from None
+        errors = exc.errors(include_url=False)
+    data: Any = None
+    while all(e["type"] == "extra_forbidden" for e in errors):
+        if data is None:
+            data = json.loads(raw)
+        for error in errors:
+            *parents, key = error["loc"]
+            node = data
+            for part in parents:
+                node = node[part]
+            node.pop(key, None)
+            if ignored is not None:
+                ignored.append(".".join(str(p) for p in error["loc"]))
+        try:
+            return Comparison.model_validate_json(json.dumps(data))
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = ".".join(str(p) for p in first["loc"]) or "(top level)"
+    raise InputFileError(where, f"not a comparison.json: {loc}: {first['msg']}") from None
 
 
 def write_outputs(
