@@ -144,6 +144,11 @@ def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones
             [sys.executable, "-m", "evals", *args], capture_output=True, text=True, cwd=tmp_path, env=env, check=False
         )
 
+    # Reading does not migrate: before anything newer writes to it, the old database is still read.
+    before = evalgate("trace", "c0", "--history", "--url", history_url)
+    assert before.returncode == 0 and "attempt 1" in before.stdout, before.stderr
+    assert "from the response cache" not in before.stdout
+
     init = evalgate("history", "init", "--url", history_url)
     assert init.returncode == 0 and "applied 0005_attempt_cached (schema version 5)" in init.stdout, init.stderr
     assert rows(history_url, "SELECT cached FROM attempts") == [(None,)]

@@ -12,6 +12,9 @@ from evals.history.engine import Engine
 from evals.results.model import Attempt, AttemptError, CaseResult
 from evals.results.trace import TraceEvent
 
+# The migration that added attempts.cached (0005_attempt_cached.sql).
+CACHED_SINCE = 5
+
 
 def case_from_history(engine: Engine, case_id: str, suite: str | None = None) -> tuple[CaseResult, str]:
     """(the case, where it was found: run id, suite, commit, start). UsageError when no run has it."""
@@ -40,6 +43,7 @@ def case_from_history(engine: Engine, case_id: str, suite: str | None = None) ->
         events.setdefault(attempt_no, []).append(
             TraceEvent(seq=seq, kind=kind, name=name, content=content, sha256=sha256, truncated=bool(truncated), ts=ts)
         )
+    cached = "cached" if engine.version() >= CACHED_SINCE else "NULL"
     attempts = [
         Attempt(
             passed=None if passed is None else bool(passed),
@@ -61,7 +65,8 @@ def case_from_history(engine: Engine, case_id: str, suite: str | None = None) ->
             cached,
         ) in engine.query(
             "SELECT attempt_no, passed, score, scores, latency_ms, tokens_in, tokens_out, cost_usd, error_kind, "
-            "error_message, retries, output_excerpt, cached FROM attempts WHERE run_id = ? AND case_no = ? "
+            # Readers do not migrate: a database no newer evalgate has written to has no such column.
+            f"error_message, retries, output_excerpt, {cached} FROM attempts WHERE run_id = ? AND case_no = ? "
             "ORDER BY attempt_no",
             key,
         )
