@@ -49,9 +49,9 @@ class Grader:
         return reply
 
 
-def judged_suite(folder: Path, server: OpenAIServer, n: int, *, target_cost: float, **config) -> Path:
+def judged_suite(folder: Path, server: OpenAIServer | str, n: int, *, target_cost: float, **config) -> Path:
     """An echo target that reports 1 token in, 1 out and ``target_cost`` per answer, graded by a
-    priced judge on ``server``."""
+    priced judge on ``server`` (or at a URL)."""
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "echo.py").write_text(
         "def answer(text):\n"
@@ -59,7 +59,7 @@ def judged_suite(folder: Path, server: OpenAIServer, n: int, *, target_cost: flo
     )
     judge = {
         "model": "local:judge-1",
-        "base_url": server.url,
+        "base_url": server if isinstance(server, str) else server.url,
         "api_key_env": None,
         "rubric": "The output is the reference answer.",
         "retries": 0,
@@ -171,3 +171,22 @@ def test_a_cost_limit_over_a_judge_without_prices_is_refused_before_the_run(tmp_
     line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if "judge:" in text)
     assert f"evalgate.yml:{line}" in refused.stderr and "the judge scorer has no prices" in refused.stderr
     assert "price_in_per_mtok" in refused.stderr and not openai_server.requests
+
+
+def test_what_the_target_cost_counts_when_its_judge_cannot_be_reached(tmp_path: Path) -> None:
+    """The target answered (and was paid); the judge's endpoint is down, so the attempt is an infra
+    error. Its cost still counts toward the spend and the limit: a dead judge must not let a run
+    spend without limit."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = judged_suite(tmp_path, f"http://127.0.0.1:{port}/v1", 20, target_cost=0.01, limits={"max_cost_usd": 0.05})
+    stopped = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert stopped.returncode == EXIT_INFRA, stopped.stderr
+    partial = load_results(tmp_path / "r.json")
+    assert partial.run.limit is not None and partial.run.limit.limit == "max_cost_usd", partial.run
+    assert partial.run.limit.spent == pytest.approx(0.05)
+    errors = [a.error for c in partial.cases for a in c.attempts]
+    assert errors and all(e is not None and e.kind == "infra" for e in errors)

@@ -21,6 +21,7 @@ from evals.run.execution import execute, say
 from evals.run.runner import DEFAULT_GRACE_S
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config, replace_target
+from evals.suite.limits import tighter_limits
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -80,6 +81,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="pay for every answer again: do not read or write the response cache (config cache:; the same as "
         "EVALGATE_CACHE=off)",
     )
+    for flag, kind, what in (
+        ("--max-cost-usd", float, "USD"),
+        ("--max-tokens", int, "tokens"),
+        ("--max-duration-s", float, "seconds"),
+    ):
+        key = flag[2:].replace("-", "_")
+        parser.add_argument(
+            flag,
+            type=kind,
+            metavar=what.upper(),
+            help=f"stop at this many {what} or at the config's limits.{key}, whichever comes first (a "
+            "more-evidence batch runs with what is left of the gate's limits)",
+        )
     parser.add_argument("--html", metavar="FILE", help="also write a self-contained HTML report of the run")
     parser.add_argument(
         "--summary",
@@ -111,6 +125,7 @@ def main(args: argparse.Namespace) -> int:
         config.attempts = args.attempts
     if args.target:
         replace_target(config, Path(args.target))
+    config.limits = tighter_limits(config.limits, args.max_cost_usd, args.max_tokens, args.max_duration_s)
     if args.attempt_offset < 0:
         raise UsageError(f"--attempt-offset must be >= 0, got {args.attempt_offset}")
     if args.grace_s < 0:

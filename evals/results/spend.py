@@ -142,15 +142,19 @@ def attempt_spend(attempt: Any) -> Spend:
 def spend_of(attempts: Iterable[Any]) -> Spend:
     """The spend of ``attempts`` (``Attempt`` models), summed (plain counters: a run summary reads
     every attempt of a big file through here). An attempt is *answered* when something in it was
-    paid for: the target (not from the cache, not an infra error) or its judge; it reports its
-    cost (tokens) when every paid part does."""
+    paid for: the target (not from the cache; not an infra error, unless it reports what it cost:
+    the target answered and its judge could not be reached) or its judge; it reports its cost
+    (tokens) when every paid part does."""
     n = cached = answered = tokens_reported = cost_reported = judged = 0
     tokens_in = tokens_out = judge_tokens = None
     cost = judge_cost = None
     for a in attempts:
         n += 1
         cached += a.cached
-        target = not a.cached and (a.error is None or a.error.kind != "infra")
+        # An infra error is no answer, unless the target answered and what failed was its judge:
+        # what the attempt reports having cost was paid for either way.
+        reported = a.cost_usd is not None or a.tokens_in is not None or a.tokens_out is not None
+        target = not a.cached and (a.error is None or a.error.kind != "infra" or reported)
         judge = a.judge_usage
         if not target and judge is None:
             continue

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from evals.common.errors import InputFileError
+from evals.common.errors import InputFileError, UsageError
 from evals.suite.strict import StrictModel
 
 
@@ -41,6 +41,22 @@ class LimitsSpec(StrictModel):
     @property
     def enabled(self) -> bool:
         return any(v is not None for v in (self.max_cost_usd, self.max_tokens, self.max_duration_s))
+
+
+def tighter_limits(
+    limits: LimitsSpec, max_cost_usd: float | None, max_tokens: int | None, max_duration_s: float | None
+) -> LimitsSpec:
+    """``limits`` with each given cap applied where it is lower than the config's (``evalgate run
+    --max-cost-usd`` ...): a cap never raises a limit the config set."""
+    update: dict[str, Any] = {}
+    for key, cap in (("max_cost_usd", max_cost_usd), ("max_tokens", max_tokens), ("max_duration_s", max_duration_s)):
+        if cap is None:
+            continue
+        if cap <= 0:
+            raise UsageError(f"--{key.replace('_', '-')} must be > 0, got {cap:g}")
+        current = getattr(limits, key)
+        update[key] = cap if current is None else min(current, cap)
+    return limits.model_copy(update=update) if update else limits
 
 
 def check_cost_limit(config: Any, src: Any) -> None:
