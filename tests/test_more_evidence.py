@@ -18,13 +18,16 @@ import yaml
 from suites import git
 
 
-def _bot(repo: Path, broken: list[int], slow_s: float = 0.0) -> None:
-    """The bot answers the input back, except for ``broken`` ones; ko inputs take ``slow_s``."""
+def _bot(repo: Path, broken: list[int], slow_s: float = 0.0, cost: float | None = None, ko_cost: float = 0) -> None:
+    """The bot answers the input back, except for ``broken`` ones; ko inputs take ``slow_s``; with
+    ``cost``, each answer reports it (ko answers ``ko_cost`` more)."""
     wrong = sorted(f"q{i}" for i in broken)
+    out = "'wrong' if text in BROKEN else text"
+    price = f"{cost!r} + ({ko_cost!r} if int(text[1:]) >= 475 else 0)"
     (repo / "bot.py").write_text(
         f"import time\n\nBROKEN = set({wrong!r})\n\n\ndef answer(text):\n"
         f"    if int(text[1:]) >= 475:\n        time.sleep({slow_s})\n"
-        "    return 'wrong' if text in BROKEN else text\n",
+        + (f"    return {out}\n" if cost is None else f"    return {{'output': {out}, 'cost_usd': {price}}}\n"),
         encoding="utf-8",
     )
 
@@ -52,7 +55,7 @@ def _gate(repo: Path, store: Path, *extra: str) -> tuple[int, dict, str]:
     return done.returncode, json.loads(path.read_text()) if path.exists() else {}, done.stderr
 
 
-def _repo(tmp_path: Path, slow_s: float = 0.0) -> tuple[Path, Path]:
+def _repo(tmp_path: Path, slow_s: float = 0.0, cost: float | None = None, ko_cost: float = 0) -> tuple[Path, Path]:
     """500 cases (475 en, 25 ko); the baseline commit breaks 20 en cases, the candidate commit
     20 other en cases (noise overall) and 7 of the 25 ko cases."""
     repo, store = tmp_path / "repo", tmp_path / "store"
@@ -63,13 +66,13 @@ def _repo(tmp_path: Path, slow_s: float = 0.0) -> tuple[Path, Path]:
     ]
     (repo / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
     _suite(repo)
-    _bot(repo, list(range(20)))
+    _bot(repo, list(range(20)), cost=cost, ko_cost=ko_cost)
     git(repo, "init", "-q")
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "baseline")
     _, comparison, err = _gate(repo, store, "--seed")
     assert comparison["verdict"] == "no-baseline", err
-    _bot(repo, [*range(20, 40), *range(475, 482)], slow_s)
+    _bot(repo, [*range(20, 40), *range(475, 482)], slow_s, cost, ko_cost)
     git(repo, "commit", "-qam", "candidate")
     return repo, store
 
@@ -126,6 +129,52 @@ def test_the_budget_ends_still_inconclusive(tmp_path):
     assert (code, c["verdict"]) == (0, "inconclusive"), err
     assert c["more_evidence"]["summary"].startswith("still inconclusive after 1 batch")
     assert "still inconclusive after 1 batch" in c["reason"]
+
+
+def test_the_gates_limits_count_the_batches_too(tmp_path):
+    """limits.max_cost_usd caps what the whole gate spends: the candidate's run ($5: 500 answers
+    at $0.01) and every batch on both sides ($0.50 a batch: 25 ko cases twice). Each batch side is
+    its own run, which used to get the whole limit again: the batches ran past it unseen."""
+    repo, store = _repo(tmp_path, cost=0.01)
+    config = yaml.safe_load((repo / "evalgate.yml").read_text())
+    config["limits"] = {"max_cost_usd": 5.75}  # the run and one batch; the next would pass it
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    me = c["more_evidence"]
+    assert len(me["looks"]) == 2 and me["attempts"] == 50
+    assert me["spend"]["cost_usd"] == pytest.approx(0.5) == me["cost_usd"]
+    assert me["summary"] == (
+        "still inconclusive after 1 batch (limits.max_cost_usd $5.75 reached by the gate ($5.50 spent; the next "
+        "batch needs about $0.50 more))"
+    )
+    # Each side of the batch ran under what was left ($0.75, then $0.50), and completed.
+    sides = sorted((repo / ".evalgate" / "out" / "more-evidence").glob("*-1.json"))
+    assert [json.loads(p.read_text())["run"]["status"] for p in sides] == ["success", "success"]
+    # The Spend section counts the batches, as a row of their own.
+    report = (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    assert "more evidence &#36;0.50 for 50 attempts" in report
+    assert "| more evidence (both sides) | 50 |" in report
+
+
+def test_a_batch_that_runs_out_of_the_limit_is_not_used(tmp_path):
+    """The estimate goes by the first run's mean cost per attempt; ko answers cost 10× the rest,
+    so a ko batch costs far more than estimated and its candidate side reaches what was left."""
+    repo, store = _repo(tmp_path, cost=0.01, ko_cost=0.09)  # the run: 475 × $0.01 + 25 × $0.10 = $7.25
+    config = yaml.safe_load((repo / "evalgate.yml").read_text())
+    config["limits"] = {"max_cost_usd": 8.25}  # $1 left: the estimate ($0.73) fits, the batch ($5) does not
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    me = c["more_evidence"]
+    assert [look["outcome"] for look in me["looks"]] == ["continue", "inconclusive"]
+    assert me["summary"].startswith("still inconclusive after 0 batches (limits.max_cost_usd $8.25 reached by the gate")
+    assert me["summary"].endswith("during batch 1, whose attempts are not used)")
+    candidate_side = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "candidate-1.json").read_text())
+    assert candidate_side["run"]["limit"]["value"] == pytest.approx(1.0)  # what was left, not $8.25
+    assert not (repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").exists()
 
 
 def test_imported_results_have_nothing_to_re_run(tmp_path):

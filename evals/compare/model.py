@@ -351,7 +351,10 @@ class MoreEvidence(_Model):
     summary: str = Field(description="One line: how it ended.")
     estimand: str
     attempts: int = Field(default=0, description="Attempts the batches added, both sides.")
-    cost_usd: float | None = Field(default=None, description="What the batches cost, both sides (None: unknown).")
+    cost_usd: float | None = Field(
+        default=None, description="What the batches cost, both sides, a judge's calls included (None: unknown)."
+    )
+    spend: Spend | None = Field(default=None, description="The batches' spend, both sides (none when none ran).")
 
 
 class Comparison(_Model):

@@ -27,6 +27,7 @@ from evals.compare.casediff import case_diff_of
 from evals.compare.model import Comparison, MoreEvidence
 from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
+from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.candidate import content_digest, run_suite
 from evals.results.model import BatchInfo, Results, load_results, save_results
 
@@ -108,16 +109,6 @@ def start_folder(out_dir: Path, candidate: Results, baseline_key: str) -> Path:
     return folder
 
 
-def _spent(results: Results) -> tuple[int, float | None]:
-    attempts = [a for c in results.cases for a in c.attempts]
-    costs = [a.cost_usd for a in attempts if a.cost_usd is not None]
-    return len(attempts), (sum(costs) if costs else None)
-
-
-def _add(a: float | None, b: float | None) -> float | None:
-    return None if a is None and b is None else (a or 0.0) + (b or 0.0)
-
-
 def _merge(candidate: Results, batch: Results, number: int, units: list[str]) -> None:
     """The batch's attempts join the candidate's cases, marked with their batch."""
     by_id = candidate.by_id()
@@ -163,11 +154,12 @@ def gather(
     outcome = _outcome(comparison, failing, passed)
     evidence.record(0, units=[], cases=0, attempts=0, cost_usd=None, failing=failing, passed=passed, outcome=outcome)
     batches = 0
-    spent: float | None = None
-    attempts_added = 0
+    # The gate's limits (the candidate's run, and every batch, both sides) and what the batches spent.
+    budget = BatchBudget(config.limits, first_look_only(candidate), baseline)
     offset = max((len(c.attempts) for c in candidate.cases), default=config.attempts)
     while outcome == "continue":
         units, ids = evidence.select(comparison)
+        spent = budget.batches.cost_usd
         if not ids:
             outcome = "inconclusive"
             record.summary = _still(batches, "no slice looks worse than the tolerance any more")
@@ -180,28 +172,45 @@ def gather(
             outcome = "inconclusive"
             record.summary = _still(batches, f"max_cost_usd {spec.max_cost_usd:g} reached (spent ${spent:.4g})")
             break
+        refused = budget.refusal(len(ids))
+        if refused is not None:
+            outcome = "inconclusive"
+            record.summary = _still(batches, refused)
+            break
         number = batches + 1
         say(f"batch {number}: {len(ids)} cases of {', '.join(units)} on both sides")
         ids_file = folder / f"batch-{number}.ids"
         ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
         cand = _batch_file(
-            "candidate", config_path.resolve(), folder / f"candidate-{number}.json", ids_file, ids, offset, Path.cwd()
-        )
+            "candidate", config_path.resolve(), folder / f"candidate-{number}.json", ids_file, ids, offset, Path.cwd(),
+            budget.caps(),
+        )  # fmt: skip
+        paid = budget.add(cand)
         base = None
         if cand.run.is_complete:
             base = _batch_file(
                 "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.cwd,
-                side.extra,
+                [*side.extra, *budget.caps()],
             )  # fmt: skip
+            paid = paid.plus(budget.add(base))
         offset += 1
         batches = number
-        n_cand, cost_cand = _spent(cand)
-        n_base, cost_base = _spent(base) if base is not None else (0, None)
-        cost = _add(cost_cand, cost_base)
-        spent = _add(spent, cost)
-        attempts_added += n_cand + n_base
+        cost = paid.cost_usd
         _merge(candidate, cand, number, units)
         unfinished = next((r for r in (cand, base) if r is None or not r.run.is_complete), None)
+        stopped = unfinished.run.limit if unfinished is not None else None
+        if stopped is not None:
+            # What is left of a limit ran out within the batch (its estimate was short): the batch
+            # is not used, and the first look's verdict stands, as when the budget ends otherwise.
+            outcome = "inconclusive"
+            record.summary = _still(
+                number - 1, f"{budget.reached(stopped.limit)} during batch {number}, whose attempts are not used"
+            )
+            evidence.record(
+                number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
+                failing=[], passed=False, outcome=outcome,
+            )  # fmt: skip
+            break
         if unfinished is not None or base is None:
             which = "candidate" if not cand.run.is_complete else "baseline"
             state = f"{unfinished.run.status}, " if unfinished is not None else ""
@@ -212,7 +221,7 @@ def gather(
                 f"resume with `evalgate gate --results {candidate_path}` and the same --out-dir"
             )
             evidence.record(
-                number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+                number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
                 failing=[], passed=False, outcome=outcome,
             )  # fmt: skip
             break
@@ -224,7 +233,7 @@ def gather(
                 "baseline attempt; more evidence stopped"
             )
             evidence.record(
-                number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+                number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
                 failing=[], passed=False, outcome=outcome,
             )  # fmt: skip
             break
@@ -232,12 +241,13 @@ def gather(
         failing, passed = evidence.look()
         outcome = _outcome(comparison, failing, passed)
         evidence.record(
-            number, units=units, cases=len(ids), attempts=n_cand + n_base, cost_usd=cost,
+            number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
             failing=failing, passed=passed, outcome=outcome,
         )  # fmt: skip
     record.looks = evidence.looks
-    record.attempts = attempts_added
-    record.cost_usd = spent
+    record.attempts = budget.batches.attempts
+    record.cost_usd = budget.batches.cost_usd
+    record.spend = budget.batches if budget.batches.attempts else None
     _conclude(comparison, record, evidence, failing if outcome == "fail" else [], batches, outcome)
     if outcome == "fail":  # the slices that failed now: their cases first in the case diff
         first = first_look_only(candidate)

@@ -65,11 +65,17 @@ def spend_view(c: Comparison) -> dict[str, Any]:
     if base:
         summary += f" · baseline {_short_cost(base.spend)} for {base.spend.attempts:,} attempts"
         summary += _change(base.spend, cand.spend)
+    spends = [(name, run.spend) for name, run in runs]
+    # Batches are paid in this gate too, on both sides: a row of their own, not hidden in either run.
+    batches = c.more_evidence.spend if c.more_evidence is not None else None
+    if batches is not None and batches.attempts:
+        spends.append(("more evidence (both sides)", batches))
+        summary += f" · more evidence {_short_cost(batches)} for {batches.attempts:,} attempts"
     return {
-        "rows": [spend_row(name, run.spend) for name, run in runs],
+        "rows": [spend_row(name, s) for name, s in spends],
         "summary": summary,
-        "unknown": [name for name, run in runs if run.spend.cost_known != "all"],
-        "judged": any(run.spend.judged for _, run in runs),
+        "unknown": [name for name, s in spends if s.cost_known != "all"],
+        "judged": any(s.judged for _, s in spends),
         "limit": limit_view(cand),
     }
 
