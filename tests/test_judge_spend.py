@@ -152,6 +152,10 @@ def test_a_judge_that_reports_no_usage_stops_a_token_limit_rather_than_run_unmet
     assert stopped.returncode == EXIT_INFRA, stopped.stderr
     partial = load_results(tmp_path / "r.json")
     assert partial.run.limit is not None and partial.run.limit.unknown and partial.run.completed_cases == 1
+    # The judge reported nothing, not the target: the message says whose usage is missing.
+    assert partial.run.limit.unreported_by == "judge"
+    assert "cannot be enforced: an attempt's judge reported no tokens" in partial.run.message
+    assert "use a judge endpoint that reports usage" in partial.run.message
     [attempt] = partial.cases[0].attempts
     assert attempt.judge_usage is not None and attempt.judge_usage.tokens is None
 

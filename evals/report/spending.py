@@ -91,6 +91,7 @@ def limit_view(run: RunSummary | ResultsSummary) -> dict[str, Any] | None:
         "value": limit_amount(stop.limit, stop.value),
         "spent": limit_amount(stop.limit, stop.spent),
         "unknown": stop.unknown,
+        "who": "judge scorer" if stop.unreported_by == "judge" else "target",
         "hint": resume_hint(stop),
         "done": run.completed_cases,
         "total": run.total_cases,

@@ -220,6 +220,10 @@ class LimitStop(BaseModel):
         description="The run stopped because an attempt reported no cost (max_cost_usd) or no tokens (max_tokens): "
         "a limit that cannot be measured cannot be enforced.",
     )
+    unreported_by: Literal["target", "judge"] | None = Field(
+        default=None,
+        description="With unknown: which part of the attempt reported nothing, the target or its judge scorer.",
+    )
     spend: Spend = Field(
         default_factory=Spend, description="The whole run's spend when it ended (cases kept by --resume included)."
     )
@@ -296,7 +300,8 @@ def limit_sentence(stop: LimitStop) -> str:
     key = f"limits.{stop.limit} ({limit_amount(stop.limit, stop.value)})"
     if stop.unknown:
         what = "cost" if stop.limit == "max_cost_usd" else "tokens"
-        return f"{key} cannot be enforced: an attempt reported no {what}, so the run stopped rather than run unmetered"
+        who = "an attempt's judge" if stop.unreported_by == "judge" else "an attempt"
+        return f"{key} cannot be enforced: {who} reported no {what}, so the run stopped"
     return f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
 
 
@@ -305,6 +310,13 @@ def resume_hint(stop: LimitStop) -> str:
     what the kept cases spent, so it must be raised; the duration is each invocation's own."""
     if stop.limit == "max_duration_s":
         return "rerun with --resume (each invocation gets max_duration_s anew)"
+    if stop.unknown and stop.unreported_by == "judge":
+        return (
+            "give the judge scorer its prices (price_in_per_mtok/price_out_per_mtok) and an endpoint that reports "
+            "usage, or limit tokens instead, then rerun with --resume"
+            if stop.limit == "max_cost_usd"
+            else "use a judge endpoint that reports usage, or limit cost instead, then rerun with --resume"
+        )
     if stop.unknown:
         return (
             "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok) or limit "

@@ -108,8 +108,12 @@ class Runner:
         # A judge that was paid must say what it cost too (an endpoint without usage, or no prices).
         judge = attempt.judge_usage if attempt is not None else None
         if limits.max_cost_usd is not None:
-            if (answered and attempt.cost_usd is None) or (judge is not None and judge.cost_usd is None):  # type: ignore[union-attr]
-                stop = LimitStop(limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total)
+            target_untold = answered and attempt.cost_usd is None  # type: ignore[union-attr]
+            if target_untold or (judge is not None and judge.cost_usd is None):
+                stop = LimitStop(
+                    limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total,
+                    unreported_by="target" if target_untold else "judge",
+                )  # fmt: skip
                 self._limit_reached(stop)
                 return
             # A sum of floats: five $0.01 answers reach $0.05 even if they add up to 0.04999….
@@ -121,7 +125,12 @@ class Runner:
         if limits.max_tokens is not None:
             untold = answered and attempt.tokens_in is None and attempt.tokens_out is None  # type: ignore[union-attr]
             if untold or (judge is not None and judge.tokens is None):
-                self._limit_reached(LimitStop(limit="max_tokens", value=limits.max_tokens, unknown=True, spend=total))
+                self._limit_reached(
+                    LimitStop(
+                        limit="max_tokens", value=limits.max_tokens, unknown=True, spend=total,
+                        unreported_by="target" if untold else "judge",
+                    )
+                )  # fmt: skip
                 return
             if (total.tokens or 0) >= limits.max_tokens:
                 self._limit_reached(
