@@ -23,6 +23,7 @@ A bare status code is only trusted next to the words that make it one (``Error c
 
 from __future__ import annotations
 
+import functools
 import re
 
 from evals.results.model import ErrorKind
@@ -46,14 +47,18 @@ _CAUSES: dict[str, str] = {
     # inspect_ai records a sample stopped because a sibling failed as the CancelledError's repr.
     "cancelled": r"cancelled ?error|\bcancell?ed\b",
 }
-_PATTERNS = [(cause, re.compile(pattern, re.IGNORECASE)) for cause, pattern in _CAUSES.items()]
+
+
+@functools.cache  # compiled on first use (~5 ms): a run's summary asks only when an attempt erred
+def _patterns() -> list[tuple[str, re.Pattern[str]]]:
+    return [(cause, re.compile(pattern, re.IGNORECASE)) for cause, pattern in _CAUSES.items()]
 
 
 def infra_cause(*texts: str | None) -> str | None:
     """The infra cause the texts name (``rate-limit``, ``dns``, ``connection``, ``timeout``,
     ``server-error``, ``cancelled``), or None."""
     text = "\n".join(t for t in texts if t)
-    for cause, pattern in _PATTERNS:
+    for cause, pattern in _patterns():
         if pattern.search(text):
             return cause
     return None

@@ -136,8 +136,23 @@ _TEXT_PATTERNS = [
     (("hooks.",), re.compile(rf"(\bhttps?://hooks\.[^{_END}/]+/)[^{_END}]+")),
     (("hook",), re.compile(rf"(\bhttps?://[^{_END}/]+/(?:[^{_END}/?#]+/)*?(?:webhooks?|webhookb2|hooks)/)[^{_END}]+")),
 ]
-# Any of the patterns' words: text holding none of them needs no pattern run at all.
-_ANY_WORD = re.compile("|".join(re.escape(w) for words, _ in _TEXT_PATTERNS for w in words))
+# Any of the patterns' words: text holding none of them needs no pattern run at all. One substring
+# search per word beats one regex alternation of them all but on the shortest text (measured: 2.7
+# vs 3.8 µs on 36 characters, 231 vs 692 µs on 9 KB of prose; 1.6 vs 0.9 µs on 4 characters).
+_WORDS = tuple(dict.fromkeys(w for words, _ in _TEXT_PATTERNS for w in words))
+# Masked short text is remembered (per set of literal secrets): the runner masks the same text
+# several times a case (a case's input is also its first trace message; the role names, step lines
+# and metadata keys come back in every case). Bounded: emptied when full.
+_MEMO_CHARS = 256
+_MEMO_SIZE = 4096
+
+
+def _any_word(folded: str) -> bool:
+    # A loop, not any(<generator>): the generator costs more than the searches on short text.
+    for word in _WORDS:  # noqa: SIM110
+        if word in folded:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)  # the same few keys come back in every case
@@ -180,6 +195,7 @@ class _Literals:
     def __init__(self, values: Iterable[str]):
         self.values = tuple(sorted({v for v in values if v and v.strip()}, key=len, reverse=True))
         self.pattern = re.compile("|".join(map(re.escape, self.values))) if self.values else None
+        self.memo: dict[str, str] = {}  # short text → masked (see _MEMO_CHARS)
 
     def safe_cut(self, text: str, cap: int) -> int:
         """Where to cut ``text`` near ``cap`` so no literal secret is cut in half (a half is not
@@ -217,13 +233,27 @@ def mask_text(text: str, extra_values: Iterable[str] = ()) -> str:
 
 
 def _mask_text(text: str, literals: _Literals, cap: int = MAX_MASKED_CHARS) -> str:
+    # Text no longer than ``cap`` is not cut, so what it masks to depends on the text alone.
+    if len(text) <= _MEMO_CHARS and len(text) <= cap:
+        memo = literals.memo
+        masked = memo.get(text)
+        if masked is None:
+            masked = _mask_whole(text, literals, cap)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[text] = masked
+        return masked
+    return _mask_whole(text, literals, cap)
+
+
+def _mask_whole(text: str, literals: _Literals, cap: int) -> str:
     if len(text) > cap:
         cut = literals.safe_cut(text, cap)
         text = text[:cut] + f"… [{len(text) - cut:,} characters cut before masking]"
     # Literal secrets first: a pattern might otherwise mask only part of one and leave the rest.
     text = literals.mask(text)
     folded = text.casefold()
-    if _ANY_WORD.search(folded) is None:  # most text: one scan instead of one per pattern
+    if not _any_word(folded):  # most text: no pattern to run
         return text
     for words, pattern in _TEXT_PATTERNS:
         if any(word in folded for word in words):
@@ -247,7 +277,10 @@ def clip_masked(value: Any, extra_values: Iterable[str] = (), limit: int = OUTPU
     hashed as produced and each of its strings cut to ``limit`` plus a margin (the longest literal
     secret, so none is cut in half and left partly visible) before masking: a 50 MB output costs
     a hash, not ~15 s of regex."""
-    literals = _literals_for(extra_values)
+    return _clip_masked(value, _literals_for(extra_values), limit)
+
+
+def _clip_masked(value: Any, literals: _Literals, limit: int) -> tuple[Any, str, bool]:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     raw = text.encode("utf-8")
     if len(raw) <= limit:
@@ -257,6 +290,29 @@ def clip_masked(value: Any, extra_values: Iterable[str] = (), limit: int = OUTPU
     masked = _mask(value, literals, cap)
     text = masked if isinstance(masked, str) else json.dumps(masked, ensure_ascii=False, default=str)
     return text.encode("utf-8")[:limit].decode("utf-8", errors="ignore"), digest, True
+
+
+class Masker:
+    """``mask_secrets`` and ``clip_masked`` with one set of extra values, looked up once: the runner
+    masks ~10 values a case with its target's secrets."""
+
+    def __init__(self, extra_values: Iterable[str] = ()):
+        self.literals = _literals_for(extra_values)
+
+    def mask(self, value: Any) -> Any:
+        return _mask(value, self.literals)
+
+    def clip(self, value: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str, bool]:
+        return _clip_masked(value, self.literals, limit)
+
+    def stored(self, value: Any, limit: int = OUTPUT_LIMIT_BYTES) -> Any:
+        """What ``clip`` stores of ``value`` (its first item), without the sha256 of a text that
+        fits (a case's input and expected value: stored, their hash is not)."""
+        if isinstance(value, str) and len(value.encode("utf-8")) <= limit:
+            masked = _mask_text(value, self.literals)
+            if len(masked.encode("utf-8")) <= limit:  # masking can lengthen text ("ab" → "***")
+                return masked
+        return self.clip(value, limit)[0]
 
 
 def mask_results(results: Results) -> Results:

@@ -219,15 +219,14 @@ class Results(_Model):
 # ---------------------------------------------------------------------------------------- helpers
 
 
+# json.dumps with options builds an encoder per call (~3.5 µs of the ~10 a small case's hash took);
+# one made once encodes the same bytes.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
 def case_hash(input_value: Any, expected: Any) -> str:
     """The per-case pairing hash: sha256 of the canonical JSON of input and expected."""
-    text = json.dumps(
-        {"input": input_value, "expected": expected},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
+    text = _CANONICAL_JSON.encode({"input": input_value, "expected": expected})
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 

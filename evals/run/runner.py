@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from evals.results.masking import clip_masked, mask_secrets
+from evals.results.masking import Masker
 from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
 from evals.results.spend import LimitStop, Spend, attempt_spend
 from evals.results.trace import TraceError, build_trace
@@ -59,6 +59,7 @@ class Runner:
         self.target = target
         self.scorers = scorers
         self.secrets = tuple(s for s in secrets if s)
+        self.masker = Masker(self.secrets)
         self.reason: StopReason = "done"
         self.limit: LimitStop | None = None
         self.spent = Spend()
@@ -291,7 +292,7 @@ class Runner:
         # A judge's retried calls are this attempt's infra retries too, beside the target's.
         history = [*history, *(r.model_copy(update={"message": self._mask(r.message)}) for r in resends)]
         error = error or trace_error
-        stored, digest, truncated = clip_masked(result.output, self.secrets)
+        stored, digest, truncated = self.masker.clip(result.output)
         return Attempt(
             passed=passed,
             score=score,
@@ -321,10 +322,10 @@ class Runner:
             slices=dict(case.tags),
             attempts=attempts,
             hash=case.hash,
-            input=clip_masked(case.input, self.secrets)[0],
-            expected=clip_masked(case.expected, self.secrets)[0],
+            input=self.masker.stored(case.input),
+            expected=self.masker.stored(case.expected),
             metadata=self._mask(case.metadata),
         )
 
     def _mask(self, value: Any) -> Any:
-        return mask_secrets(value, self.secrets)
+        return self.masker.mask(value)

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from evals.suite.cases import Case
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
+# Made once: json.dumps with options builds an encoder per call, ~3 µs of every request's.
+_REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -253,7 +255,7 @@ class OpenAIChatTarget(Target):
                 await asyncio.sleep(wait)
 
     async def _post(self, request: dict[str, Any], on_resend: Callable[[str, float], None]) -> Reply:
-        body = json.dumps(request, ensure_ascii=False, separators=(",", ":"), default=str)
+        body = _REQUEST_JSON.encode(request)
         try:
             reply = await self.pool.post(body.encode("utf-8"), on_resend)
         except ConnectTimeout as exc:
