@@ -98,7 +98,7 @@ def test_flaky_command_lists_them_per_slice(suite, tmp_path: Path) -> None:
     listed = flaky("--slice", "language=ko")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines() == [
-        "flaky cases over the latest 5 whole run(s) of this config (history):",
+        "flaky cases over the latest 5 repeated run(s) of this config (history: baselines and re-runs):",
         "language=ko: 2 of 2 cases flaky",
         "  c1  flips 50% of runs  (passes 60% over 5 runs)",
         "  c3  flips 25% of runs  (passes 60% over 5 runs)",
@@ -296,7 +296,7 @@ def test_a_target_that_is_flaky_at_one_commit_is_still_found(tmp_path: Path) -> 
     assert 1.0 in rates.values() and None in rates.values(), rates  # flaky in the history, and not yet seen so
     assert "· flaky (flips 100% of runs)" in (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
     listed = evalgate_in(repo, env, "flaky")
-    assert listed.returncode == 0 and "flaky cases over the latest 2 " in listed.stdout, listed.stderr
+    assert listed.returncode == 0 and "flaky cases over the latest 2 repeated run(s)" in listed.stdout, listed.stderr
     planned = evalgate_in(repo, env, "plan")
     assert "60 paired cases over 1 pair(s) of runs" in planned.stdout
     assert "discordance 0.0%" not in planned.stdout

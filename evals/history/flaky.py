@@ -192,7 +192,8 @@ def render_history(
     """``evalgate flaky`` from the history: per unit, how many of its cases (``slices``: every
     case's slice values) flip between runs, and the most flaky of them with their rates."""
     every = [slices.get(case_id, {}) for case_id in history.outcomes]
-    lines = [f"flaky cases over the latest {history.runs} whole run(s) of this config (history):"]
+    runs = f"the latest {history.runs} repeated run(s) of this config"
+    lines = [f"flaky cases over {runs} (history: baselines and re-runs):"]
     for name, key, value in _units(every, keys, wanted):
         members = [c for c in found if _member(c.slices, key, value)]
         size = sum(1 for s in every if _member(s, key, value))
