@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from history_db import history_url as history_url  # the fixture
+from history_db import pg_admin_url as pg_admin_url  # the fixture
 from suites import load_suite
 
 from evals.compare.analysis import compare
@@ -96,7 +98,7 @@ def test_flaky_command_lists_them_per_slice(suite, tmp_path: Path) -> None:
     listed = flaky("--slice", "language=ko")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines() == [
-        "flaky cases over the latest 5 whole run(s) of this config (history):",
+        "flaky cases over the latest 5 repeated run(s) of this config (history: baselines and re-runs):",
         "language=ko: 2 of 2 cases flaky",
         "  c1  flips 50% of runs  (passes 60% over 5 runs)",
         "  c3  flips 25% of runs  (passes 60% over 5 runs)",
@@ -117,3 +119,184 @@ def test_a_slice_key_with_one_value_on_every_case_is_no_unit_of_flaky_either():
 
     slices = [{"task": "toy", "lang": "ko" if i % 2 else "en"} for i in range(6)]
     assert [u[0] for u in _units(slices, ["task", "lang"], None)] == ["overall", "lang=en", "lang=ko"]
+
+
+def test_which_runs_repeat_the_same_code(history_url: str, tmp_path: Path) -> None:
+    """Baselines and runs nobody gated count; a gated or compared proposal does not (unless it became
+    a baseline), the run being decided about is left out by its digest, and a reset starts the
+    repeats again. On SQLite and PostgreSQL (the rule is one query)."""
+    from evals.history import open_history
+    from evals.history.discordance import observed_discordance
+    from evals.history.record import Writer, run_digest
+    from evals.history.repeats import repeated_runs
+
+    cases = [{"id": c, "input": f"q{c}"} for c in HISTORY]
+    config = load_suite(tmp_path, cases, target={"python": "m:f"}, scorers=["exact"])
+    every = {c: 1 for c in HISTORY}
+    broken = {c: 0 for c in HISTORY}
+    with open_history(history_url) as engine:
+        writer = Writer(engine)
+
+        def run(day: int, outcomes: dict[str, int], *actions: str) -> int:
+            results = run_of(config, {c: [v] for c, v in outcomes.items()}, f"2026-11-{day:02d}T10:00:00Z", 1)
+            run_id = writer.run(results, recorded_by="run")
+            for action in actions:
+                writer.gate(action, suite=config.suite, candidate_run=run_id)
+            return run_id
+
+        seeded = run(1, every, "gate", "seed")  # gated, then it became the baseline
+        rerun = run(2, every)  # `evalgate run` of the same code
+        run(3, broken, "gate")  # a PR's proposal that broke every case
+        run(4, broken, "compare")
+        promoted = run(5, every, "gate", "promote")
+        gated = run_of(config, {c: [0] for c in HISTORY}, "2026-11-06T10:00:00Z", 1)
+        writer.run(gated, recorded_by="run")  # the gate's suite run, recorded before its gate decides
+
+        def ids(leave_out: str | None = None) -> list[int]:
+            return [r.id for r in repeated_runs(engine, config.suite, config.config_hash(), 20, leave_out=leave_out)]
+
+        assert ids(run_digest(gated)) == [promoted, rerun, seeded]
+        assert observed_discordance(engine, config.suite, config.config_hash()).discordance > 0  # the gated run
+        assert known_flaky(config, gated) == {}  # without it: no case flipped between repeats
+        assert known_flaky(config) == pytest.approx({c: 1 / 3 for c in HISTORY})  # with it: each "flipped" once
+
+        after = run(7, broken, "reset")  # a deliberate change, accepted
+        again = run(8, broken)
+        assert ids() == [again, after]
+        assert observed_discordance(engine, config.suite, config.config_hash()).discordance == 0.0
+
+
+# ---------------------------------------------------------------- end to end: what counts as flaky
+# Flaky means the same code gives different outcomes. These run the user's story in a git repository
+# with the history on SQLite: a PR that breaks a slice is a change, never a flip.
+
+
+def evalgate_in(repo: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "evals", *argv]
+    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+
+
+def history_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "EVALGATE_"))}
+    env.update(EVALGATE_HISTORY_URL=str(tmp_path / "history.sqlite"), PYTHONPATH=str(Path(__file__).parent.parent))
+    return {**env, **extra}
+
+
+def bot_repo(tmp_path: Path, bot: str) -> Path:
+    """60 echo cases over en, es and ko answered by ``bot.py`` (``answer``), committed."""
+    from suites import echo_cases, git, write_suite
+
+    repo = tmp_path / "repo"
+    cases = [
+        {**case, "id": f"{case['tags']['language']}-{i:03d}"}
+        for i, case in enumerate(echo_cases(60, language=["en", "es", "ko"]))
+    ]
+    write_suite(repo, cases, target={"python": "bot:answer", "path": ["."]}, scorers=["exact"], slices=["language"])
+    (repo / "bot.py").write_text(bot, encoding="utf-8")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "bot", date="2026-11-01T10:00:00Z")
+    return repo
+
+
+def flipped(repo: Path) -> list[dict]:
+    import json
+
+    diff = json.loads((repo / ".evalgate" / "out" / "comparison.json").read_text(encoding="utf-8"))["case_diff"]
+    return diff["pass_to_fail"] + diff["fail_to_pass"]
+
+
+def test_a_pr_that_breaks_a_slice_is_no_flaky_case_and_no_noise_for_plan(tmp_path: Path) -> None:
+    """A deterministic bot: gate, reset ("first baseline"), then a gate with the es slice broken.
+    The broken cases flipped because the code changed: neither the gated run itself nor another
+    gated proposal counts as a repeat, so no case is flaky and the plan measures no noise from it."""
+    repo = bot_repo(
+        tmp_path,
+        "import os\n\ndef answer(q):\n"
+        "    broken = os.environ.get('MYBOT_BREAK') == 'es' and int(q[1:]) % 3 == 1 and int(q[1:]) % 2\n"
+        "    return 'no' if broken else q\n",
+    )
+    env = history_env(tmp_path)
+    assert evalgate_in(repo, env, "gate").returncode in (0, 2)
+    reset = evalgate_in(repo, env, "reset", "--reason", "first baseline")
+    assert reset.returncode == 0, reset.stderr
+    broken = evalgate_in(repo, {**env, "MYBOT_BREAK": "es"}, "gate")
+    assert broken.returncode == 1, broken.stderr
+    cases = flipped(repo)
+    assert len(cases) == 10 and {c["id"][:2] for c in cases} == {"es"}
+    assert [c["flaky_rate"] for c in cases] == [None] * 10
+    report = (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    assert "**es-001**" in report and "flaky" not in report
+
+    # One repeated run so far (the reset's): nothing to list, and plan says it assumes.
+    listed = evalgate_in(repo, env, "flaky")
+    assert listed.returncode == 2 and "holds 1 repeated run(s)" in listed.stderr, listed.stderr
+    planned = evalgate_in(repo, env, "plan")
+    assert planned.returncode == 0, planned.stderr
+    assert "assumed (10%)" in planned.stdout and "observed" not in planned.stdout
+
+    # A re-run of the unchanged bot is a repeat: the noise it shows is the bot's, none.
+    assert evalgate_in(repo, env, "run", "-o", "again.json", "--no-summary").returncode == 0
+    listed = evalgate_in(repo, env, "flaky")
+    assert listed.returncode == 0, listed.stderr
+    assert "overall: 0 of 60 cases flaky" in listed.stdout
+    planned = evalgate_in(repo, env, "plan")
+    assert "discordance 0.0%" in planned.stdout and "60 paired cases over 1 pair(s) of runs" in planned.stdout
+
+    # Accepting the break with a reset starts the repeats again there: the change is not a flip.
+    accepted = evalgate_in(repo, {**env, "MYBOT_BREAK": "es"}, "reset", "--reason", "es answers changed on purpose")
+    assert accepted.returncode == 0, accepted.stderr
+    assert evalgate_in(repo, {**env, "MYBOT_BREAK": "es"}, "run", "-o", "again.json", "--no-summary").returncode == 0
+    planned = evalgate_in(repo, env, "plan")
+    assert "discordance 0.0%" in planned.stdout and "60 paired cases over 1 pair(s) of runs" in planned.stdout
+
+
+def test_the_quickstart_regression_is_no_flaky_case(tmp_path: Path) -> None:
+    """The README's demo: the quickstart gated with its committed baseline, then with
+    QUICKSTART_REGRESS=ko. The Korean cases it broke are not flaky."""
+    import shutil
+
+    from suites import git
+
+    repo = tmp_path / "repo"
+    shutil.copytree(
+        Path(__file__).parent.parent / "examples" / "quickstart", repo, ignore=shutil.ignore_patterns(".evalgate")
+    )
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "quickstart", date="2026-11-01T10:00:00Z")
+    env = history_env(tmp_path)
+    first = evalgate_in(repo, env, "gate")
+    assert first.returncode == 0, first.stderr
+    regressed = evalgate_in(repo, {**env, "QUICKSTART_REGRESS": "ko"}, "gate")
+    assert regressed.returncode == 1, regressed.stderr
+    cases = flipped(repo)
+    assert cases and all(c["slices"]["language"] == "ko" for c in cases)
+    assert {c["flaky_rate"] for c in cases} == {None}
+    assert "flaky" not in (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    planned = evalgate_in(repo, env, "plan")
+    assert planned.returncode == 0, planned.stderr
+    assert "observed" not in planned.stdout or "discordance 0.0%" in planned.stdout, planned.stdout
+
+
+def test_a_target_that_is_flaky_at_one_commit_is_still_found(tmp_path: Path) -> None:
+    """A bot that answers right half of the time: its reset run and a re-run of the same commit
+    disagree on about half of the cases, so the gate's flips of those cases are marked flaky, and
+    `evalgate flaky` and `plan` see the noise (the gated run itself still left out)."""
+    repo = bot_repo(tmp_path, "import random\n\ndef answer(q):\n    return q if random.random() < 0.5 else 'no'\n")
+    env = history_env(tmp_path)
+    reset = evalgate_in(repo, env, "reset", "--reason", "first baseline")
+    assert reset.returncode == 0, reset.stderr
+    assert evalgate_in(repo, env, "run", "-o", "again.json", "--no-summary").returncode == 0
+    gate = evalgate_in(repo, env, "gate")
+    assert gate.returncode in (0, 1, 2), gate.stderr
+    rates = {c["id"]: c["flaky_rate"] for c in flipped(repo)}
+    assert 1.0 in rates.values() and None in rates.values(), rates  # flaky in the history, and not yet seen so
+    assert "· flaky (flips 100% of runs)" in (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    listed = evalgate_in(repo, env, "flaky")
+    assert listed.returncode == 0 and "flaky cases over the latest 2 repeated run(s)" in listed.stdout, listed.stderr
+    planned = evalgate_in(repo, env, "plan")
+    assert "60 paired cases over 1 pair(s) of runs" in planned.stdout
+    assert "discordance 0.0%" not in planned.stdout

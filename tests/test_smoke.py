@@ -136,7 +136,7 @@ def test_informative_without_history_falls_back_and_says_so(tmp_path: Path, caps
     for history in (None, CaseHistory(1, {c.id: [1.0] for c in cases})):
         draw = draw_smoke(cases, spec, ["language"], history)
         assert draw.sample is None and ids(draw.cases) == ids(smoke_subset(cases, spec, ["language"]))
-        assert "smoke.select: informative needs at least 2 whole runs" in (draw.note or "")
+        assert "smoke.select: informative needs at least 2 repeated runs" in (draw.note or "")
     config = load_suite(
         tmp_path,
         echo_cases(30, language=["en", "ko"]),

@@ -1,6 +1,7 @@
 """``evalgate flaky [--slice UNIT] [--config FILE] [--results FILE]`` (SPEC §14; docs/history.md):
-the cases whose outcome flips, per slice, with their rates — across the history's runs of the
-config, or within one run's attempts (``--results``, k ≥ 2). The work is in ``evals.history.flaky``."""
+the cases whose outcome flips, per slice, with their rates — across the history's repeated runs
+of the config (``evals.history.repeats``), or within one run's attempts (``--results``, k ≥ 2).
+The work is in ``evals.history.flaky``."""
 
 from __future__ import annotations
 
@@ -49,9 +50,10 @@ def main(args: argparse.Namespace) -> int:
     if found is None or found[0].runs < 2:
         runs = 0 if found is None else found[0].runs
         raise UsageError(
-            f"the history holds {runs} whole run(s) of suite {config.suite!r} with this config hash; flips need two "
-            "or more (record full runs: `evalgate run` or the gate on main records them, `evalgate history add "
-            "results.json` adds older ones), or pass --results FILE of a run with attempts >= 2"
+            f"the history holds {runs} repeated run(s) of suite {config.suite!r} with this config hash (baselines "
+            "and runs no gate or compare was asked about, since the newest reset); flips need two or more "
+            "(re-run the unchanged suite: `evalgate run`; the gate on main records promoted runs, `evalgate "
+            "history add results.json` adds older ones), or pass --results FILE of a run with attempts >= 2"
         )
     history, slices = found
     found_cases = flaky_cases(history, slices)

@@ -1,8 +1,9 @@
 """``evalgate plan [--config FILE] [--discordance PSI]``: before any paid run, what this suite can
 certify (SPEC §5): per unit its cases and α share, the drop it detects, the tolerance at which an
 unchanged candidate passes 4 runs in 5, and the cases the configured tolerance and target MDE
-need. The discordance between two runs comes from the history when it holds two runs of this
-config, else it is an assumption the output states."""
+need. The discordance between two runs comes from the history when it holds two repeated runs of
+this config (``evals.history.repeats``: never a gated proposal), else it is an assumption the
+output states."""
 
 from __future__ import annotations
 
@@ -40,8 +41,9 @@ def main(args: argparse.Namespace) -> int:
     else:
         discordance = ASSUMED_DISCORDANCE
         source = (
-            f"assumed ({ASSUMED_DISCORDANCE:.0%}): the history holds no two complete runs of this config; "
-            "run the suite twice (`evalgate run`) and plan again, or give --discordance"
+            f"assumed ({ASSUMED_DISCORDANCE:.0%}): the history holds no two repeated runs of this config "
+            "(baselines, or runs no gate was asked about); run the unchanged suite twice (`evalgate run`) and plan "
+            "again, or give --discordance"
         )
     plan = plan_suite(
         config.suite, units_of_cases(cases, config.slices), config.metrics, config.gate, discordance, source

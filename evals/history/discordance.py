@@ -1,9 +1,10 @@
-"""How often a case's outcome changes between two runs of the same config, as the history saw it:
-what ``evalgate plan`` sizes a suite with (SPEC §5, "the band a suite can certify"). Runs of the
-same suite and config hash (the scorers and metrics), whole and complete, are paired on case ids
-in the order they were made; the discordance is the mean squared difference of their per-case
-pass rates (with one attempt per case, the share of shared cases whose verdict differs), pooled
-over the latest pairs."""
+"""How often a case's outcome changes between two runs of the same code and config, as the history
+saw it: what ``evalgate plan`` sizes a suite with (SPEC §5, "the band a suite can certify"). Runs
+of the same suite and config hash (the scorers and metrics), whole and complete, that repeat the
+same code (``evals.history.repeats``: baselines and re-runs; a gated proposal's run would put the
+change it made into the noise) are paired on case ids in the order they were made; the
+discordance is the mean squared difference of their per-case pass rates (with one attempt per
+case, the share of shared cases whose verdict differs), pooled over the latest pairs."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from evals.history import read_history
 from evals.history.engine import Engine
+from evals.history.repeats import repeated_runs
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
@@ -33,18 +35,10 @@ class Observed:
 
 
 def observed_discordance(engine: Engine, suite: str, config_hash: str | None) -> Observed | None:
-    """The pooled discordance of the latest ``PAIRS`` consecutive pairs of whole, complete runs of
+    """The pooled discordance of the latest ``PAIRS`` consecutive pairs of repeated runs of
     ``suite`` with ``config_hash``; None when the history holds fewer than two such runs with
     cases in common."""
-    if not config_hash:
-        return None
-    runs = engine.query(
-        "SELECT id, git_sha FROM runs r WHERE suite = ? AND config_hash = ? AND subset IS NULL AND shard IS NULL "
-        "AND status = 'success' AND completed_cases >= total_cases "
-        "AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id) "
-        "ORDER BY started_at DESC, id DESC LIMIT ?",
-        (suite, config_hash, PAIRS + 1),
-    )
+    runs = [(run.id, run.git_sha) for run in repeated_runs(engine, suite, config_hash, PAIRS + 1)]
     runs.reverse()
     squares, cases, pairs = 0.0, 0, []
     for (early, early_sha), (late, late_sha) in itertools.pairwise(runs):

@@ -1,9 +1,10 @@
 """Flaky cases as the history saw them (SPEC §14), and what the informative smoke draw reads.
 
 A case's outcomes are its per-run pass rates in the latest whole, complete runs of the suite with
-the same config hash, oldest first; a run in which the case had another hash (its input or
-expected value was edited) ends its record there, since the edited case is a new question. Its
-flip rate is ``evals.compare.flaky.run_flip_rate`` of those outcomes."""
+the same config hash that repeat the same code (``evals.history.repeats``: baselines and re-runs,
+never a gated proposal nor the run being gated), oldest first; a run in which the case had another
+hash (its input or expected value was edited) ends its record there, since the edited case is a
+new question. Its flip rate is ``evals.compare.flaky.run_flip_rate`` of those outcomes."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from evals.compare.metrics import scan
 from evals.compare.pairing import repeats_overall
 from evals.compare.stats import pass_at_k
 from evals.history import read_history
+from evals.history.repeats import repeated_runs
 from evals.run.smoke import CaseHistory
 
 if TYPE_CHECKING:
@@ -39,21 +41,13 @@ class FlakyCase:
     pass_rate: float  # mean of its per-run pass rates
 
 
-def case_history(engine: Engine, suite: str, config_hash: str | None, last: int = LAST_RUNS) -> CaseHistory:
-    """The outcomes of every case in the latest ``last`` whole, complete runs of ``suite`` with
-    ``config_hash`` (no runs: an empty history)."""
-    if not config_hash:
-        return CaseHistory(0, {})
-    runs = [
-        row[0]
-        for row in engine.query(
-            "SELECT id FROM runs r WHERE suite = ? AND config_hash = ? AND subset IS NULL AND shard IS NULL "
-            "AND status = 'success' AND completed_cases >= total_cases "
-            "AND EXISTS (SELECT 1 FROM cases c WHERE c.run_id = r.id) "
-            "ORDER BY started_at DESC, id DESC LIMIT ?",
-            (suite, config_hash, last),
-        )
-    ]
+def case_history(
+    engine: Engine, suite: str, config_hash: str | None, last: int = LAST_RUNS, *, leave_out: str | None = None
+) -> CaseHistory:
+    """The outcomes of every case in the latest ``last`` repeated runs of ``suite`` with
+    ``config_hash`` (``evals.history.repeats``; ``leave_out``: the digest of the run being gated),
+    no runs: an empty history."""
+    runs = [run.id for run in repeated_runs(engine, suite, config_hash, last, leave_out=leave_out)]
     if not runs:
         return CaseHistory(0, {})
     marks = ", ".join("?" * len(runs))
@@ -118,12 +112,21 @@ def smoke_history(config: SuiteConfig) -> CaseHistory | None:
     return read_history(config, lambda engine: case_history(engine, config.suite, config.config_hash()))
 
 
-def known_flaky(config: SuiteConfig | None) -> dict[str, float]:
-    """The flip rates the case diff marks flips with: from this config's history, or none."""
+def known_flaky(config: SuiteConfig | None, candidate: Results | None = None) -> dict[str, float]:
+    """The flip rates the case diff marks flips with: from this config's history, or none.
+    ``candidate``: the run being gated or compared, never counted in its own flip rates — it is in
+    the history already (the gate's suite run recorded it), and a case it broke would otherwise
+    "flip" between the baseline and itself."""
     if config is None:
         return {}
-    found = read_history(config, lambda engine: flip_rates(case_history(engine, config.suite, config.config_hash())))
-    return found or {}
+
+    def read(engine: Engine) -> dict[str, float]:
+        from evals.history.record import run_digest
+
+        leave_out = run_digest(candidate) if candidate is not None else None
+        return flip_rates(case_history(engine, config.suite, config.config_hash(), leave_out=leave_out))
+
+    return read_history(config, read) or {}
 
 
 @dataclass(frozen=True)
@@ -189,7 +192,8 @@ def render_history(
     """``evalgate flaky`` from the history: per unit, how many of its cases (``slices``: every
     case's slice values) flip between runs, and the most flaky of them with their rates."""
     every = [slices.get(case_id, {}) for case_id in history.outcomes]
-    lines = [f"flaky cases over the latest {history.runs} whole run(s) of this config (history):"]
+    runs = f"the latest {history.runs} repeated run(s) of this config"
+    lines = [f"flaky cases over {runs} (history: baselines and re-runs):"]
     for name, key, value in _units(every, keys, wanted):
         members = [c for c in found if _member(c.slices, key, value)]
         size = sum(1 for s in every if _member(s, key, value))

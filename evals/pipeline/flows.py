@@ -102,12 +102,14 @@ def run_gate(
     from evals.history import record_comparison, record_promotion, store_trends
     from evals.history.flaky import known_flaky
 
+    # Read before more evidence can change the candidate: the run left out of its own flip rates
+    # is the one the history holds (the suite run recorded it), found by its digest.
+    flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
         ran_suite = not args.results and not given_candidate
         look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
     try:
-        flaky = known_flaky(config)
         comparison = baselines.compare(
             candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
         )

@@ -87,7 +87,8 @@ KINDS = ("new", "pass", "fail", "mixed")
 @dataclass(frozen=True)
 class CaseHistory:
     """What the informative draw reads of the history: each case's per-run pass rates of the
-    latest ``runs`` whole runs of this config, oldest first (``evals.history.flaky``)."""
+    latest ``runs`` repeated runs of this config (baselines and re-runs: ``evals.history.repeats``),
+    oldest first (``evals.history.flaky``)."""
 
     runs: int
     outcomes: Mapping[str, Sequence[float]]
@@ -199,15 +200,16 @@ def informative_subset(cases: list[Case], spec: SmokeSpec, slices: list[str], hi
 
 def draw_smoke(cases: list[Case], spec: SmokeSpec, slices: list[str], history: CaseHistory | None) -> SmokeDraw:
     """The smoke subset ``spec`` asks for. ``informative`` without a usable history (none, or
-    fewer than ``MIN_RUNS`` whole runs of this config) falls back to the stratified draw and
+    fewer than ``MIN_RUNS`` repeated runs of this config) falls back to the stratified draw and
     says so in ``note``."""
     if spec.select != "informative" or spec.tag:
         return SmokeDraw(smoke_subset(cases, spec, slices))
     if history is None or history.runs < MIN_RUNS:
-        seen = "no history" if history is None else f"{history.runs} whole run(s) of this config in the history"
+        seen = "no history" if history is None else f"{history.runs} repeated run(s) of this config in the history"
         note = (
-            f"smoke.select: informative needs at least {MIN_RUNS} whole runs of this config in the history ({seen}); "
-            "drew the stratified subset instead (record full runs, e.g. the gate on main, to enable it)"
+            f"smoke.select: informative needs at least {MIN_RUNS} repeated runs of this config in the history "
+            f"(baselines and re-runs; {seen}); drew the stratified subset instead (record full runs of the "
+            "unchanged suite, e.g. the promoting gate on main or `evalgate run`, to enable it)"
         )
         return SmokeDraw(smoke_subset(cases, spec, slices), note=note)
     return informative_subset(cases, spec, slices, history)
