@@ -128,6 +128,24 @@ def test_the_budget_ends_still_inconclusive(tmp_path):
     assert "still inconclusive after 1 batch" in c["reason"]
 
 
+def test_with_no_slice_worse_than_the_tolerance_no_batch_runs_and_the_summary_says_so(tmp_path):
+    """The candidate breaks 20 other en cases: overall is inconclusive, but no slice looks worse than
+    −δ, so looks_worse has nothing to re-run. The summary said "still inconclusive after 0 batches
+    (... any more)", as if batches had run."""
+    repo, store = _repo(tmp_path)
+    _bot(repo, list(range(20, 40)))
+    git(repo, "commit", "-qam", "candidate without the ko regression")
+    _suite(repo, more_evidence={"max_batches": 3})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    summary = c["more_evidence"]["summary"]
+    assert summary == (
+        "no batch was run: no slice looks worse than −δ (the tolerance); only `select: all` can take overall to pass"
+    )
+    assert "any more" not in c["reason"] and "after 0 batches" not in c["reason"]
+    assert summary in err
+
+
 def test_imported_results_have_nothing_to_re_run(tmp_path):
     repo, store = _repo(tmp_path)
     _suite(repo, more_evidence={"max_batches": 3})
