@@ -170,6 +170,13 @@ def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_a
     assert c["more_evidence"]["ended"] == "not-run"
     assert "not in a git checkout" in c["more_evidence"]["summary"]
     assert any("more evidence not run" in w for w in c["warnings"])
+    # One wording everywhere, naming the config relative to the working folder: the report's warning
+    # said ". is not in a git checkout" and its more-evidence heading the absolute /tmp/... folder.
+    why = "evalgate.yml is not in a git checkout, so the baseline's commit"
+    report = (repo / ".evalgate" / "out" / "report.md").read_text()
+    for text in (c["more_evidence"]["summary"], c["more_evidence"]["baseline_side"], *c["warnings"], report, err):
+        assert str(tmp_path) not in text
+    assert report.count(why) == 3 and why in err
 
 
 def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):
