@@ -240,6 +240,30 @@ def test_error_messages_shown_are_masked(tmp_path, python_exe):
     assert secret not in shown.stdout
 
 
+def test_a_grouped_error_message_names_its_cases(tmp_path, python_exe):
+    """Messages that name their case are grouped into one line per cause; the line printed
+    "failed on case <case id>" with the placeholder unfilled. It names the cases now."""
+    run = {"suite": "s", "status": "success", "total_cases": 5, "completed_cases": 5}
+
+    def case(i: int, error: str | None) -> dict:
+        attempt = {"output": "x", "passed": True, "score": 1.0}
+        if error:
+            attempt = {"error": {"kind": "scorer", "message": error.format(repr(f"es-{i:03d}"))}}
+        return {"id": f"es-{i:03d}", "attempts": [attempt]}
+
+    failed = "scorer 'capital' failed on case {}: TypeError: unsupported operand"
+    cases = [case(i, failed) for i in range(4)] + [case(4, "scorer 'judge' gave no verdict for case {}")]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "run": run, "cases": cases}))
+    shown = evalgate("show", str(path), cwd=tmp_path, python_exe=python_exe)
+    assert "<case id>" not in shown.stdout, shown.stdout
+    assert (
+        "4 × scorer: scorer 'capital' failed on case 'es-000': TypeError: unsupported operand "
+        "(also cases 'es-001', 'es-002' and 1 more)"
+    ) in shown.stdout
+    assert "1 × scorer: scorer 'judge' gave no verdict for case 'es-004'" in shown.stdout
+
+
 def test_outside_git_a_later_run_is_promoted_and_an_older_one_is_not(suite, tmp_path, python_exe):
     """SPEC §7 + §13: no commits to order outside git, so the runs' start times do; the outcome says
     which order decided, and a refusal says "not promoted" once."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +23,8 @@ Z_95 = 1.959963984540054
 # results file keeps every message in full.
 MESSAGES_PER_KIND = 3
 MESSAGE_CHARS = 160
+CASE_ID = "<case id>"  # a message's own case id while messages are grouped
+OTHER_CASES = 2  # the cases named after a grouped message's first
 
 
 class UnitSummary(BaseModel):
@@ -149,6 +151,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     kinds: Counter[str] = Counter()
     causes: Counter[str] = Counter()
     messages: Counter[tuple[str, str]] = Counter()
+    message_cases: dict[tuple[str, str], list[str]] = {}  # the distinct cases of each, in order
     latencies: list[float] = []
     tokens_in = tokens_out = 0
     has_in = has_out = False
@@ -164,7 +167,11 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
-                messages[a.error.kind, without_case_id(a.error.message, case.id)] += 1
+                key = (a.error.kind, without_case_id(a.error.message, case.id))
+                messages[key] += 1
+                seen = message_cases.setdefault(key, [])
+                if not seen or seen[-1] != case.id:  # a case's attempts are adjacent
+                    seen.append(case.id)
                 if a.error.kind == "infra":
                     causes[infra_cause(a.error.message) or "other"] += 1
                 continue
@@ -197,7 +204,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         units=units,
         attempts=attempts,
         errors_by_kind=dict(sorted(kinds.items())),
-        **_common_messages(messages),
+        **_common_messages(messages, message_cases),
         infra_causes=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
         tokens_in=tokens_in if has_in else None,
         tokens_out=tokens_out if has_out else None,
@@ -212,20 +219,25 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     )
 
 
-def _common_messages(raw: Counter[tuple[str, str]]) -> dict:
-    """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)."""
+def _common_messages(raw: Counter[tuple[str, str]], cases: Mapping[tuple[str, str], list[str]]) -> dict:
+    """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)
+    and the cases each came from."""
     from evals.results.masking import mask_text
 
     lines: Counter[tuple[str, str]] = Counter()
+    ids: dict[tuple[str, str], list[str]] = {}
     for (kind, message), count in raw.items():  # distinct messages only: a run repeats a few
-        lines[kind, one_line(message)] += count
+        key = (kind, " ".join(message.split()))
+        lines[key] += count
+        ids.setdefault(key, []).extend(cases.get((kind, message), []))
     distinct = Counter(kind for kind, _line in lines)
     ranked = sorted(lines.items(), key=lambda item: (item[0][0], -item[1], item[0][1]))
     shown: list[ErrorMessage] = []
     for (kind, line), count in ranked:
         if sum(1 for m in shown if m.kind == kind) < MESSAGES_PER_KIND:
             # Masked again when shown: a results file evalgate did not write may hold a secret.
-            shown.append(ErrorMessage(kind=kind, message=mask_text(line), count=count))
+            text = mask_text(_with_case_ids(line, ids.get((kind, line), [])))
+            shown.append(ErrorMessage(kind=kind, message=text, count=count))
     return {"error_messages": shown, "distinct_error_messages": dict(sorted(distinct.items()))}
 
 
@@ -233,8 +245,23 @@ def without_case_id(message: str, case_id: str) -> str:
     """``message`` with its own case's quoted id replaced, so one cause (a dead judge: "gave no
     verdict for case 'q-017' after 3 calls") is one line with its count, not one line per case."""
     for quoted in (repr(case_id), f'"{case_id}"'):
-        message = message.replace(quoted, "<case id>")
+        message = message.replace(quoted, CASE_ID)
     return message
+
+
+def _with_case_ids(line: str, ids: Sequence[str]) -> str:
+    """The grouped message with its cases put back: the "<case id>" placeholder told the reader
+    nothing, and results.json is where they would have had to look the ids up. The first case
+    fills it; the others follow the clipped message, a few by name."""
+    if CASE_ID not in line or not ids:
+        return one_line(line)
+    text = one_line(line.replace(CASE_ID, repr(ids[0])))
+    others = list(dict.fromkeys(i for i in ids[1:] if i != ids[0]))
+    if others:
+        named = ", ".join(repr(i) for i in others[:OTHER_CASES])
+        more = f" and {len(others) - OTHER_CASES:,} more" if len(others) > OTHER_CASES else ""
+        text += f" (also case{'s' if len(others) > 1 else ''} {named}{more})"
+    return text
 
 
 def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:
