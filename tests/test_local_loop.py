@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -63,6 +64,30 @@ def test_run_ends_with_the_summary_table(suite, tmp_path, python_exe):
     # `show` prints the same table for the file
     shown = evalgate("show", str(out), cwd=tmp_path, python_exe=python_exe)
     assert shown.returncode == 0 and shown.stdout.strip() == table.strip()
+
+
+def test_the_documented_gitignore_keeps_what_run_and_gate_write_out_of_git_add(suite, python_exe):
+    """docs/running.md's .gitignore block left out ./results.json, `run`'s default output: a user's
+    `git add -A` committed it. With the block, only the suite's own files (and the baseline store,
+    which is meant to be shared) are added."""
+    doc = (ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    block = re.search(r"```gitignore\n(.*?)```", doc, re.DOTALL)
+    assert block, "docs/running.md has no ```gitignore block"
+    folder = suite.parent
+    (folder / ".gitignore").write_text(textwrap.dedent(block.group(1)), encoding="utf-8")
+    git(folder, "init", "-q")
+    assert evalgate("run", "--config", "evalgate.yml", cwd=folder, python_exe=python_exe).returncode == 0
+    gated = evalgate(
+        "gate", "--config", "evalgate.yml", "--store", "local", "--baseline-dir", "store", "--seed",
+        cwd=folder, python_exe=python_exe, env={"EVALGATE_HISTORY": "on"},
+    )  # fmt: skip
+    assert gated.returncode == 0, gated.stderr
+    written = {"results.json", ".evalgate/out/results.json", ".evalgate/history.sqlite"}
+    assert all((folder / path).exists() for path in written)
+    git(folder, "add", "-A")
+    added = set(git(folder, "diff", "--cached", "--name-only").split())
+    assert not added & written and not any(p.startswith(".evalgate/") for p in added), sorted(added)
+    assert "evalgate.yml" in added
 
 
 def test_show_summarises_an_imported_partial_run_and_says_so(tmp_path, python_exe):
