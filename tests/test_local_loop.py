@@ -57,10 +57,28 @@ def test_run_ends_with_the_summary_table(suite, tmp_path, python_exe):
     assert done.returncode == 0, done.stderr
     table, last = done.stderr[done.stderr.index("quickstart: 240/240 cases complete") :].rstrip("\n").rsplit("\n", 1)
     assert last == "evalgate run: results written to results.json" and out.exists()
-    rows = {line.split()[0]: line.split() for line in table.splitlines() if line and line.split()[0] != "unit"}
+    grid = table.split("\n\n")[1]  # the headline, the table, then the lines below it
+    rows = {line.split()[0]: line.split() for line in grid.splitlines() if line.split()[0] != "unit"}
     assert rows["overall"][1:4] == ["240", "89.2%", "84.6%"]  # cases, pass rate, CI low
     assert rows["language=ko"][1] == "80" and rows["category=sort"][1] == "60"
     assert "errors:  none in 240 attempts" in table and re.search(r"latency: p50 \d+ ms, p95 \d+ ms", table)
+    # The failed cases, per slice value: only the HTML page named them.
+    failed = load_results(out)
+    ko = [c.id for c in failed.cases if c.slices.get("language") == "ko" and not c.attempts[0].passed]
+    assert len(ko) > 3
+    line = next(line for line in table.splitlines() if " language=ko " in line and ": " in line)
+    assert line.split() == [
+        "language=ko",
+        f"{len(ko)}:",
+        *(f"{i}," for i in ko[:3]),
+        "…",
+        "and",
+        str(len(ko) - 3),
+        "more",
+    ]
+    assert (
+        table.count("failed:  ") == 1 and "failed:  category=" in table and " overall " not in table.split("failed:")[1]
+    )
     # `show` prints the same table for the file
     shown = evalgate("show", str(out), cwd=tmp_path, python_exe=python_exe)
     assert shown.returncode == 0 and shown.stdout.strip() == table.strip()
@@ -106,7 +124,7 @@ def test_show_summarises_an_imported_partial_run_and_says_so(tmp_path, python_ex
                                   cwd=tmp_path, python_exe=python_exe).stdout)  # fmt: skip
     assert as_json["units"][0] == {
         "unit": "overall", "cases": 8, "scored": 2, "pass_rate": 0.5, "ci_low": pytest.approx(0.0945, abs=1e-3),
-        "ci_high": pytest.approx(0.9055, abs=1e-3), "score": 0.5, "errored": 6,
+        "ci_high": pytest.approx(0.9055, abs=1e-3), "score": 0.5, "errored": 6, "failed": 1, "failed_ids": ["wrong"],
     }  # fmt: skip
 
 

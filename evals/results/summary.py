@@ -25,6 +25,7 @@ MESSAGES_PER_KIND = 3
 MESSAGE_CHARS = 160
 CASE_ID = "<case id>"  # a message's own case id while messages are grouped
 OTHER_CASES = 2  # the cases named after a grouped message's first
+FAILED_IDS = 3  # failed cases named per unit in the summary: enough to start `evalgate trace` on
 
 
 class UnitSummary(BaseModel):
@@ -36,6 +37,8 @@ class UnitSummary(BaseModel):
     ci_high: float | None = None
     score: float | None = None
     errored: int = Field(0, description="cases whose every attempt ended in an infra error")
+    failed: int = Field(0, description="cases with a pass value below 1 (an attempt that is no infra error failed)")
+    failed_ids: list[str] = Field(default_factory=list, description=f"the first {FAILED_IDS} of them, in file order")
 
 
 class ErrorMessage(BaseModel):
@@ -118,8 +121,9 @@ def case_values(case: CaseResult) -> tuple[float | None, float | None, bool]:
     return _mean(passed), _mean(scores), False
 
 
-def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> UnitSummary:
+def _unit(name: str, rows: list[tuple[float | None, float | None, bool]], ids: Sequence[str]) -> UnitSummary:
     passed = [p for p, _s, _e in rows if p is not None]
+    failed = [i for i, (p, _s, _e) in zip(ids, rows, strict=True) if p is not None and p < 1.0]
     low, high = wilson(sum(passed), len(passed)) if passed else (None, None)
     return UnitSummary(
         unit=name,
@@ -130,6 +134,8 @@ def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> Uni
         ci_high=high,
         score=_mean([s for _p, s, _e in rows if s is not None]),
         errored=sum(1 for _p, _s, e in rows if e),
+        failed=len(failed),
+        failed_ids=failed[:FAILED_IDS],
     )
 
 
@@ -141,13 +147,15 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     # Sorted whatever the caller's order: `run` (the config's keys) and `show` print the same table.
     keys = sorted({k for c in results.cases for k in c.slices} if slice_keys is None else set(slice_keys))
     values = [case_values(c) for c in results.cases]
-    units = [_unit("overall", values)]
+    units = [_unit("overall", values, [c.id for c in results.cases])]
     for key in keys:
         groups: dict[str, list[tuple[float | None, float | None, bool]]] = {}
+        group_ids: dict[str, list[str]] = {}
         for case, row in zip(results.cases, values, strict=True):
             if key in case.slices:
                 groups.setdefault(case.slices[key], []).append(row)
-        units.extend(_unit(f"{key}={value}", groups[value]) for value in sorted(groups))
+                group_ids.setdefault(case.slices[key], []).append(case.id)
+        units.extend(_unit(f"{key}={value}", groups[value], group_ids[value]) for value in sorted(groups))
     kinds: Counter[str] = Counter()
     causes: Counter[str] = Counter()
     messages: Counter[tuple[str, str]] = Counter()
@@ -293,6 +301,25 @@ def headline(summary: ResultsSummary) -> str:
     return f"{summary.suite}{part}: {summary.completed_cases}/{summary.total_cases} cases complete{origin}{state}"
 
 
+def failed_lines(summary: ResultsSummary) -> list[str]:
+    """The failed cases' first ids per slice (overall when there are no slices): only the HTML page
+    named them, and a terminal user needs an id for `evalgate trace` or `--filter`."""
+    sliced = [u for u in summary.units if u.unit != "overall"]
+    units = [u for u in (sliced or summary.units) if u.failed]
+    if not units:
+        return []
+    width = max(len(u.unit) for u in units)
+    lines = []
+    for n, u in enumerate(units):
+        more = f", … and {u.failed - len(u.failed_ids):,} more" if u.failed > len(u.failed_ids) else ""
+        label = "failed:  " if n == 0 else " " * 9
+        lines.append(
+            f"{label}{u.unit:<{width}}  {u.failed:>{len(str(max(x.failed for x in units)))}}: "
+            f"{', '.join(u.failed_ids)}{more}"
+        )
+    return lines
+
+
 def error_lines(summary: ResultsSummary) -> list[str]:
     """The errors by kind, then each kind's most common messages with their counts."""
     if not summary.errors_by_kind:
@@ -351,7 +378,7 @@ def render_text(summary: ResultsSummary) -> str:
         if show_errored:
             row.append(str(u.errored) if u.errored else "")
         rows.append(row)
-    lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
+    lines = [headline(summary), "", *_table(rows), "", *failed_lines(summary), *error_lines(summary)]
     if summary.latency_p50_ms is not None:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
     lines += spend_lines(summary)
