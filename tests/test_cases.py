@@ -184,6 +184,17 @@ def test_bad_rows_name_file_and_line(tmp_path, row, problem):
 
 
 @pytest.mark.parametrize(
+    ("key", "hint"),
+    [("expect", "did you mean 'expected'?"), ("inputs", "did you mean 'input'?"), ("source", "under metadata")],
+)
+def test_a_misspelt_case_key_gets_the_key_it_resembles(tmp_path, key, hint):
+    """As a misspelt config key does; a key like no case key is an extra field for metadata."""
+    err = load_error(tmp_path, "c.jsonl", {"c.jsonl": jsonl({"id": "a", "input": 1, key: 2})})
+    assert err.problem.startswith(f"unknown case key {key!r}")
+    assert err.hint is not None and hint in err.hint
+
+
+@pytest.mark.parametrize(
     ("tag", "hint"),
     [
         (2, 'write the value as a JSON string: "level": "2"'),

@@ -182,7 +182,8 @@ def test_a_dead_judges_errors_are_one_line_in_the_summary(tmp_path, openai_serve
     assert done.returncode == 3, done.stderr
     summary = summarize(load_results(tmp_path / "down.json"), [])
     [line] = summary.error_messages
-    assert line.count == 3 and "for case <case id> after 1 call(s)" in line.message
+    assert line.count == 3 and "<case id>" not in line.message
+    assert re.search(r"for case '\w+' after 1 call\(s\).* \(also cases '\w+', '\w+'\)$", line.message), line.message
     assert summary.distinct_error_messages == {"infra": 1}
 
 

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -56,13 +57,55 @@ def test_run_ends_with_the_summary_table(suite, tmp_path, python_exe):
     assert done.returncode == 0, done.stderr
     table, last = done.stderr[done.stderr.index("quickstart: 240/240 cases complete") :].rstrip("\n").rsplit("\n", 1)
     assert last == "evalgate run: results written to results.json" and out.exists()
-    rows = {line.split()[0]: line.split() for line in table.splitlines() if line and line.split()[0] != "unit"}
+    grid = table.split("\n\n")[1]  # the headline, the table, then the lines below it
+    rows = {line.split()[0]: line.split() for line in grid.splitlines() if line.split()[0] != "unit"}
     assert rows["overall"][1:4] == ["240", "89.2%", "84.6%"]  # cases, pass rate, CI low
     assert rows["language=ko"][1] == "80" and rows["category=sort"][1] == "60"
     assert "errors:  none in 240 attempts" in table and re.search(r"latency: p50 \d+ ms, p95 \d+ ms", table)
+    # The failed cases, per slice value: only the HTML page named them.
+    failed = load_results(out)
+    ko = [c.id for c in failed.cases if c.slices.get("language") == "ko" and not c.attempts[0].passed]
+    assert len(ko) > 3
+    line = next(line for line in table.splitlines() if " language=ko " in line and ": " in line)
+    assert line.split() == [
+        "language=ko",
+        f"{len(ko)}:",
+        *(f"{i}," for i in ko[:3]),
+        "…",
+        "and",
+        str(len(ko) - 3),
+        "more",
+    ]
+    assert (
+        table.count("failed:  ") == 1 and "failed:  category=" in table and " overall " not in table.split("failed:")[1]
+    )
     # `show` prints the same table for the file
     shown = evalgate("show", str(out), cwd=tmp_path, python_exe=python_exe)
     assert shown.returncode == 0 and shown.stdout.strip() == table.strip()
+
+
+def test_the_documented_gitignore_keeps_what_run_and_gate_write_out_of_git_add(suite, python_exe):
+    """docs/running.md's .gitignore block left out ./results.json, `run`'s default output: a user's
+    `git add -A` committed it. With the block, only the suite's own files (and the baseline store,
+    which is meant to be shared) are added."""
+    doc = (ROOT / "docs" / "running.md").read_text(encoding="utf-8")
+    block = re.search(r"```gitignore\n(.*?)```", doc, re.DOTALL)
+    assert block, "docs/running.md has no ```gitignore block"
+    folder = suite.parent
+    (folder / ".gitignore").write_text(textwrap.dedent(block.group(1)), encoding="utf-8")
+    git(folder, "init", "-q")
+    assert evalgate("run", "--config", "evalgate.yml", cwd=folder, python_exe=python_exe).returncode == 0
+    gated = evalgate(
+        "gate", "--config", "evalgate.yml", "--store", "local", "--baseline-dir", "store", "--seed",
+        cwd=folder, python_exe=python_exe, env={"EVALGATE_HISTORY": "on"},
+    )  # fmt: skip
+    assert gated.returncode == 0, gated.stderr
+    written = {"results.json", ".evalgate/out/results.json", ".evalgate/history.sqlite"}
+    assert all((folder / path).exists() for path in written)
+    git(folder, "add", "-A")
+    added = set(git(folder, "diff", "--cached", "--name-only").split())
+    assert not added & written and not any(p.startswith(".evalgate/") for p in added), sorted(added)
+    assert "evalgate.yml" in added
 
 
 def test_show_summarises_an_imported_partial_run_and_says_so(tmp_path, python_exe):
@@ -81,7 +124,7 @@ def test_show_summarises_an_imported_partial_run_and_says_so(tmp_path, python_ex
                                   cwd=tmp_path, python_exe=python_exe).stdout)  # fmt: skip
     assert as_json["units"][0] == {
         "unit": "overall", "cases": 8, "scored": 2, "pass_rate": 0.5, "ci_low": pytest.approx(0.0945, abs=1e-3),
-        "ci_high": pytest.approx(0.9055, abs=1e-3), "score": 0.5, "errored": 6,
+        "ci_high": pytest.approx(0.9055, abs=1e-3), "score": 0.5, "errored": 6, "failed": 1, "failed_ids": ["wrong"],
     }  # fmt: skip
 
 
@@ -238,6 +281,30 @@ def test_error_messages_shown_are_masked(tmp_path, python_exe):
     shown = evalgate("show", str(path), cwd=tmp_path, python_exe=python_exe, env={"ENDPOINT_API_KEY": secret})
     assert "1 × infra: 401 from https://api.example.com?key=***" in shown.stdout, shown.stdout
     assert secret not in shown.stdout
+
+
+def test_a_grouped_error_message_names_its_cases(tmp_path, python_exe):
+    """Messages that name their case are grouped into one line per cause; the line printed
+    "failed on case <case id>" with the placeholder unfilled. It names the cases now."""
+    run = {"suite": "s", "status": "success", "total_cases": 5, "completed_cases": 5}
+
+    def case(i: int, error: str | None) -> dict:
+        attempt = {"output": "x", "passed": True, "score": 1.0}
+        if error:
+            attempt = {"error": {"kind": "scorer", "message": error.format(repr(f"es-{i:03d}"))}}
+        return {"id": f"es-{i:03d}", "attempts": [attempt]}
+
+    failed = "scorer 'capital' failed on case {}: TypeError: unsupported operand"
+    cases = [case(i, failed) for i in range(4)] + [case(4, "scorer 'judge' gave no verdict for case {}")]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps({"schema_version": 1, "run": run, "cases": cases}))
+    shown = evalgate("show", str(path), cwd=tmp_path, python_exe=python_exe)
+    assert "<case id>" not in shown.stdout, shown.stdout
+    assert (
+        "4 × scorer: scorer 'capital' failed on case 'es-000': TypeError: unsupported operand "
+        "(also cases 'es-001', 'es-002' and 1 more)"
+    ) in shown.stdout
+    assert "1 × scorer: scorer 'judge' gave no verdict for case 'es-004'" in shown.stdout
 
 
 def test_outside_git_a_later_run_is_promoted_and_an_older_one_is_not(suite, tmp_path, python_exe):

@@ -177,6 +177,24 @@ def test_a_batch_that_runs_out_of_the_limit_is_not_used(tmp_path):
     assert not (repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").exists()
 
 
+def test_with_no_slice_worse_than_the_tolerance_no_batch_runs_and_the_summary_says_so(tmp_path):
+    """The candidate breaks 20 other en cases: overall is inconclusive, but no slice looks worse than
+    −δ, so looks_worse has nothing to re-run. The summary said "still inconclusive after 0 batches
+    (... any more)", as if batches had run."""
+    repo, store = _repo(tmp_path)
+    _bot(repo, list(range(20, 40)))
+    git(repo, "commit", "-qam", "candidate without the ko regression")
+    _suite(repo, more_evidence={"max_batches": 3})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    summary = c["more_evidence"]["summary"]
+    assert summary == (
+        "no batch was run: no slice looks worse than −δ (the tolerance); only `select: all` can take overall to pass"
+    )
+    assert "any more" not in c["reason"] and "after 0 batches" not in c["reason"]
+    assert summary in err
+
+
 def test_imported_results_have_nothing_to_re_run(tmp_path):
     repo, store = _repo(tmp_path)
     _suite(repo, more_evidence={"max_batches": 3})
@@ -201,6 +219,13 @@ def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_a
     assert c["more_evidence"]["ended"] == "not-run"
     assert "not in a git checkout" in c["more_evidence"]["summary"]
     assert any("more evidence not run" in w for w in c["warnings"])
+    # One wording everywhere, naming the config relative to the working folder: the report's warning
+    # said ". is not in a git checkout" and its more-evidence heading the absolute /tmp/... folder.
+    why = "evalgate.yml is not in a git checkout, so the baseline's commit"
+    report = (repo / ".evalgate" / "out" / "report.md").read_text()
+    for text in (c["more_evidence"]["summary"], c["more_evidence"]["baseline_side"], *c["warnings"], report, err):
+        assert str(tmp_path) not in text
+    assert report.count(why) == 3 and why in err
 
 
 def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):

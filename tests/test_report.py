@@ -118,13 +118,31 @@ def test_regression_report_names_the_slice_and_the_flipped_cases(regression: Com
     before_folds = md.split("<details>", 1)[0]
     assert "#### Cases that broke (showing 3 of 27)" in before_folds
     assert [f"**{i}**" in before_folds for i in flipped[:4]] == [True, True, True, False]
-    assert "**pass → fail**: 27 cases, besides the 3 shown above (showing 17 of 24)" in md
+    assert "**pass → fail**: 27 cases; the first 17 of the 24 not shown above:" in md
     assert "**fail → pass**: 1 case" in md and "**q-030**" in md
     # Excerpts of input, expected and both outputs of a flipped case.
     entry = before_folds.split(f"**{flipped[0]}**", 1)[1].split(f"**{flipped[1]}**", 1)[0]
     for label in ("| input |", "| expected |", "| baseline output |", "| candidate output |"):
         assert label in entry
     assert "FINAL ANSWER: -1" in entry
+    assert problems(md) == []
+
+
+def test_the_fold_counts_the_cases_it_lists_against_the_ones_not_shown_above() -> None:
+    """9 cases broke, 3 are open above the fold: the fold's list says it holds the other 6 (it said
+    "9 cases, besides the 3 shown above" and then listed 6)."""
+    broke = {4, 16, 28, 52, 64, 76, 88, 112, 124}  # Korean cases that passed in the baseline
+    c = compare(
+        results(BASE, base_pass, n=200),
+        results(CAND, lambda i: base_pass(i) and i not in broke, n=200),
+        tolerance=0.02,
+    )
+    assert c.case_diff.n_pass_to_fail == 9
+    md = render_markdown(c)
+    assert "**pass → fail**: 9 cases; the 6 not shown above:" in md
+    assert "besides the" not in md
+    fold = md.split("**pass → fail**", 1)[1].split("**fail → pass**", 1)[0]
+    assert sum(f"q-{i:03d}" in fold for i in broke) == 6
     assert problems(md) == []
 
 

@@ -213,3 +213,40 @@ def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
     text = render_markdown(comparison, kind="comment")
     assert "last trace events of the candidate" in text and "- #2 ✗ web: timeout" in text
     assert "<b>" not in text and "@team" not in text  # escaped: no HTML, no mention
+
+
+def test_trace_without_results_reads_the_newer_default_file_and_names_it(tmp_path: Path, repo_root: Path) -> None:
+    """A stale ./results.json (an earlier `evalgate run`) beside the last gate's
+    .evalgate/out/results.json: trace read the stale one without a word. It reads the newer and
+    says which; with neither, it says where it looked."""
+    import os
+
+    def write(path: Path, output: str, mtime: int) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {
+            "schema_version": 1,
+            "run": {"suite": "s", "status": "success", "total_cases": 1, "completed_cases": 1},
+            "cases": [{"id": "es-000", "attempts": [{"passed": True, "output": output}]}],
+        }
+        path.write_text(json.dumps(data), encoding="utf-8")
+        os.utime(path, (mtime, mtime))
+
+    def trace() -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "evals", "trace", "es-000"],
+            cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo_root)},
+        )  # fmt: skip
+
+    none = trace()
+    assert none.returncode == 2 and "neither ./results.json" in none.stderr and "--history" in none.stderr
+    write(tmp_path / "results.json", "stale answer", 1_700_000_000)
+    write(tmp_path / ".evalgate" / "out" / "results.json", "the gate's answer", 1_700_000_100)
+    done = trace()
+    assert done.returncode == 0, done.stderr
+    assert "the gate's answer" in done.stdout and "stale answer" not in done.stdout
+    assert done.stdout.startswith("case es-000 — .evalgate/out/results.json")
+    assert "reading .evalgate/out/results.json, newer than results.json" in done.stderr
+
+    os.utime(tmp_path / "results.json", (1_700_000_200, 1_700_000_200))  # a run after the gate
+    done = trace()
+    assert "stale answer" in done.stdout and "reading results.json, newer than .evalgate/out" in done.stderr

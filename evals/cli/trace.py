@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from evals.common.errors import EXIT_PASS, UsageError
 
@@ -13,7 +14,12 @@ from evals.common.errors import EXIT_PASS, UsageError
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("case_id", metavar="CASE_ID", help="the case's id")
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--results", metavar="FILE", help="a results file (default: ./results.json)")
+    source.add_argument(
+        "--results",
+        metavar="FILE",
+        help="a results file (default: the newer of ./results.json, evalgate run's, and .evalgate/out/results.json, "
+        "the last gate's; the one read is named)",
+    )
     source.add_argument("--history", action="store_true", help="the newest run in the history that holds the case")
     parser.add_argument("--attempt", type=int, metavar="N", help="only attempt N (from 1)")
     parser.add_argument("--chars", type=int, default=400, metavar="N", help="characters shown per event (default 400)")
@@ -34,10 +40,35 @@ def main(args: argparse.Namespace) -> int:
     else:
         from evals.results.model import load_results
 
-        path = args.results or "results.json"
+        path = args.results or default_results()
         case, source = find_case(load_results(path).cases, args.case_id, path), path
     sys.stdout.write(render_timeline(case, source, attempt=args.attempt, chars=args.chars))
     return EXIT_PASS
+
+
+# Where a results file is without --results: `evalgate run`'s default output, and the gate's (its
+# default --out-dir). A user who ran one and then the other has both, one of them stale.
+RUN_OUTPUT = "results.json"
+GATE_OUTPUT = ".evalgate/out/results.json"
+
+
+def default_results() -> str:
+    """The newer of the two default results files (by modification time), said on stderr when both
+    exist: reading a stale ./results.json after a gate showed an old attempt with no hint why."""
+    found = [p for p in (RUN_OUTPUT, GATE_OUTPUT) if Path(p).is_file()]
+    if not found:
+        raise UsageError(
+            f"no results file here: neither ./{RUN_OUTPUT} (evalgate run's) nor {GATE_OUTPUT} (the last gate's); "
+            "name one with --results FILE, or read the history with --history"
+        )
+    if len(found) == 1:
+        return found[0]
+    newer, older = sorted(found, key=lambda p: Path(p).stat().st_mtime, reverse=True)
+    print(
+        f"evalgate trace: reading {newer}, newer than {older} (--results FILE reads another)",
+        file=sys.stderr,
+    )
+    return newer
 
 
 def _from_history(args: argparse.Namespace):  # -> tuple[CaseResult, str]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals.report.facts import without_paths
 from evals.suite.targets import OpenAITarget
 
 if TYPE_CHECKING:
@@ -64,7 +65,9 @@ def prepare_baseline_side(config: SuiteConfig, config_path: Path, baseline: Load
     recorded = _recorded_target(config, config_path, baseline.results)
     if isinstance(recorded, BaselineSide):
         return recorded
-    return f"{worktree}; and {recorded}"
+    # The reason goes to stderr, comparison.json and the PR comment alike: one wording, without the
+    # machine's paths (git's own messages name the scratch worktree's absolute path).
+    return without_paths(f"{worktree}; and {recorded}")
 
 
 def _worktree(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
@@ -79,7 +82,8 @@ def _worktree(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str
         return f"git is not available ({exc}), so the baseline's commit cannot be checked out"
     if top.returncode != 0:
         return (
-            f"{config_path.parent} is not in a git checkout, so the baseline's commit {sha[:12]} cannot be checked out"
+            f"{without_paths(str(config_path))} is not in a git checkout, so the baseline's commit {sha[:12]} "
+            "cannot be checked out"
         )
     root = Path(top.stdout.strip())
     if _git(root, "cat-file", "-e", f"{sha}^{{commit}}").returncode != 0:

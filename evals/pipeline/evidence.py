@@ -162,7 +162,7 @@ def gather(
         spent = budget.batches.cost_usd
         if not ids:
             outcome = "inconclusive"
-            record.summary = _still(batches, "no slice looks worse than the tolerance any more")
+            record.summary = _nothing_selected(batches, spec.select)
             break
         if batches >= spec.max_batches:
             outcome = "inconclusive"
@@ -287,6 +287,19 @@ def _outcome(comparison: Comparison, failing: list, passed: bool) -> str:
     if passed:
         return "pass"
     return "continue"
+
+
+def _nothing_selected(batches: int, select: str) -> str:
+    """Why the loop stopped with no case to re-run. Before any batch, "still ... any more" told the
+    user that batches had run; and ``looks_worse`` can only ever turn a slice into fail, so the way
+    to a pass is named."""
+    if select == "all":
+        why = "overall has no metric the sequential test can use (a bounded score that is not a percentile or pass@k)"
+    else:
+        why = "no slice looks worse than −δ (the tolerance); only `select: all` can take overall to pass"
+    if batches == 0:
+        return f"no batch was run: {why}"
+    return _still(batches, why.replace("(the tolerance)", "(the tolerance) any more", 1))
 
 
 def _still(batches: int, why: str) -> str:

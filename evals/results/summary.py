@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -23,6 +23,9 @@ Z_95 = 1.959963984540054
 # results file keeps every message in full.
 MESSAGES_PER_KIND = 3
 MESSAGE_CHARS = 160
+CASE_ID = "<case id>"  # a message's own case id while messages are grouped
+OTHER_CASES = 2  # the cases named after a grouped message's first
+FAILED_IDS = 3  # failed cases named per unit in the summary: enough to start `evalgate trace` on
 
 
 class UnitSummary(BaseModel):
@@ -34,6 +37,8 @@ class UnitSummary(BaseModel):
     ci_high: float | None = None
     score: float | None = None
     errored: int = Field(0, description="cases whose every attempt ended in an infra error")
+    failed: int = Field(0, description="cases with a pass value below 1 (an attempt that is no infra error failed)")
+    failed_ids: list[str] = Field(default_factory=list, description=f"the first {FAILED_IDS} of them, in file order")
 
 
 class ErrorMessage(BaseModel):
@@ -116,8 +121,9 @@ def case_values(case: CaseResult) -> tuple[float | None, float | None, bool]:
     return _mean(passed), _mean(scores), False
 
 
-def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> UnitSummary:
+def _unit(name: str, rows: list[tuple[float | None, float | None, bool]], ids: Sequence[str]) -> UnitSummary:
     passed = [p for p, _s, _e in rows if p is not None]
+    failed = [i for i, (p, _s, _e) in zip(ids, rows, strict=True) if p is not None and p < 1.0]
     low, high = wilson(sum(passed), len(passed)) if passed else (None, None)
     return UnitSummary(
         unit=name,
@@ -128,6 +134,8 @@ def _unit(name: str, rows: list[tuple[float | None, float | None, bool]]) -> Uni
         ci_high=high,
         score=_mean([s for _p, s, _e in rows if s is not None]),
         errored=sum(1 for _p, _s, e in rows if e),
+        failed=len(failed),
+        failed_ids=failed[:FAILED_IDS],
     )
 
 
@@ -139,16 +147,19 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     # Sorted whatever the caller's order: `run` (the config's keys) and `show` print the same table.
     keys = sorted({k for c in results.cases for k in c.slices} if slice_keys is None else set(slice_keys))
     values = [case_values(c) for c in results.cases]
-    units = [_unit("overall", values)]
+    units = [_unit("overall", values, [c.id for c in results.cases])]
     for key in keys:
         groups: dict[str, list[tuple[float | None, float | None, bool]]] = {}
+        group_ids: dict[str, list[str]] = {}
         for case, row in zip(results.cases, values, strict=True):
             if key in case.slices:
                 groups.setdefault(case.slices[key], []).append(row)
-        units.extend(_unit(f"{key}={value}", groups[value]) for value in sorted(groups))
+                group_ids.setdefault(case.slices[key], []).append(case.id)
+        units.extend(_unit(f"{key}={value}", groups[value], group_ids[value]) for value in sorted(groups))
     kinds: Counter[str] = Counter()
     causes: Counter[str] = Counter()
     messages: Counter[tuple[str, str]] = Counter()
+    message_cases: dict[tuple[str, str], list[str]] = {}  # the distinct cases of each, in order
     latencies: list[float] = []
     tokens_in = tokens_out = 0
     has_in = has_out = False
@@ -164,7 +175,11 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
-                messages[a.error.kind, without_case_id(a.error.message, case.id)] += 1
+                key = (a.error.kind, without_case_id(a.error.message, case.id))
+                messages[key] += 1
+                seen = message_cases.setdefault(key, [])
+                if not seen or seen[-1] != case.id:  # a case's attempts are adjacent
+                    seen.append(case.id)
                 if a.error.kind == "infra":
                     causes[infra_cause(a.error.message) or "other"] += 1
                 continue
@@ -197,7 +212,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         units=units,
         attempts=attempts,
         errors_by_kind=dict(sorted(kinds.items())),
-        **_common_messages(messages),
+        **_common_messages(messages, message_cases),
         infra_causes=dict(sorted(causes.items(), key=lambda item: (-item[1], item[0]))),
         tokens_in=tokens_in if has_in else None,
         tokens_out=tokens_out if has_out else None,
@@ -212,20 +227,25 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     )
 
 
-def _common_messages(raw: Counter[tuple[str, str]]) -> dict:
-    """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)."""
+def _common_messages(raw: Counter[tuple[str, str]], cases: Mapping[tuple[str, str], list[str]]) -> dict:
+    """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)
+    and the cases each came from."""
     from evals.results.masking import mask_text
 
     lines: Counter[tuple[str, str]] = Counter()
+    ids: dict[tuple[str, str], list[str]] = {}
     for (kind, message), count in raw.items():  # distinct messages only: a run repeats a few
-        lines[kind, one_line(message)] += count
+        key = (kind, " ".join(message.split()))
+        lines[key] += count
+        ids.setdefault(key, []).extend(cases.get((kind, message), []))
     distinct = Counter(kind for kind, _line in lines)
     ranked = sorted(lines.items(), key=lambda item: (item[0][0], -item[1], item[0][1]))
     shown: list[ErrorMessage] = []
     for (kind, line), count in ranked:
         if sum(1 for m in shown if m.kind == kind) < MESSAGES_PER_KIND:
             # Masked again when shown: a results file evalgate did not write may hold a secret.
-            shown.append(ErrorMessage(kind=kind, message=mask_text(line), count=count))
+            text = mask_text(_with_case_ids(line, ids.get((kind, line), [])))
+            shown.append(ErrorMessage(kind=kind, message=text, count=count))
     return {"error_messages": shown, "distinct_error_messages": dict(sorted(distinct.items()))}
 
 
@@ -233,8 +253,23 @@ def without_case_id(message: str, case_id: str) -> str:
     """``message`` with its own case's quoted id replaced, so one cause (a dead judge: "gave no
     verdict for case 'q-017' after 3 calls") is one line with its count, not one line per case."""
     for quoted in (repr(case_id), f'"{case_id}"'):
-        message = message.replace(quoted, "<case id>")
+        message = message.replace(quoted, CASE_ID)
     return message
+
+
+def _with_case_ids(line: str, ids: Sequence[str]) -> str:
+    """The grouped message with its cases put back: the "<case id>" placeholder told the reader
+    nothing, and results.json is where they would have had to look the ids up. The first case
+    fills it; the others follow the clipped message, a few by name."""
+    if CASE_ID not in line or not ids:
+        return one_line(line)
+    text = one_line(line.replace(CASE_ID, repr(ids[0])))
+    others = list(dict.fromkeys(i for i in ids[1:] if i != ids[0]))
+    if others:
+        named = ", ".join(repr(i) for i in others[:OTHER_CASES])
+        more = f" and {len(others) - OTHER_CASES:,} more" if len(others) > OTHER_CASES else ""
+        text += f" (also case{'s' if len(others) > 1 else ''} {named}{more})"
+    return text
 
 
 def one_line(message: str, limit: int = MESSAGE_CHARS) -> str:
@@ -264,6 +299,25 @@ def headline(summary: ResultsSummary) -> str:
     state = "" if summary.complete else " — PARTIAL" + (f" ({summary.status})" if summary.status != "success" else "")
     origin = f", imported from {summary.source}" if summary.source and summary.source != "evalgate" else ""
     return f"{summary.suite}{part}: {summary.completed_cases}/{summary.total_cases} cases complete{origin}{state}"
+
+
+def failed_lines(summary: ResultsSummary) -> list[str]:
+    """The failed cases' first ids per slice (overall when there are no slices): only the HTML page
+    named them, and a terminal user needs an id for `evalgate trace` or `--filter`."""
+    sliced = [u for u in summary.units if u.unit != "overall"]
+    units = [u for u in (sliced or summary.units) if u.failed]
+    if not units:
+        return []
+    width = max(len(u.unit) for u in units)
+    lines = []
+    for n, u in enumerate(units):
+        more = f", … and {u.failed - len(u.failed_ids):,} more" if u.failed > len(u.failed_ids) else ""
+        label = "failed:  " if n == 0 else " " * 9
+        lines.append(
+            f"{label}{u.unit:<{width}}  {u.failed:>{len(str(max(x.failed for x in units)))}}: "
+            f"{', '.join(u.failed_ids)}{more}"
+        )
+    return lines
 
 
 def error_lines(summary: ResultsSummary) -> list[str]:
@@ -324,7 +378,7 @@ def render_text(summary: ResultsSummary) -> str:
         if show_errored:
             row.append(str(u.errored) if u.errored else "")
         rows.append(row)
-    lines = [headline(summary), "", *_table(rows), "", *error_lines(summary)]
+    lines = [headline(summary), "", *_table(rows), "", *failed_lines(summary), *error_lines(summary)]
     if summary.latency_p50_ms is not None:
         lines.append(f"latency: p50 {summary.latency_p50_ms:,.0f} ms, p95 {summary.latency_p95_ms:,.0f} ms")
     lines += spend_lines(summary)

@@ -32,7 +32,7 @@ from evals.common.errors import InputFileError, UsageError
 from evals.results.model import case_hash, json_problem
 from evals.suite.config import SuiteConfig
 from evals.suite.slices import require_slice_keys
-from evals.suite.yamlsource import check_aliases
+from evals.suite.yamlsource import check_aliases, did_you_mean
 
 CASE_KEYS = ("id", "input", "expected", "tags", "metadata")
 TOO_DEEP = "values nested too deeply to read"
@@ -254,7 +254,8 @@ def _case_from_mapping(row: Any, where: str, *, in_yaml: bool = False) -> Case:
         raise InputFileError(
             where,
             f"unknown case key {unknown[0]!r} (case keys are {', '.join(CASE_KEYS)})",
-            "put extra fields under metadata",
+            # A typo of a case key is likelier than an extra field: suggest the key, as for the config.
+            did_you_mean(unknown[0], CASE_KEYS) or "put extra fields under metadata",
         )
     if "input" not in row:
         raise InputFileError(where, f"case {_id_for_message(row)} has no input")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -177,13 +177,20 @@ def _options(annotation: Any) -> list[Any]:
     return [annotation]
 
 
+def did_you_mean(key: str, keys: Iterable[str]) -> str | None:
+    """The hint "did you mean 'expected'?" for a misspelt key, or None when no key is close: the one
+    suggestion of every file evalgate reads (the config's keys, a case's)."""
+    close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.7)
+    return f"did you mean {close[0]!r}?" if close else None
+
+
 def _unknown_key(model: type[BaseModel] | None, loc: Sequence[str | int]) -> str:
     hint = "check the spelling; see the JSON Schema shipped with evalgate"
     if model is not None and loc and isinstance(loc[-1], str):
         keys = _keys_at(model, loc)
-        close = difflib.get_close_matches(loc[-1], sorted(keys), n=1, cutoff=0.7)
+        close = did_you_mean(loc[-1], keys)
         if close:
-            hint = f"did you mean {close[0]!r}?"
+            hint = close
         elif keys:
             hint = f"valid keys here: {', '.join(sorted(keys))}"
     return f"unknown key ({hint})"
