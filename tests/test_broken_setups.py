@@ -323,7 +323,45 @@ def test_a_run_whose_every_attempt_errored_is_never_blessed(tmp_path, repo_root,
     assert "TypeError" in proc.stderr
     config.write_text(config.read_text().replace("path: baselines}", "path: baselines, on_missing: seed}"))
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert "not promoting: every one of its 60 attempts ended in an error" in proc.stderr, proc.stderr
+    assert not list((tmp_path / "baselines").glob("baseline-*"))
+    # Before: `no-baseline`, exit 0, a report that never named the errors.
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = "fail: the candidate measured nothing: 60 of 60 attempts ended in an error (target 60; the first, case c0: "
+    assert said in proc.stdout and "TypeError" in proc.stdout, proc.stdout
+    report = (tmp_path / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    assert "evalgate FAIL:** The candidate measured nothing" in report and "TypeError" in report
+    assert "evalgate reset" not in proc.stdout + report  # the reset it would suggest refuses this run
+
+
+def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path, repo_root, python_exe):
+    """Against a baseline that failed every case too, a run of errors was `pass_rate` unchanged
+    (not a fail); against one that passed, the banner said only "pass rate fell": both now fail
+    and name the error."""
+    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": False, "score": 0.0}]} for i in range(60)]
+    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "wrong.json", suite="demo", cases=cases)
+    errored = [
+        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "target", "message": "KeyError: 'API_KEY'"}}]}
+        for i in range(60)
+    ]
+    run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
+    (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
+    proc = evalgate(
+        repo_root, python_exe, "compare", "--baseline", "wrong.json", "--candidate", "errored.json", cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "60 of 60 attempts ended in an error (target 60; the first, case c0: KeyError: 'API_KEY')" in proc.stdout
+
+
+def test_a_first_gate_with_errors_above_max_error_rate_is_not_offered_as_the_baseline(tmp_path, repo_root, python_exe):
+    """12 of 60 attempts crashing on a first gate: before, `no-baseline`, exit 0, "store this run as
+    the baseline"; against a baseline such a run fails through its pass rate and says why."""
+    config = write_suite(tmp_path)
+    crashes = "def answer(question):\n    if len(question) == 5:\n        raise KeyError('API_KEY')\n    return 'x'\n"
+    (tmp_path / "bot.py").write_text(crashes, encoding="utf-8")
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--seed", "--config", str(config), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "above gate.max_error_rate 10.0%: 8 of 60 attempts ended in an error (target 8; the first" in proc.stdout
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
 
