@@ -193,6 +193,17 @@ def test_changed_scorer_definition_says_what_changed(tmp_path, repo_root, python
     commit(tmp_path)
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
     assert_incompatible(proc, "scorer 'final_answer' changed from", '"rel_tol": 0.1')
+    # Stopped before running, the gate still writes its own report: before, the out dir kept the
+    # previous gate's (here the reset's) report.md, comment.md and comparison.json.
+    out = tmp_path / ".evalgate" / "out"
+    assert "report: .evalgate/out/report.md" in proc.stdout
+    for name in ("report.md", "comment.md"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert "evalgate INCOMPATIBLE:** Scorer/metric definitions differ" in text and "no case was run" in text
+        assert "partial" not in text
+    comparison = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["verdict"] == "incompatible" and comparison["exit_code"] == 1
+    assert comparison["candidate_run"]["status"] == "not run"
 
 
 def test_old_max_detectable_drop_key_is_read_as_target_mde_with_a_warning(tmp_path, repo_root, python_exe):

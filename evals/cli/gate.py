@@ -105,6 +105,8 @@ def main(args: argparse.Namespace) -> int:
     except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
         report_failure(exc, activity)
         print(f"evalgate gate: {log_value(str(exc), limit=None)}")
+        if exc.report is not None:
+            print(f"report: {exc.report}")
         return exc.exit_code
     except EvalgateError as exc:
         report_failure(exc, activity)
