@@ -402,3 +402,27 @@ def test_gate_on_another_suites_results_is_a_usage_error_like_the_reset(tmp_path
     args = ["gate", "--mode", "full", "--results", "q.json", "--config", str(config)]
     proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
     assert_usage_error(proc, "suite 'quickstart'", "evalgate.yml (and its baseline) is suite 'demo'", "--suite demo")
+
+
+def test_a_gate_of_uncommitted_changes_says_so(tmp_path, repo_root, python_exe):
+    """Before: `candidate 616f88fc63 vs baseline 616f88fc63` and "Nothing in the runs' provenance
+    differs", for a candidate run on an edited, uncommitted bot.py."""
+    config = write_suite(tmp_path)
+    (tmp_path / ".gitignore").write_text(".evalgate/\nreport.html\n", encoding="utf-8")
+    reset(repo_root, python_exe, config)
+    (tmp_path / "bot.py").write_text(BOT + "# tuned\n", encoding="utf-8")
+    args = ["gate", "--config", str(config), "--html", "report.html"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    out = tmp_path / ".evalgate" / "out"
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]["git_dirty"] is True
+    report = (out / "report.md").read_text(encoding="utf-8")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for text in (report, html):
+        assert "+ uncommitted changes vs baseline" in text
+        assert "Nothing in the runs' provenance" not in text
+    assert "| uncommitted changes | no | yes |" in report
+    # Committed, the next run is clean again: no mark.
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert "uncommitted" not in (out / "report.md").read_text(encoding="utf-8")

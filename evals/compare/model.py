@@ -241,6 +241,7 @@ class RunSummary(_Model):
     ended_at: str | None = None
     git_sha: str | None = None
     git_ref: str | None = None
+    git_dirty: bool | None = Field(default=None, description="The run had uncommitted changes to tracked files.")
     config_hash: str | None = None
     model: str | None = None
     attempts_per_case: int = 1

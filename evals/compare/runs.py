@@ -31,6 +31,7 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         ended_at=run.ended_at,
         git_sha=run.git_sha,
         git_ref=run.git_ref,
+        git_dirty=run.git_dirty,
         config_hash=run.config_hash,
         model=run.target.model if run.target else None,
         attempts_per_case=run.attempts_per_case,
@@ -90,8 +91,17 @@ def provenance_diff(baseline: Run, candidate: Run) -> list[ProvenanceChange]:
         return out
 
     b, c = flat(baseline), flat(candidate)
-    return [
+    changes = [
         ProvenanceChange(field=key, baseline=b.get(key), candidate=c.get(key))
         for key in sorted(set(b) | set(c), key=lambda k: (k.startswith("params."), k))
         if b.get(key) != c.get(key)
     ]
+    # Two runs of one commit differ anyway when either had uncommitted changes: said, so "nothing
+    # differs" is never claimed of them (the changes themselves are not recorded).
+    dirty = [baseline.run.git_dirty, candidate.run.git_dirty]
+    if any(dirty):
+        said = {True: "yes", False: "no", None: "not recorded"}
+        changes.insert(
+            0, ProvenanceChange(field="uncommitted changes", baseline=said[dirty[0]], candidate=said[dirty[1]])
+        )
+    return changes
