@@ -39,7 +39,7 @@ from evals.compare.model import (
 )
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
-from evals.compare.runs import Run, provenance_diff, summarize
+from evals.compare.runs import Run, own_units, provenance_diff, summarize
 from evals.compare.sampling import Strata
 from evals.compare.spending import limit_reason, unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
@@ -299,6 +299,7 @@ def compare(
         baseline=baseline_ref,
         baseline_run=base_summary,
         candidate_run=cand_summary,
+        candidate_units=own_units(candidate, slice_keys) if baseline is None and ct.ids else [],
         drift=drift,
         drift_ok=drift.ok if drift else True,
         warnings=warnings,

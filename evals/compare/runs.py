@@ -11,6 +11,7 @@ from evals.compare.lazyload import LazyResults
 from evals.compare.metrics import RunTable
 from evals.compare.model import ProvenanceChange, RunSummary
 from evals.results.model import Results
+from evals.results.summary import UnitSummary
 
 # A results file as compare reads it: validated models, or the lean form the CLI loads.
 Run = Results | LazyResults
@@ -51,6 +52,14 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )
+
+
+def own_units(results: Run, slice_keys: list[str]) -> list[UnitSummary]:
+    """The candidate's pass rate with its CI, overall and per slice value, on its own: what a
+    gate with no baseline can still say (``evalgate run``'s summary table)."""
+    from evals.results.summary import summarize as summarize_results
+
+    return summarize_results(results, slice_keys).units  # type: ignore[arg-type]  # LazyResults reads alike
 
 
 def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
