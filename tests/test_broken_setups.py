@@ -193,6 +193,17 @@ def test_changed_scorer_definition_says_what_changed(tmp_path, repo_root, python
     commit(tmp_path)
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
     assert_incompatible(proc, "scorer 'final_answer' changed from", '"rel_tol": 0.1')
+    # Stopped before running, the gate still writes its own report: before, the out dir kept the
+    # previous gate's (here the reset's) report.md, comment.md and comparison.json.
+    out = tmp_path / ".evalgate" / "out"
+    assert "report: .evalgate/out/report.md" in proc.stdout
+    for name in ("report.md", "comment.md"):
+        text = (out / name).read_text(encoding="utf-8")
+        assert "evalgate INCOMPATIBLE:** Scorer/metric definitions differ" in text and "no case was run" in text
+        assert "partial" not in text
+    comparison = json.loads((out / "comparison.json").read_text(encoding="utf-8"))
+    assert comparison["verdict"] == "incompatible" and comparison["exit_code"] == 1
+    assert comparison["candidate_run"]["status"] == "not run"
 
 
 def test_old_max_detectable_drop_key_is_read_as_target_mde_with_a_warning(tmp_path, repo_root, python_exe):
@@ -323,7 +334,45 @@ def test_a_run_whose_every_attempt_errored_is_never_blessed(tmp_path, repo_root,
     assert "TypeError" in proc.stderr
     config.write_text(config.read_text().replace("path: baselines}", "path: baselines, on_missing: seed}"))
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert "not promoting: every one of its 60 attempts ended in an error" in proc.stderr, proc.stderr
+    assert not list((tmp_path / "baselines").glob("baseline-*"))
+    # Before: `no-baseline`, exit 0, a report that never named the errors.
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    said = "fail: the candidate measured nothing: 60 of 60 attempts ended in an error (target 60; the first, case c0: "
+    assert said in proc.stdout and "TypeError" in proc.stdout, proc.stdout
+    report = (tmp_path / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    assert "evalgate FAIL:** The candidate measured nothing" in report and "TypeError" in report
+    assert "evalgate reset" not in proc.stdout + report  # the reset it would suggest refuses this run
+
+
+def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path, repo_root, python_exe):
+    """Against a baseline that failed every case too, a run of errors was `pass_rate` unchanged
+    (not a fail); against one that passed, the banner said only "pass rate fell": both now fail
+    and name the error."""
+    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": False, "score": 0.0}]} for i in range(60)]
+    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "wrong.json", suite="demo", cases=cases)
+    errored = [
+        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "target", "message": "KeyError: 'API_KEY'"}}]}
+        for i in range(60)
+    ]
+    run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
+    (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
+    proc = evalgate(
+        repo_root, python_exe, "compare", "--baseline", "wrong.json", "--candidate", "errored.json", cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "60 of 60 attempts ended in an error (target 60; the first, case c0: KeyError: 'API_KEY')" in proc.stdout
+
+
+def test_a_first_gate_with_errors_above_max_error_rate_is_not_offered_as_the_baseline(tmp_path, repo_root, python_exe):
+    """12 of 60 attempts crashing on a first gate: before, `no-baseline`, exit 0, "store this run as
+    the baseline"; against a baseline such a run fails through its pass rate and says why."""
+    config = write_suite(tmp_path)
+    crashes = "def answer(question):\n    if len(question) == 5:\n        raise KeyError('API_KEY')\n    return 'x'\n"
+    (tmp_path / "bot.py").write_text(crashes, encoding="utf-8")
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--seed", "--config", str(config), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "above gate.max_error_rate 10.0%: 8 of 60 attempts ended in an error (target 8; the first" in proc.stdout
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
 
@@ -353,3 +402,27 @@ def test_gate_on_another_suites_results_is_a_usage_error_like_the_reset(tmp_path
     args = ["gate", "--mode", "full", "--results", "q.json", "--config", str(config)]
     proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
     assert_usage_error(proc, "suite 'quickstart'", "evalgate.yml (and its baseline) is suite 'demo'", "--suite demo")
+
+
+def test_a_gate_of_uncommitted_changes_says_so(tmp_path, repo_root, python_exe):
+    """Before: `candidate 616f88fc63 vs baseline 616f88fc63` and "Nothing in the runs' provenance
+    differs", for a candidate run on an edited, uncommitted bot.py."""
+    config = write_suite(tmp_path)
+    (tmp_path / ".gitignore").write_text(".evalgate/\nreport.html\n", encoding="utf-8")
+    reset(repo_root, python_exe, config)
+    (tmp_path / "bot.py").write_text(BOT + "# tuned\n", encoding="utf-8")
+    args = ["gate", "--config", str(config), "--html", "report.html"]
+    proc = evalgate(repo_root, python_exe, *args, cwd=tmp_path)
+    assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+    out = tmp_path / ".evalgate" / "out"
+    assert json.loads((out / "results.json").read_text(encoding="utf-8"))["run"]["git_dirty"] is True
+    report = (out / "report.md").read_text(encoding="utf-8")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    for text in (report, html):
+        assert "+ uncommitted changes vs baseline" in text
+        assert "Nothing in the runs' provenance" not in text
+    assert "| uncommitted changes | no | yes |" in report
+    # Committed, the next run is clean again: no mark.
+    commit(tmp_path)
+    proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
+    assert "uncommitted" not in (out / "report.md").read_text(encoding="utf-8")

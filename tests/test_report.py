@@ -710,3 +710,23 @@ def test_a_gate_id_that_is_not_the_suite_is_named_in_the_comment_and_on_the_page
     for config in (SuiteConfig(suite="support-bot", cases="c.jsonl", gate={"id": "support-bot"}), None):
         plain = compare(base, cand, config)
         assert plain.gate.id is None and "(gate " not in render_markdown(plain)
+
+
+def test_a_first_gate_shows_the_candidates_own_pass_rates() -> None:
+    """Before: a no-baseline report said only "demo · candidate … · 400 cases" and the spend, so
+    a reader could not tell whether the run deserved to be blessed."""
+    from evals.report.html import render_html
+
+    config = SuiteConfig(suite="demo", cases=[], slices=["language"])
+    comparison = compare(None, results(CAND, lambda i: i % 4 != 0), config)
+    assert comparison.verdict == "no-baseline"
+    md = render_markdown(comparison)
+    assert "| Candidate | Cases | Pass rate | 95% CI |" in md and problems(md) == []
+    assert "| overall | 400 | 75.0% | 70.5% – 79.0% |" in md
+    assert "| language=ko | 100 | 0.0% | 0.0% – 3.7% |" in md
+    assert "| language=en | 100 | 100.0% | 96.3% – 100.0% |" in md
+    page = render_html(comparison=comparison)
+    assert '<table id="candidate-units">' in page and "<td>language=ko</td>" in page and "70.5% – 79.0%" in page
+    # Against a baseline the units table says it all: no second table.
+    compared = compare(results(CAND, lambda i: True), results(CAND, lambda i: True), config)
+    assert compared.candidate_units == [] and "| Candidate | Cases |" not in render_markdown(compared)

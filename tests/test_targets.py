@@ -66,6 +66,12 @@ def module_dir(tmp_path: Path) -> Path:
 
             def broken(text):
                 raise ValueError("model exploded")
+
+            def no_output(text):
+                return {"answer": text, "cost_usd": 0.01}
+
+            def output_and_more(text):
+                return {"output": text, "cost": 0.01}
             """
         )
     )
@@ -90,6 +96,37 @@ def test_python_target_exception_is_a_target_error(module_dir: Path) -> None:
     config = load_suite(module_dir, [], target={"python": "mytarget:broken"})
     err = failure(build_target(config))
     assert err.kind == "target" and "ValueError: model exploded" in err.message
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [
+        ("no_output", 'returned {answer, cost_usd}: a result dict needs "output" (the answer) beside cost_usd'),
+        ("output_and_more", "returned {cost, output}: a result dict has only cost_usd, metadata, output, tokens_in"),
+    ],
+)
+def test_a_result_dict_with_a_wrong_key_is_a_target_error(module_dir: Path, fn: str, says: str) -> None:
+    """Before: the whole dict was the output, scored as its JSON text (0% pass), cost_usd unread,
+    no error anywhere."""
+    config = load_suite(module_dir, [], target={"python": f"mytarget:{fn}"})
+    err = failure(build_target(config))
+    assert err.kind == "target" and f"mytarget:{fn} {says}" in err.message, err.message
+
+
+def test_a_json_object_answer_is_kept_and_said_once(module_dir: Path, capsys) -> None:
+    """A dict with no result key is the answer (json_equal judges objects); that it is one is
+    said once, since a forgotten "output" looks the same."""
+    target = build_target(load_suite(module_dir, [], target={"python": "mytarget:async_echo"}))
+
+    async def twice():
+        try:
+            return [await target.call(CASE), await target.call(CASE)]
+        finally:
+            await target.aclose()
+
+    assert [out.output for out in asyncio.run(twice())] == [{"answer": "hello"}] * 2
+    note = capsys.readouterr().err
+    assert note.count('no "output" key: the whole object is the answer') == 1, note
 
 
 def test_python_target_import_errors_are_usage_errors(module_dir: Path) -> None:

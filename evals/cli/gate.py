@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals.cli.options import add_candidate_options
 from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageError
@@ -29,6 +30,9 @@ from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
 from evals.pipeline.flows import run_gate, run_only, run_reset
+
+if TYPE_CHECKING:
+    from evals.results.summary import UnitSummary
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -105,12 +109,24 @@ def main(args: argparse.Namespace) -> int:
     except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
         report_failure(exc, activity)
         print(f"evalgate gate: {log_value(str(exc), limit=None)}")
+        if exc.report is not None:
+            print(f"report: {exc.report}")
         return exc.exit_code
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise
     print(f"evalgate gate: {outcome.comparison.verdict}: {log_value(outcome.comparison.reason, limit=None)}")
+    if units := outcome.comparison.candidate_units:  # no baseline: what the run itself measured
+        more = f"; … ({len(units)} units in the report)" if len(units) > 12 else ""
+        shown = "; ".join(_own(u) for u in units[:12]) + more
+        print(f"evalgate gate: candidate pass rate (95% CI): {log_value(shown, limit=None)}")
     print(f"report: {outcome.paths['report']}")
     if "html" in outcome.paths:
         print(f"html: {outcome.paths['html']}")
     return outcome.exit_code
+
+
+def _own(u: UnitSummary) -> str:
+    if u.pass_rate is None or u.ci_low is None or u.ci_high is None:
+        return f"{u.unit} – ({u.cases} cases)"
+    return f"{u.unit} {u.pass_rate:.1%} ({u.ci_low:.1%}–{u.ci_high:.1%}, {u.cases} cases)"

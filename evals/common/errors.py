@@ -3,6 +3,11 @@ any of them into one clear line and the right code, never a traceback."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
 EXIT_PASS = 0
 EXIT_FAIL = 1
 EXIT_USAGE = 2
@@ -51,4 +56,5 @@ class GateVerdict(EvalgateError):
     def __init__(self, verdict: str, reason: str):
         self.verdict = verdict
         self.reason = reason
+        self.report: Path | None = None  # the report.md saying this verdict, when one was written
         super().__init__(f"{verdict}: {reason}")

@@ -22,6 +22,7 @@ from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, UsageError
 from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import first_baseline_hint, incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
+from evals.compare.errored import errored_reason, errors_warning
 from evals.compare.floors import check_floors, floor_sentence
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
@@ -38,7 +39,7 @@ from evals.compare.model import (
 )
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
-from evals.compare.runs import Run, provenance_diff, summarize
+from evals.compare.runs import Run, own_units, provenance_diff, summarize
 from evals.compare.sampling import Strata
 from evals.compare.spending import limit_reason, unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
@@ -204,6 +205,14 @@ def compare(
                 f"{candidate.run.started_at}): are the baseline and the candidate the right way round?"
             )
 
+    # Errors a pass rate cannot say (every attempt, or above max_error_rate on a first run): fail.
+    errored = errored_reason(
+        candidate,
+        cand_summary,
+        max_error_rate=gate.max_error_rate,
+        first_run=baseline is None,
+        reset_command=reset_command,
+    )
     verdict: Verdict
     if not cand_summary.complete and cand_summary.limit is not None:
         verdict, reason = "incomplete", limit_reason(cand_summary.limit, cand_summary)
@@ -234,6 +243,8 @@ def compare(
                 "answer (connection, 429 or 5xx after retries) — fix the endpoint or its rate limits and re-run"
             ),
         )
+    elif errored and (baseline is None or not why_incompatible):
+        verdict, reason = "fail", errored
     elif baseline is None:
         verdict, reason = (
             "no-baseline",
@@ -255,6 +266,8 @@ def compare(
         units = decide(inputs, unit_indices(ct, pairing.cand_rows, slice_keys), gate, strata=strata)
         if verdict == "pass":
             verdict, reason = gate_verdict(units)
+        if not errored and (said := errors_warning(candidate, cand_summary, max_error_rate=gate.max_error_rate)):
+            warnings.append(said)
         warnings += _power_warnings(units, defs, gate)
         warnings += unmeasured(defs, specs, bt, ct)
     if baseline is not None and bt is not None:
@@ -286,6 +299,7 @@ def compare(
         baseline=baseline_ref,
         baseline_run=base_summary,
         candidate_run=cand_summary,
+        candidate_units=own_units(candidate, slice_keys) if baseline is None and ct.ids else [],
         drift=drift,
         drift_ok=drift.ok if drift else True,
         warnings=warnings,

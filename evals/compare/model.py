@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
+from evals.results.summary import UnitSummary
 
 COMPARISON_VERSION = 1
 
@@ -241,6 +242,7 @@ class RunSummary(_Model):
     ended_at: str | None = None
     git_sha: str | None = None
     git_ref: str | None = None
+    git_dirty: bool | None = Field(default=None, description="The run had uncommitted changes to tracked files.")
     config_hash: str | None = None
     model: str | None = None
     attempts_per_case: int = 1
@@ -372,6 +374,11 @@ class Comparison(_Model):
     baseline: BaselineRef | None = None
     baseline_run: RunSummary | None = None
     candidate_run: RunSummary
+    candidate_units: list[UnitSummary] = Field(
+        default_factory=list,
+        description="With no baseline: the candidate's own pass rate and its 95% Wilson interval, overall and per "
+        "slice value (as `evalgate run` prints them), so a first run can be judged before it is blessed.",
+    )
     drift: DriftCheck | None = None
     drift_ok: bool = True
     warnings: list[str] = Field(default_factory=list)

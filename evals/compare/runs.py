@@ -11,6 +11,7 @@ from evals.compare.lazyload import LazyResults
 from evals.compare.metrics import RunTable
 from evals.compare.model import ProvenanceChange, RunSummary
 from evals.results.model import Results
+from evals.results.summary import UnitSummary
 
 # A results file as compare reads it: validated models, or the lean form the CLI loads.
 Run = Results | LazyResults
@@ -31,6 +32,7 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         ended_at=run.ended_at,
         git_sha=run.git_sha,
         git_ref=run.git_ref,
+        git_dirty=run.git_dirty,
         config_hash=run.config_hash,
         model=run.target.model if run.target else None,
         attempts_per_case=run.attempts_per_case,
@@ -50,6 +52,14 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )
+
+
+def own_units(results: Run, slice_keys: list[str]) -> list[UnitSummary]:
+    """The candidate's pass rate with its CI, overall and per slice value, on its own: what a
+    gate with no baseline can still say (``evalgate run``'s summary table)."""
+    from evals.results.summary import summarize as summarize_results
+
+    return summarize_results(results, slice_keys).units  # type: ignore[arg-type]  # LazyResults reads alike
 
 
 def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
@@ -90,8 +100,17 @@ def provenance_diff(baseline: Run, candidate: Run) -> list[ProvenanceChange]:
         return out
 
     b, c = flat(baseline), flat(candidate)
-    return [
+    changes = [
         ProvenanceChange(field=key, baseline=b.get(key), candidate=c.get(key))
         for key in sorted(set(b) | set(c), key=lambda k: (k.startswith("params."), k))
         if b.get(key) != c.get(key)
     ]
+    # Two runs of one commit differ anyway when either had uncommitted changes: said, so "nothing
+    # differs" is never claimed of them (the changes themselves are not recorded).
+    dirty = [baseline.run.git_dirty, candidate.run.git_dirty]
+    if any(dirty):
+        said = {True: "yes", False: "no", None: "not recorded"}
+        changes.insert(
+            0, ProvenanceChange(field="uncommitted changes", baseline=said[dirty[0]], candidate=said[dirty[1]])
+        )
+    return changes

@@ -27,7 +27,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
-from evals.results.model import Results
+from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.config import SuiteConfig, load_config
 
@@ -90,7 +90,9 @@ def run_gate(
             baseline.results.run, config.suite, config.config_hash(), config.definitions()
         )
         if why:
-            raise GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
+            stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
+            stop.report = report_not_run(stop, config, baselines, args, activity, out_dir)
+            raise stop
     given_candidate = candidate is not None
     candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     if args.results and any(a.error for case in candidate.cases for a in case.attempts):
@@ -203,6 +205,65 @@ def run_gate(
         if activity.in_actions:
             set_outputs_safely({"promoted": outputs["promoted"]})
     return GateOutcome(comparison, exit_code, paths, baseline, outputs)
+
+
+def report_not_run(
+    stop: GateVerdict,
+    config: SuiteConfig,
+    baselines: Baselines,
+    args: argparse.Namespace,
+    activity: Activity,
+    out_dir: Path,
+) -> Path | None:
+    """The out dir of a gate stopped before running the suite says that verdict, as the gate of a
+    results file does: left alone, the previous gate's report.md, comment.md and comparison.json
+    would be read as this gate's. The candidate is the config as it is now, with no case run.
+    Where the baseline and the config cannot even be compared (a slice key or named score the
+    baseline lacks), the stale files are removed instead. Returns the report written, if one was."""
+    from evals.common.gitinfo import current_sha
+    from evals.compare.analysis import compare
+    from evals.compare.model import CaseDiff
+
+    loaded = baselines.baseline
+    run = RunInfo(
+        suite=config.suite,
+        status="pending",
+        total_cases=0,
+        completed_cases=0,
+        git_sha=getattr(args, "sha", None) or activity.candidate_sha or current_sha(),
+        config_hash=config.config_hash(),
+        definitions=config.definitions(),
+        message="not run: the gate stopped before running the suite",
+    )
+    stale = [out_dir / name for name in ("report.md", "comment.md", "comparison.json")]
+    if getattr(args, "html", None):
+        stale.append(Path(args.html))
+    try:
+        assert loaded is not None
+        found = compare(loaded.results, Results(run=run), config, baseline_ref=loaded.ref)
+        comparison = found.model_copy(
+            update={
+                "verdict": stop.verdict,
+                "reason": stop.reason,
+                "exit_code": stop.exit_code,
+                "units": [],
+                "floors": [],
+                "case_diff": CaseDiff(limit=found.case_diff.limit),
+                "warnings": [],
+                # Not "partial": nothing was started. What the config does not say is unknown, not changed.
+                "candidate_run": found.candidate_run.model_copy(update={"status": "not run", "complete": True}),
+                "provenance": [p for p in found.provenance if p.candidate is not None],
+            }
+        )
+        report = write_report_files(comparison, config, out_dir)["report"]
+        for path in stale[3:]:  # no HTML page is written without a run: an old one would be read as this
+            path.unlink(missing_ok=True)
+        return report
+    except (EvalgateError, OSError) as exc:
+        print(f"evalgate gate: no report of this verdict: {log_value(exc, limit=300)}", file=sys.stderr)
+        for path in stale:
+            path.unlink(missing_ok=True)
+        return None
 
 
 def more_evidence_setup(

@@ -112,7 +112,8 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     wrap = Safe if markdown else str
     failing = [u for u in c.units if u.blocking and u.gated and u.verdict == "regressed"]
     overall = [u for u in c.units if u.unit == "overall" and u.gated]
-    if c.verdict == "fail" and failing:
+    errored = c.candidate_run.attempts and sum(c.candidate_run.error_counts.values()) == c.candidate_run.attempts
+    if c.verdict == "fail" and failing and not errored:  # every attempt errored: the reason says so, the units not
         failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
         return wrap(_regressed_sentence(failing, st))
     if c.verdict == "fail" and (floors := c.breached_floors):

@@ -166,6 +166,11 @@ class RunInfo(_Model):
     ended_at: str | None = None
     git_sha: str | None = None
     git_ref: str | None = None
+    git_dirty: bool | None = Field(
+        default=None,
+        description="Tracked files differed from git_sha when the run started (uncommitted changes): the run is of "
+        "that commit plus them. Null when not recorded (no git, an importer).",
+    )
     config_hash: str | None = None
     definitions: dict[str, Any] | None = Field(
         default=None, description="What config_hash covers (scorers, directions), so a mismatch can say what changed."

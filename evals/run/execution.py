@@ -20,7 +20,7 @@ from pathlib import Path
 
 from evals import __version__
 from evals.common.errors import InputFileError, UsageError
-from evals.common.gitinfo import current_ref, current_sha
+from evals.common.gitinfo import current_ref, current_sha, uncommitted_changes
 from evals.results.model import (
     SCHEMA_VERSION,
     CaseResult,
@@ -286,6 +286,7 @@ def execute(
         started_at=previous.run.started_at if previous and kept else now_iso(),
         git_sha=current_sha(config.root),
         git_ref=current_ref(config.root),
+        git_dirty=uncommitted(config),
         config_hash=config.config_hash(),
         definitions=config.definitions(),
         target=info,
@@ -365,6 +366,15 @@ def execute(
     if lean:
         return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values()))
     return recorder.results()
+
+
+def uncommitted(config: SuiteConfig) -> bool | None:
+    """Whether tracked files differ from HEAD as the run starts (the baseline store's folder left
+    out: promotions write there): such a run is not of its git_sha alone, and reports say so.
+    None outside git."""
+    if current_sha(config.root, env={}) is None:
+        return None
+    return bool(uncommitted_changes(config.root, exclude=config.resolve(config.baseline.path)))
 
 
 def _judge_cached(config: SuiteConfig) -> bool:

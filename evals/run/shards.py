@@ -102,6 +102,7 @@ def merge_results(parts: list[Results], names: list[str]) -> Results:
         ended_at=max(ended) if ended and len(ended) == len(parts) else None,
         git_sha=git_sha,
         git_ref=first.git_ref,
+        git_dirty=True if any(p.run.git_dirty for p in parts) else first.git_dirty,
         config_hash=config_hash,
         definitions=first.definitions,
         target=first.target.model_copy(update={"params": params}) if first.target else None,

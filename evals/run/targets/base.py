@@ -71,9 +71,28 @@ def case_payload(case: Case) -> dict[str, Any]:
 
 
 def unpack_result(value: Any, where: str) -> TargetOutput:
-    """A target returns either its output, or ``{"output": ..., "tokens_in": ..., ...}``."""
-    if not (isinstance(value, dict) and "output" in value and set(value) <= _RESULT_KEYS):
+    """A target returns either its output, or ``{"output": ..., "tokens_in": ..., ...}``
+    (docs/running.md). A JSON object with none of those keys is an output (``json_valid`` and
+    ``json_equal`` judge one). A dict with some of them but not ``output``, or ``output`` beside
+    keys a result has not, is neither: scored as its JSON text, it failed every case while its
+    ``cost_usd`` went unread, so it is a ``target`` error naming the keys."""
+    if not isinstance(value, dict):
         return TargetOutput(output=value)
+    keys = set(value)
+    if "output" not in keys:
+        if found := sorted(keys & _RESULT_KEYS):
+            raise TargetFailure(
+                "target",
+                f'{where} returned {{{_keys(keys)}}}: a result dict needs "output" (the answer) beside '
+                f'{_keys(found)}; return {{"output": ..., ...}}',
+            )
+        return TargetOutput(output=value)
+    if extra := sorted(keys - _RESULT_KEYS):
+        raise TargetFailure(
+            "target",
+            f"{where} returned {{{_keys(keys)}}}: a result dict has only {_keys(_RESULT_KEYS)}, not "
+            f'{_keys(extra)}; a JSON object as the answer goes under output: {{"output": {{...}}}}',
+        )
     try:
         return TargetOutput(
             output=value["output"],
@@ -85,6 +104,11 @@ def unpack_result(value: Any, where: str) -> TargetOutput:
         )
     except (TypeError, ValueError) as exc:
         raise TargetFailure("target", f"{where}: bad result field: {exc}") from None
+
+
+def _keys(keys: Any) -> str:
+    shown = sorted(str(k) for k in keys)
+    return ", ".join(shown[:8]) + (f" and {len(shown) - 8} more" if len(shown) > 8 else "")
 
 
 def _opt_int(value: Any) -> int | None:

@@ -13,6 +13,7 @@ import os
 import shlex
 import shutil
 import signal
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,6 +67,7 @@ class PythonCallableTarget(Target):
             getattr(self.fn, "__call__", None)  # noqa: B004 - an object whose __call__ is async
         )
         self._threads = None if self.is_async else DaemonThreads(concurrency)
+        self._said_object = False
 
     def info(self) -> TargetInfo:
         return TargetInfo(kind="python", params={"callable": self.spec.python})
@@ -83,7 +85,19 @@ class PythonCallableTarget(Target):
             raise
         except Exception as exc:  # the candidate's own failure, not ours
             raise TargetFailure("target", f"{type(exc).__name__}: {exc}") from None
-        return unpack_result(value, self.spec.python)
+        result = unpack_result(value, self.spec.python)
+        if isinstance(value, dict) and "output" not in value and not self._said_object:
+            # Documented (json_equal judges objects), but also what a forgotten "output" key looks
+            # like: said once, so a 0% pass rate is not the first sign of it.
+            self._said_object = True
+            shown = ", ".join(sorted(str(k) for k in value)[:6])
+            print(
+                f"evalgate run: note: {self.spec.python} returned a JSON object ({{{shown}}}) with no "
+                '"output" key: the whole object is the answer the scorers judge; to return an answer with '
+                'tokens or cost, return {"output": ..., "cost_usd": ...} (docs/running.md)',
+                file=sys.stderr,
+            )
+        return result
 
     async def aclose(self) -> None:
         if self._threads is not None:
