@@ -96,8 +96,9 @@ def _node(browser: Path, source: Path, *args: str) -> dict:
     # never started half-written by one worker while another unpacks it.
     own = browser / f"worker-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
     (own / "tmp").mkdir(parents=True, exist_ok=True)
+    for module in source.parent.glob("*.mjs"):  # the script and the modules it imports
+        shutil.copyfile(module, own / module.name)
     script = own / source.name
-    shutil.copyfile(source, script)
     done = subprocess.run(
         ["node", str(script), *args],
         capture_output=True,

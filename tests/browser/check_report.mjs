@@ -3,15 +3,10 @@
 // order shown, how many rows show before and after typing into each search box and after ticking
 // each failures-only toggle, and a screenshot.
 // Usage: node check_report.mjs REPORT.html SCREENSHOT.png SEARCH_TEXT
-import chromium from '@sparticuz/chromium';
-import puppeteer from 'puppeteer-core';
+import { launch } from './launch.mjs';
 
 const [, , file, screenshot, query] = process.argv;
-const browser = await puppeteer.launch({
-  args: chromium.args,
-  executablePath: await chromium.executablePath(),
-  headless: 'shell',
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   await page.setRequestInterception(true);

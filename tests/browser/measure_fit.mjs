@@ -3,15 +3,10 @@
 // unless an ancestor scrolls it inside its own box (overflow-x auto/scroll/hidden). A table wider
 // than the column must wrap or scroll inside itself; the page as a whole never scrolls sideways.
 // Usage: node measure_fit.mjs REPORT.html SCREENSHOT_PREFIX WIDTH [WIDTH ...]
-import chromium from '@sparticuz/chromium';
-import puppeteer from 'puppeteer-core';
+import { launch } from './launch.mjs';
 
 const [, , file, prefix, ...widths] = process.argv;
-const browser = await puppeteer.launch({
-  args: chromium.args,
-  executablePath: await chromium.executablePath(),
-  headless: 'shell',
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   const fits = {};

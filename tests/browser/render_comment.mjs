@@ -4,8 +4,7 @@
 // whether the first flipped case's candidate output is on screen, every request the page tried.
 // Usage: node render_comment.mjs COMMENT.md PAGE.html SCREENSHOT.png
 import { readFileSync, writeFileSync } from 'node:fs';
-import chromium from '@sparticuz/chromium';
-import puppeteer from 'puppeteer-core';
+import { launch } from './launch.mjs';
 import { Marked } from 'marked';
 import markedAlert from 'marked-alert';
 
@@ -32,11 +31,7 @@ writeFileSync(
     `<style>${css}</style></head><body class="markdown-body">${body}</body></html>`,
 );
 
-const browser = await puppeteer.launch({
-  args: chromium.args,
-  executablePath: await chromium.executablePath(),
-  headless: 'shell',
-});
+const browser = await launch();
 try {
   const page = await browser.newPage();
   await page.setViewport({ width: 1000, height: 900 });
