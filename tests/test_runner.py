@@ -15,6 +15,7 @@ from openai_server import openai_server as openai_server  # the fixture
 from suites import echo_cases, load_suite
 
 from evals.results.model import dump_results, load_results
+from evals.results.summary import summarize
 from evals.run.execution import execute
 
 FAST_RETRIES = {"max": 3, "backoff_s": [0.01], "max_retry_after_s": 0.2}
@@ -85,6 +86,20 @@ def test_a_lean_run_reads_its_cases_back_from_the_file_when_asked(tmp_path, open
     written = execute(config, tmp_path / "results.json", progress=False, lean=True)
     assert written.run.status == "success" and written.run.completed_cases == 3
     assert list(written.cases) == load_results(tmp_path / "results.json").cases
+
+
+def test_a_lean_run_without_traces_summarises_the_same_and_keeps_its_cases(tmp_path, openai_server) -> None:
+    # `evalgate run` reads the summary's cases back without traces when nothing after it reads them
+    # (SPEC §10's peak RSS): the same summary, and the run's own cases still carry theirs.
+    openai_server.script("q1", status(400))
+    config = openai_suite(tmp_path, openai_server, n=3)
+    written = execute(config, tmp_path / "results.json", progress=False, lean=True)
+    lean = written.without_traces()
+    assert all(a.trace is None for c in lean.cases for a in c.attempts)
+    assert summarize(lean) == summarize(load_results(tmp_path / "results.json"))
+    assert list(written.cases) == load_results(tmp_path / "results.json").cases
+    assert all(a.trace for c in written.cases for a in c.attempts if a.error is None)
+    assert written.without_traces() is written  # read already: nothing lighter to make
 
 
 def test_retry_after_is_capped(tmp_path, openai_server) -> None:

@@ -155,9 +155,14 @@ def main(args: argparse.Namespace) -> int:
     )
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:
+        from evals.history.settings import history_url
         from evals.results.summary import error_lines, render_text, summarize
 
-        summary = summarize(results, config.slices or None)
+        # The summary reads no trace: unless the HTML page or the history reads the cases after it,
+        # they are read back without their traces (half the models' memory at 10,000 cases: the
+        # peak RSS of SPEC §10's runner benchmark, whose history is off).
+        later = args.html or history_url(config) is not None
+        summary = summarize(results if later else results.without_traces(), config.slices or None)
         if args.summary:
             sys.stderr.write("\n" + render_text(summary))
         elif results.errored_cases:
