@@ -58,7 +58,8 @@ def repeated_runs(
         f"{_among('g.action', BASELINE_ACTIONS)}) "
         "OR NOT EXISTS (SELECT 1 FROM gates g WHERE g.candidate_run_id = r.id AND "
         f"{_among('g.action', PROPOSAL_ACTIONS)})) "
-        "ORDER BY started_at DESC, id DESC LIMIT ?",
+        # A run with no start time is not the newest: PostgreSQL sorts NULL first when descending.
+        "ORDER BY started_at IS NULL, started_at DESC, id DESC LIMIT ?",
         (suite, config_hash, leave_out or "", last),
     )
     runs = []
