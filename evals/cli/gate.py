@@ -16,7 +16,6 @@ in library modules (``evals.pipeline.flows``, ``evals.github.stored_report``); t
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
 from evals.pipeline.flows import run_gate, run_only, run_reset
+from evals.results import console
 
 if TYPE_CHECKING:
     from evals.results.summary import UnitSummary
@@ -81,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
     isolate_token()
     no_cache_for_suite_runs(args)
     activity = detect(args.mode, reason=args.reason, pr_number=args.pr)
-    print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
+    console.info(log_value(activity.why), source="gate")
     try:
         runs_suite = activity.kind in RUN_KINDS and not args.results
         guard_pull_request_target(activity, runs_suite=runs_suite)

@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
-from evals.run.execution import execute, say
+from evals.results import console
+from evals.run.execution import execute
 from evals.run.runner import DEFAULT_GRACE_S
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config, replace_target
@@ -166,17 +167,18 @@ def main(args: argparse.Namespace) -> int:
         if args.summary:
             sys.stderr.write("\n" + render_text(summary))
         elif results.errored_cases:
-            sys.stderr.write("".join(f"evalgate run: {line.strip()}\n" for line in error_lines(summary)))
+            for line in error_lines(summary):
+                console.info(line.strip(), source="run")
         if args.html:
             from evals.report.html import write_html
 
             write_html(Path(args.html), results=results, summary=summary)
-            say(f"html report: {args.html}")
+            console.info(f"html report: {args.html}", source="run")
     from evals.history import record_run
 
     record_run(results, config=config)
     if results.run.is_complete:
-        say(f"results written to {args.output}")
+        console.info(f"results written to {args.output}", source="run")
         return EXIT_PASS
-    say(f"{args.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}")
+    console.info(f"{args.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}", source="run")
     return EXIT_INFRA

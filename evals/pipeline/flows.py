@@ -6,7 +6,6 @@ these two functions."""
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +26,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
+from evals.results import console
 from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.config import SuiteConfig, load_config
@@ -100,7 +100,7 @@ def run_gate(
         from evals.results.summary import error_lines, summarize
 
         for line in error_lines(summarize(candidate, config.slices)):
-            print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
+            console.info(log_value(line.strip(), limit=None), source="gate")
     from evals.history import record_comparison, record_promotion, store_trends
     from evals.history.flaky import known_flaky
 
@@ -182,11 +182,11 @@ def run_gate(
     )
     wants_promotion = wants_promotion or seeding
     if wants_promotion and (failed := nothing_measured(candidate)):
-        print(f"evalgate gate: not promoting: {failed}", file=sys.stderr)
+        console.info(f"not promoting: {failed}", source="gate")
     elif wants_promotion and baselines.drift_unchecked:
-        print("evalgate gate: not promoting: the drift guard could not be checked", file=sys.stderr)
+        console.info("not promoting: the drift guard could not be checked", source="gate")
     elif wants_promotion and activity.is_pr:
-        print("evalgate gate: not promoting: a pull request's candidate never becomes the baseline", file=sys.stderr)
+        console.info("not promoting: a pull request's candidate never becomes the baseline", source="gate")
     elif wants_promotion:
         done = promote_candidate(
             store,
@@ -197,7 +197,7 @@ def run_gate(
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
-        print(f"evalgate gate: {log_value(done.message, limit=None)}", file=sys.stderr)
+        console.info(log_value(done.message, limit=None), source="gate")
         record_promotion(
             candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
         )
@@ -260,7 +260,7 @@ def report_not_run(
             path.unlink(missing_ok=True)
         return report
     except (EvalgateError, OSError) as exc:
-        print(f"evalgate gate: no report of this verdict: {log_value(exc, limit=300)}", file=sys.stderr)
+        console.warning(f"no report of this verdict: {log_value(exc, limit=300)}", source="gate")
         for path in stale:
             path.unlink(missing_ok=True)
         return None
@@ -280,7 +280,7 @@ def more_evidence_setup(
         raise UsageError(nothing_to_rerun(config, fmt))
     side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(args.config), baseline)
     if isinstance(side, str):
-        print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
+        console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
         return config, side, candidate
     rho = config.gate.more_evidence.rho
     gate = config.gate.model_copy(update={"alpha": config.gate.alpha * (1 - rho)})
@@ -338,7 +338,7 @@ def run_only(args: argparse.Namespace, activity: Activity) -> int:
     if activity.in_actions:
         set_outputs_safely({"results-path": str(path), "verdict": "", "promoted": "false"})
     run = results.run
-    print(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
+    console.result(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
     return EXIT_PASS
 
 
@@ -360,9 +360,8 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         try:
             previous = load_baselines(store, config, drift=False)
         except StoreCorrupt as exc:  # what a reset is for: store a fresh baseline
-            print(
-                f"evalgate reset: the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}",
-                file=sys.stderr,
+            console.warning(
+                f"the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}", source="reset"
             )
             previous = Baselines(None, None)
         candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
@@ -393,7 +392,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         actor = actor_name(getattr(args, "actor", None) or activity.actor)
         result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
         for line in result.warnings:
-            print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
+            console.warning(log_value(line, limit=None))
         if not result.promoted:
             raise UsageError(f"not reset: {result.reason}")
         from evals.history import record_reset
@@ -425,10 +424,10 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
     if activity.in_actions:
         publish_result(comparison, config, activity, None, comment=False, out_dir=out_dir, headline=headline)
         set_outputs_safely(outputs)
-    print(
+    console.result(
         f"evalgate reset: blessed {sha[:12]} in {store.source} (reason: {log_value(activity.reason)}; "
-        f"actor: {log_value(actor)})"
+        f"actor: {log_value(actor)})\n"
+        f"report: {paths['report']}\n"
+        "what this suite can certify, per slice, before the next paid run: `evalgate plan`"
     )
-    print(f"report: {paths['report']}")
-    print("what this suite can certify, per slice, before the next paid run: `evalgate plan`")
     return EXIT_PASS
