@@ -592,7 +592,7 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
     assert "language=ko" in comments[0]["body"]
     # No history URL in Actions: the regressed slice's trend comes from the store's snapshots. With
     # one baseline it has two points, which say no more than the Δ: comparison.json keeps it, the
-    # comment leaves it out (SPEC §6: trends need ≥ 3 points).
+    # comment leaves it out (docs/spec.md#pr-comment: trends need ≥ 3 points).
     trends = json.loads(Path(run.outputs["comparison-path"]).read_text())["trends"]
     assert any(t["unit"] == "language=ko" and t["labels"] == [world.origin.main_sha[:7], "candidate"] for t in trends)
     assert "Trends" not in comments[0]["body"]
@@ -1041,7 +1041,7 @@ def _temp(world: World, name: str) -> Path:
 
 def _pr_code_in_a_base_checkout(world: World, layout: str) -> tuple[Path, str]:
     """A pull_request_target job's workspace: the base branch checked out (HEAD is main), with the
-    PR's code brought in one of the ways issue 20 found passing the old opt-in's commit checks."""
+    PR's code brought in one of the ways that passed the old opt-in's commit checks."""
     feature = world.checkout("feature")
     (feature / BOT).write_text((feature / BOT).read_text(encoding="utf-8") + PR_CODE, encoding="utf-8")
     head = world.commit(feature, "untrusted change")
@@ -1497,7 +1497,7 @@ def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> No
         detect_for(tmp_path, "issues", {"repository": REPO})
 
 
-# ------------------------------------------------------------------------------------------ issue 11
+# ------------------------------------------------------------------------------- hardening (trust boundaries)
 
 
 IMPORT_MARK = """

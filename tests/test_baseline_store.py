@@ -1,4 +1,5 @@
-"""The baseline store (SPEC §7) on real files, a real git history and (below) the fake GitHub server."""
+"""The baseline store (docs/spec.md#baseline-store) on real files, a real git history and (below) the fake GitHub
+server."""
 
 from __future__ import annotations
 
@@ -609,7 +610,7 @@ def plain_store(request, tmp_path: Path):
 
 
 def test_outside_git_promotions_are_ordered_by_run_time(plain_store: BaselineStore):
-    """SPEC §13: with no repository there are no commits to order, so the runs' start times do —
+    """docs/spec.md#outside-git: with no repository there are no commits to order, so the runs' start times do —
     the same in both stores — and the outcome says so."""
     store = plain_store
     assert store.promote(started("v1", "2026-12-01T10:00:00Z"), sha="v1", verdict="pass").promoted

@@ -1,4 +1,4 @@
-"""The response cache (SPEC §14) against the local OpenAI-compatible server (tests/openai_server.py),
+"""The response cache (docs/spec.md#response-cache) against the local OpenAI-compatible server (tests/openai_server.py),
 which counts every request it answers: a re-run of an unchanged gate (target and judge) makes no
 request and gives the same verdict; a damaged entry (cut short, or garbled at the same length) is a
 miss that is asked again and repaired; attempt numbers and --attempt-offset key apart; a changed

@@ -1,7 +1,8 @@
-"""Imported network failures are infra errors, never wrong answers (SPEC §3, §5, §11): classified
-from the messages the tools really write (tests/fixtures/README.md, "Error messages", says where
-each comes from), so a run whose requests all failed gates ``incomplete`` (exit 3). Also the
-config's ``slices:`` and ``gate --slice-key`` on imported results, and the import CLI's wording."""
+"""Imported network failures are infra errors, never wrong answers (docs/spec.md#attempt-errors,
+docs/spec.md#special-verdicts, docs/spec.md#importers): classified from the messages the tools really write
+(tests/fixtures/README.md, "Error messages", says where each comes from), so a run whose requests all failed gates
+``incomplete`` (exit 3). Also the config's ``slices:`` and ``gate --slice-key`` on imported results, and the import
+CLI's wording."""
 
 from __future__ import annotations
 

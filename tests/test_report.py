@@ -1,4 +1,4 @@
-"""The markdown report, annotations and JUnit XML (SPEC §6), rendered from Comparisons that the
+"""The markdown report, annotations and JUnit XML (docs/spec.md#machine-outputs), rendered from Comparisons that the
 real ``compare`` builds from results files; size tiers on a 100,000-case comparison."""
 
 from __future__ import annotations
@@ -590,7 +590,7 @@ def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips:
 
 
 def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
-    """Latency, tokens and cost appear in the report without being configured (SPEC §13), as a
+    """Latency, tokens and cost appear in the report without being configured (docs/spec.md#local-loop), as a
     description of each run: no unit, test or verdict of their own."""
 
     def with_costs(res: Results, latency: float, tokens: int, cost: float) -> Results:

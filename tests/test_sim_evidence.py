@@ -1,4 +1,4 @@
-"""benchmarks/sim_evidence.py (issue 21's simulation of "more evidence") at tiny, fixed-seed
+"""benchmarks/sim_evidence.py (the simulation of "more evidence", docs/spec.md#more-evidence) at tiny, fixed-seed
 sizes: it runs, its look 0 is the gate's own rule end to end, and the anytime-valid rule keeps
 A/A false fails small while naive re-testing does not do better. The 3,000-replicate grid is the
 benchmark's job."""
