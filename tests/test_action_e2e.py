@@ -732,7 +732,7 @@ def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: Worl
 
 
 def test_a_fork_artifact_cannot_retarget_the_comment_of_another_pr_with_the_same_head_commit(world: World) -> None:
-    """Issue 20 item 3: a victim's fork PR fails and its comment says so. Anyone can push that same
+    """A victim's fork PR fails and its comment says so. Anyone can push that same
     commit to a fork of their own and open a PR; their gate's artifact (their workflow, their
     files) names the victim's PR. The sha checks all hold, so it used to overwrite the FAIL comment
     with a PASS. The comment job now posts only to the PR whose head repository, branch and sha are
@@ -1082,7 +1082,7 @@ def _target_run(world: World, base: Path, head: str, ran: Path, name: str, input
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_pull_request_target_never_runs_the_suite_even_with_the_removed_opt_in(world: World, layout: str) -> None:
-    """Issue 20 item 1: under pull_request_target with allow-pull-request-target: true, the old guard
+    """Under pull_request_target with allow-pull-request-target: true, the old guard
     checked commits and ran the PR's code in each of these layouts. Now the input is refused with
     what to do instead, and without it the suite is refused outright: nothing runs, nothing is asked
     of the API."""
@@ -1558,7 +1558,7 @@ PERSISTED = "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0"  # what actions/checkout
 def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_workflow_accepts_it(
     world: World,
 ) -> None:
-    """Issue 20 item 6: a single job that runs the suite with a token that can write was warned
+    """A single job that runs the suite with a token that can write was warned
     about, then the suite ran and reached the token (here: the credential checkout persisted).
     Now it is refused (exit 2) before the suite or the store, unless the workflow sets
     allow-write-token-with-suite: true, and then the step summary says what the suite could reach."""
@@ -1604,7 +1604,7 @@ def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_wor
 
 
 def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: World) -> None:
-    """Issue 20 item 7: EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
+    """EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
     evalgate edit their comment that carried the marker. An installation token (GET /user: 403)
     comments as a bot, so a person's login is refused; a personal token comments as the login
     GET /user returns, so any other is refused. The comment is left alone, the verdict stands;

@@ -875,7 +875,7 @@ def test_compare_cli_exits_1_on_a_breached_floor_with_no_baseline(tmp_path, pyth
 
 
 def test_a_slice_key_with_one_value_on_every_case_is_no_unit():
-    """Issue 24: a one-task import sliced by `task` listed `task=toy` as a unit of its own — overall
+    """A one-task import sliced by `task` listed `task=toy` as a unit of its own — overall
     again under another name, with no α, in every table of the report."""
     from evals.report.markdown import render_markdown
 

@@ -378,7 +378,7 @@ def test_tokens_a_target_reports_on_one_side_only_are_not_zero_on_the_other():
     ],
 )
 def test_a_gate_against_another_suites_store_runs_no_case(tmp_path, python_exe, change, says):
-    """Issue 24: a gate whose stored baseline is another suite's (or of other scorer definitions)
+    """A gate whose stored baseline is another suite's (or of other scorer definitions)
     ran every case — a paid model's every call — before saying `incompatible`. The store's
     baseline is checked against the config first: the same verdict and exit, zero calls."""
     import yaml

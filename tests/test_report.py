@@ -236,7 +236,7 @@ def test_every_verdict_renders_with_its_line_first(verdict: str, emoji: str, wor
     md = render_markdown(comparison)
     if verdict == "no-baseline":
         assert "No baseline was found" in md
-        # Issue 24: with nothing to compare, "What changed: nothing in the runs' provenance differs" is noise.
+        # With nothing to compare, "What changed: nothing in the runs' provenance differs" is noise.
         assert "What changed" not in md and "Nothing in the runs' provenance" not in md
         assert "· 400 cases" in md and "paired cases" not in md
     if verdict == "incompatible":
@@ -616,7 +616,7 @@ def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
 
 
 def test_a_breached_floor_has_its_section_and_the_banner_without_a_baseline() -> None:
-    """Issue 24: an absolute floor fails a first run (no baseline); the banner and a section of
+    """An absolute floor fails a first run (no baseline); the banner and a section of
     its own say which floor and by how much; the run's cases are not listed as "added"."""
     from evals.suite.config import MetricSpec
 

@@ -56,7 +56,7 @@ def test_a_broken_25_case_slice_is_found_with_more_evidence(sim, tests_cache):
 
 
 def test_the_benchmark_prints_power_within_4_batches_per_cell():
-    """Issue 21 asks for power within 4 batches beside 10: one line per drop cell and model."""
+    """Power within 4 batches beside the 10 of docs/spec.md#more-evidence: one line per drop cell and model."""
     import subprocess
 
     done = subprocess.run(
