@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from fakes.paths import ROOT
 
 GOLD = Path(__file__).parent / "gold"
