@@ -60,7 +60,8 @@ def test_an_evals_module_of_the_user_loads_from_the_config_folder(tmp_path: Path
     assert answer("hi") == "HI!"
     assert sys.modules["evals.helpers"].__file__ == str(tmp_path / "evals" / "helpers.py")
     # Evalgate's own modules stay evalgate's: the user's folder is searched after them.
-    assert import_callable("evals.scorers:normalize_text", tmp_path, [], "scorer").__module__ == "evals.run.scorers.builtin"
+    ours = import_callable("evals.scorers:normalize_text", tmp_path, [], "scorer")
+    assert ours.__module__ == "evals.run.scorers.builtin"
     assert Path(evals.__path__[0]) == Path(evals.__file__).parent
 
 
