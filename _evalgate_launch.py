@@ -5,14 +5,14 @@ index). Installed into one environment, both write into the same ``evals/`` fold
 install overwrites the other's files, so importing ``evals.cli.app`` may fail, or half work,
 before evalgate could say why. This module checks that the ``evals`` Python would import is
 evalgate's alone, with the standard library only, and then hands over to ``evals.cli.app``.
-The check reads one RECORD file and lists one folder: the full scan of every installed
-distribution runs only to name the culprit once something is wrong."""
+The check reads one RECORD file and lists two folders, without importlib.metadata (tens of
+milliseconds on every start): the scan of every installed distribution runs only to name the
+culprit once something is wrong."""
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.metadata
 import importlib.util
 import sys
 from pathlib import Path
@@ -53,11 +53,9 @@ def conflict() -> str | None:
 
 def _foreign_files(folder: Path) -> str | None:
     """A file in ``folder`` that the installed distribution did not put there, or ``evals/__init__.py``
-    changed since; None for an editable install (its RECORD lists no ``evals/`` files)."""
-    try:
-        record = importlib.metadata.distribution(DISTRIBUTION).read_text("RECORD") or ""
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    changed since; None for a source tree or an editable install (no RECORD beside it lists ``evals/``)."""
+    infos = sorted(folder.parent.glob(DISTRIBUTION.replace("-", "_") + "-*.dist-info"))
+    record = (infos[0] / "RECORD").read_text(encoding="utf-8") if infos else ""
     rows = [line.split(",") for line in record.splitlines() if line.startswith("evals/")]
     if not rows:
         return None
@@ -78,6 +76,8 @@ def _record_hash(path: Path) -> str:
 
 def _owners(exclude: str) -> list[str]:
     """Installed distributions that declare the top-level package ``evals``, but ``exclude``."""
+    import importlib.metadata
+
     names = set(importlib.metadata.packages_distributions().get("evals", []))
     return sorted(n for n in names if _normalized(n) != _normalized(exclude))
 
@@ -87,6 +87,8 @@ def _normalized(name: str) -> str:
 
 
 def _named(owners: list[str]) -> str:
+    import importlib.metadata
+
     return " and ".join(f"the distribution {n!r} {importlib.metadata.version(n)}" for n in owners)
 
 

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import _evalgate_launch
 
 EVALGATE = Path(sys.executable).with_name("evalgate")
@@ -17,6 +19,7 @@ def test_the_development_install_is_evalgates_own() -> None:
     assert _evalgate_launch.conflict() is None
 
 
+@pytest.mark.e2e
 def test_an_evals_folder_on_pythonpath_is_one_line_naming_it(tmp_path: Path) -> None:
     (tmp_path / "evals").mkdir()
     (tmp_path / "evals" / "__init__.py").write_text("raise ImportError('a repository of its own')\n")

@@ -94,6 +94,7 @@ def test_a_missing_evals_module_says_where_evalgate_looked(tmp_path: Path, isola
         import_callable("evals.bots:answer", tmp_path, [], "target")
 
 
+@pytest.mark.e2e
 def test_evalgate_run_with_the_users_evals_package(tmp_path: Path) -> None:
     """The whole command, as a user runs it from their repository's root."""
     write(tmp_path, USER_EVALS)
