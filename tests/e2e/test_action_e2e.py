@@ -810,7 +810,7 @@ TO_DOCS = [
     ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
-        'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
+        'EVALGATE_PACKAGE: "evalgate-action @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
     ),
     ("          baseline-store: github-release\n", ""),
 ]

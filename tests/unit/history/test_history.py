@@ -580,7 +580,8 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
         f"raise SystemExit(main(['history', 'plot', '--url', {str(db)!r}, '--out', {str(tmp_path / 't.png')!r}]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 2 and "pip install 'evalgate[plot]'" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "pip install 'evalgate-action[plot]'" in done.stderr
     assert not (tmp_path / "t.png").exists()
     missing = subprocess.run(
         [sys.executable, "-m", "evals", "history", "show", "--url", str(tmp_path / "none.sqlite")],
