@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes.actions import (  # origin, world: fixtures
+from fakes.actions import (
     ACTION,
     BASH,
     CONFIG,
@@ -34,6 +34,8 @@ from fakes.actions import (  # origin, world: fixtures
     our_comments,
     regressed,
 )
+from fakes.actions import origin as origin  # the fixture
+from fakes.actions import world as world  # the fixture
 from fakes.paths import ROOT
 from fakes.suites import echo_cases, git, write_suite
 
@@ -808,7 +810,7 @@ TO_DOCS = [
     ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
-        'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
+        'EVALGATE_PACKAGE: "evalgate-action @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
     ),
     ("          baseline-store: github-release\n", ""),
 ]

@@ -99,6 +99,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+@pytest.mark.e2e
 def test_no_import_cycles_even_through_function_level_imports() -> None:
     graph = _graph()
     assert "evals.history.record" in graph["evals.history.sync"]  # the walk sees the imports
@@ -131,6 +132,7 @@ def test_the_layer_contract_holds() -> None:
     assert "0 broken" in done.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("module", "line", "broken"),
     [

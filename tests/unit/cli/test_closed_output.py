@@ -62,6 +62,7 @@ def suite(tmp_path: Path) -> Path:
     return config
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("args", [["--json"], []])
 def test_show_into_a_closed_pipe_ends_quietly(tmp_path, args):
     assert_quiet(closed_stdout("show", str(QUICKSTART_BASELINE), *args, cwd=tmp_path), 0)
@@ -76,6 +77,7 @@ def test_history_show_into_a_closed_pipe_ends_quietly(tmp_path):
     assert_quiet(closed_stdout("history", "show", "--url", url, cwd=tmp_path), 0)
 
 
+@pytest.mark.e2e
 def test_compare_into_a_closed_pipe_keeps_the_verdict_as_exit_code(suite, tmp_path):
     regressed = tmp_path / "regressed.json"
     made = closed_stdout(
@@ -89,6 +91,7 @@ def test_compare_into_a_closed_pipe_keeps_the_verdict_as_exit_code(suite, tmp_pa
     assert_quiet(compared, 1)
 
 
+@pytest.mark.e2e
 def test_gate_into_a_closed_pipe_still_reports_promotes_and_exits_with_its_verdict(suite):
     folder = suite.parent
     store = LocalStore(folder / "baselines")

@@ -84,6 +84,7 @@ def test_run_ends_with_the_summary_table(suite, tmp_path, python_exe):
     assert shown.returncode == 0 and shown.stdout.strip() == table.strip()
 
 
+@pytest.mark.e2e
 def test_the_documented_gitignore_keeps_what_run_and_gate_write_out_of_git_add(suite, python_exe):
     """docs/running.md's .gitignore block left out ./results.json, `run`'s default output: a user's
     `git add -A` committed it. With the block, only the suite's own files (and the baseline store,
@@ -199,6 +200,7 @@ def test_progress_shows_eta_and_the_running_pass_rate():
     assert stream.getvalue().endswith("success: 3/10 cases complete, 1 with errors\n")
 
 
+@pytest.mark.e2e
 def test_reset_and_first_gate_work_outside_git(suite, tmp_path, python_exe):
     """Outside a git checkout: reset names the snapshot by --sha, or by a digest of the results
     without it; a first `gate --results --seed` with no config seeds the store the same way."""
@@ -239,6 +241,7 @@ def answer(question):
 """
 
 
+@pytest.mark.e2e
 def test_the_errors_most_common_messages_are_shown(suite, tmp_path, python_exe):
     """A target that errors on every case: `run`'s summary, `show` and the gate's log say what
     the error was (the most common messages per kind, counted, on one line each), not only how many."""
@@ -307,6 +310,7 @@ def test_a_grouped_error_message_names_its_cases(tmp_path, python_exe):
     assert "1 × scorer: scorer 'judge' gave no verdict for case 'es-004'" in shown.stdout
 
 
+@pytest.mark.e2e
 def test_outside_git_a_later_run_is_promoted_and_an_older_one_is_not(suite, tmp_path, python_exe):
     """docs/spec.md#promotion, docs/spec.md#outside-git: no commits to order outside git, so the runs' start times do;
     the outcome says which order decided, and a refusal says "not promoted" once."""
@@ -333,6 +337,7 @@ def test_outside_git_a_later_run_is_promoted_and_an_older_one_is_not(suite, tmp_
     assert [s.sha for s in LocalStore(tmp_path / "store").list().snapshots] == ["v1", "v2"]
 
 
+@pytest.mark.e2e
 def test_a_local_promotion_of_a_dirty_tree_warns_naming_head(suite, tmp_path, python_exe):
     """Uncommitted changes to tracked files: the baseline is still stored under HEAD (not refused),
     with a warning naming HEAD and the files, and a note in the manifest's reason."""
@@ -370,6 +375,7 @@ def test_tokens_a_target_reports_on_one_side_only_are_not_zero_on_the_other():
     assert "Tokens: 18 in, – out." in render_html(summary=summary)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("change", "says"),
     [

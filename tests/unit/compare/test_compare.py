@@ -466,6 +466,7 @@ def cli(python_exe: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.e2e
 def test_cli_seed_flags_exit_code_is_the_verdict(tmp_path, python_exe):
     baseline, candidate = regression_pair()
     save_results(baseline, tmp_path / "baseline.json")
@@ -493,6 +494,7 @@ def test_cli_report_names_the_slice_and_flipped_cases(tmp_path, python_exe):
     assert flipped in report
 
 
+@pytest.mark.e2e
 def test_cli_special_verdict_exit_codes(tmp_path, python_exe):
     full = run_of([case(i, True) for i in range(30)])
     save_results(full, tmp_path / "base.json")
@@ -532,6 +534,7 @@ def test_cli_special_verdict_exit_codes(tmp_path, python_exe):
         ),
     ],
 )
+@pytest.mark.e2e
 def test_cli_bad_input_exits_2_naming_the_file(tmp_path, python_exe, content, problem):
     save_results(run_of([case(1, True)]), tmp_path / "good.json")
     (tmp_path / "bad.json").write_text(content)

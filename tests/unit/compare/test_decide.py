@@ -115,6 +115,7 @@ def test_same_inputs_same_blocking_units_and_verdicts():
     assert [(u.blocking, u.weight) for u in first] == [(u.blocking, u.weight) for u in other]
 
 
+@pytest.mark.e2e
 def test_quickstart_smoke_ko_regression_fails_on_the_ko_slice(tmp_path, repo_root, python_exe):
     """examples/quickstart with QUICKSTART_REGRESS=ko, smoke subset against a full baseline, via
     the CLI as its README shows: the gate fails, and language=ko is the regressed unit it names."""

@@ -88,6 +88,7 @@ def _null_drops(rng, shape, delta, kind):
     return np.clip(delta + rng.uniform(-0.6, 0.6, shape), -1, 1)  # symmetric, no clipping at δ ≤ 0.4
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("delta", "side", "kind"),
     [(0.02, "worse", "binary"), (0.02, "not_worse", "binary"), (0.2, "worse", "score"), (0.0, "not_worse", "score")],
@@ -145,6 +146,7 @@ def _brute_margin(e, w, level):
     return best
 
 
+@pytest.mark.e2e
 def test_e_holm_is_closed_testing_over_every_subset():
     rng = np.random.default_rng(4)
     checked = 0
@@ -188,6 +190,7 @@ def test_e_holm_vectorised_shapes_and_extremes():
     assert e_holm(np.zeros((3, 0)), np.zeros(0), 0.05).shape == (3, 0)
 
 
+@pytest.mark.e2e
 def test_e_holm_family_wise_error_under_the_global_null():
     """Every unit null, dependent units (overall = mean of its slices): FWER ≤ level over 10 looks."""
     rng = np.random.default_rng(6)

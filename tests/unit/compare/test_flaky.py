@@ -91,6 +91,7 @@ def test_flips_of_known_flaky_cases_are_marked(suite) -> None:
     assert '<div class="muted">flaky (flips 25% of runs)</div>' in html
 
 
+@pytest.mark.e2e
 def test_flaky_command_lists_them_per_slice(suite, tmp_path: Path) -> None:
     def flaky(*argv: str) -> subprocess.CompletedProcess[str]:
         cmd = [sys.executable, "-m", "evals", "flaky", "--config", str(suite.path), *argv]
@@ -122,6 +123,7 @@ def test_a_slice_key_with_one_value_on_every_case_is_no_unit_of_flaky_either():
     assert [u[0] for u in _units(slices, ["task", "lang"], None)] == ["overall", "lang=en", "lang=ko"]
 
 
+@pytest.mark.e2e
 def test_which_runs_repeat_the_same_code(history_url: str, tmp_path: Path) -> None:
     """Baselines and runs nobody gated count; a gated or compared proposal does not (unless it became
     a baseline), the run being decided about is left out by its digest, and a reset starts the
@@ -209,6 +211,7 @@ def flipped(repo: Path) -> list[dict]:
     return diff["pass_to_fail"] + diff["fail_to_pass"]
 
 
+@pytest.mark.e2e
 def test_a_pr_that_breaks_a_slice_is_no_flaky_case_and_no_noise_for_plan(tmp_path: Path) -> None:
     """A deterministic bot: gate, reset ("first baseline"), then a gate with the es slice broken.
     The broken cases flipped because the code changed: neither the gated run itself nor another
@@ -254,6 +257,7 @@ def test_a_pr_that_breaks_a_slice_is_no_flaky_case_and_no_noise_for_plan(tmp_pat
     assert "discordance 0.0%" in planned.stdout and "60 paired cases over 1 pair(s) of runs" in planned.stdout
 
 
+@pytest.mark.e2e
 def test_the_quickstart_regression_is_no_flaky_case(tmp_path: Path) -> None:
     """The README's demo: the quickstart gated with its committed baseline, then with
     QUICKSTART_REGRESS=ko. The Korean cases it broke are not flaky."""
@@ -280,6 +284,7 @@ def test_the_quickstart_regression_is_no_flaky_case(tmp_path: Path) -> None:
     assert "observed" not in planned.stdout or "discordance 0.0%" in planned.stdout, planned.stdout
 
 
+@pytest.mark.e2e
 def test_a_target_that_is_flaky_at_one_commit_is_still_found(tmp_path: Path) -> None:
     """A bot that answers right half of the time: its reset run and a re-run of the same commit
     disagree on about half of the cases, so the gate's flips of those cases are marked flaky, and

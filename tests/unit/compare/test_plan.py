@@ -73,6 +73,7 @@ def suite_units(config_path: Path) -> tuple[list[tuple[str, str | None, int]], d
     return units_of_cases(cases, config.slices), keys
 
 
+@pytest.mark.e2e
 def test_the_quickstart_plan_is_what_unchanged_runs_show():
     done = plan_cli(QUICKSTART)
     assert done.returncode == 0, done.stderr
@@ -89,6 +90,7 @@ def test_the_quickstart_plan_is_what_unchanged_runs_show():
     assert aa_pass_rate(units, keys, 0.02, ASSUMED_DISCORDANCE, 200) < 0.5
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("psi", [0.0, 0.1, 0.25])
 def test_an_80_case_suite_s_plan_is_what_unchanged_runs_show(tmp_path, psi):
     config = write_suite(
@@ -118,6 +120,7 @@ def test_the_plan_figures_follow_the_gate_s_formulas():
     assert overall.cases_to_certify is not None and overall.certifies > 0.02
 
 
+@pytest.mark.e2e
 def test_the_plan_reads_the_discordance_two_recorded_runs_show(tmp_path, monkeypatch):
     """Two real `evalgate run`s of a target that answers right at random: the history records
     both, and the plan uses the share of cases whose verdict differed between them."""

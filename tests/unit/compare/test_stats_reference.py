@@ -148,6 +148,7 @@ def test_decide_allocates_alpha_and_rejects_as_specified():
     assert sps.false_discovery_control(p, method="bh") == pytest.approx([r.q_value for r in results])
 
 
+@pytest.mark.e2e
 def test_the_p_value_of_a_small_non_binary_unit_keeps_its_level():
     """Per-case deltas N(−δ, 0.15) on 20 cases (true drop exactly δ): the share of runs whose
     p-value is ≤ 0.01 should be about 0.01. In these runs the paired t-test, exact for normal

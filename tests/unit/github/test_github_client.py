@@ -141,6 +141,7 @@ def test_every_fault_on_the_storage_host_is_retried(github_api: GitHubServer, ki
     assert len([r for r in gh.requests_to("api") if r.method == "GET" and r.path.endswith(str(asset.id))]) == 2
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("kind", "error"),
     [

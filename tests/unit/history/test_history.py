@@ -90,6 +90,7 @@ def rows(url: str, sql: str) -> list[tuple[Any, ...]]:
 # ------------------------------------------------------------------------------------- schema
 
 
+@pytest.mark.e2e
 def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
 
@@ -116,6 +117,7 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.e2e
 def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones_record_it(
     history_url: str, tmp_path: Path
 ) -> None:
@@ -285,6 +287,7 @@ def test_a_history_that_cannot_be_written_is_a_warning(tmp_path: Path, monkeypat
     assert "warning: history postgresql://evalgate:***@127.0.0.1:1/nowhere" in err and "pw-secret" not in err
 
 
+@pytest.mark.e2e
 def test_gate_verdict_and_exit_code_do_not_depend_on_the_history(tmp_path: Path) -> None:
     """The same regressed gate with the history working, off, and broken: same verdict and exit
     code; the broken one says so in the report."""
@@ -366,6 +369,7 @@ def test_show_and_markers_from_recorded_gates(history_url: str) -> None:
     assert "✗ failed gate" in one and "[" in one  # a CI column
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("unit", "said"),
     [
@@ -433,6 +437,7 @@ def test_compare_records_the_decision_and_a_trend(history_url: str) -> None:
     assert rows(history_url, "SELECT COUNT(*) FROM unit_results") == [(len(comparison.units),)]
 
 
+@pytest.mark.e2e
 def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_their_cases(
     history_url: str, tmp_path: Path
 ) -> None:
@@ -575,7 +580,8 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
         f"raise SystemExit(main(['history', 'plot', '--url', {str(db)!r}, '--out', {str(tmp_path / 't.png')!r}]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 2 and "pip install 'evalgate[plot]'" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "pip install 'evalgate-action[plot]'" in done.stderr
     assert not (tmp_path / "t.png").exists()
     missing = subprocess.run(
         [sys.executable, "-m", "evals", "history", "show", "--url", str(tmp_path / "none.sqlite")],
@@ -718,6 +724,7 @@ def breakable_suite(folder: Path) -> Path:
     return config
 
 
+@pytest.mark.e2e
 def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -> None:
     """Outside git a run has no commit: `history show` calls it by the --sha its reset and gate
     were given (docs/spec.md#outside-git), not by a start time that every quick run shares."""
@@ -749,6 +756,7 @@ def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path
     assert nothing.returncode == 2 and "a suite's history is next to its config (--config PATH)" in nothing.stderr
 
 
+@pytest.mark.e2e
 def test_a_gate_tells_the_history_which_run_is_the_baseline(tmp_path: Path) -> None:
     """A baseline the history never saw become one (committed with the suite, made with the history
     off, or on another machine): the gate records its manifest entry as `history sync` would, once,

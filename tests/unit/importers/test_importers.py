@@ -573,6 +573,7 @@ def test_cli_writes_a_results_file(tmp_path, python_exe):
         "lm-eval-metric-not-number",
     ],
 )
+@pytest.mark.e2e
 def test_bad_inputs_exit_2_with_file_and_reason(make_input, fmt, expected, tmp_path, python_exe):
     path = make_input(tmp_path)
     proc = run_cli("--from", fmt, str(path), "-o", str(tmp_path / "out.json"), python_exe=python_exe)
@@ -614,6 +615,7 @@ def test_options_are_checked():
         import_results("auto", [PYTEST_XML, PROMPTFOO])
 
 
+@pytest.mark.e2e
 def test_gate_takes_imported_results_end_to_end(tmp_path, python_exe):
     """`evalgate gate --results X --results-format F` (the action's mode: compare): seed the
     baseline from one import, then gate a regressed copy against it."""

@@ -57,6 +57,7 @@ def reset_with_results(
     return evalgate(repo_root, python_exe, *args, cwd=config.parent)
 
 
+@pytest.mark.e2e
 def test_empty_case_set_is_a_usage_error(tmp_path, repo_root, python_exe):
     config = write_suite(tmp_path, cases=[])
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
@@ -96,12 +97,14 @@ def test_metric_name_typo_names_line_and_choices(tmp_path, repo_root, python_exe
     assert_usage_error(proc, "evalgate.yml:8", "unknown metric 'passrate'", "pass_rate", "format_valid", "pass@k")
 
 
+@pytest.mark.e2e
 def test_slice_key_no_case_carries(tmp_path, repo_root, python_exe):
     config = write_suite(tmp_path, extra="slices: [langauge]\n")
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
     assert_usage_error(proc, "evalgate.yml:7", "'langauge' carried by no case", "tag keys: language")
 
 
+@pytest.mark.e2e
 def test_scorer_needing_expected_on_a_case_without_one(tmp_path, repo_root, python_exe):
     cases = [{"id": "a", "input": "q", "expected": "1"}, {"id": "b", "input": "qq"}, {"id": "c", "input": "q"}]
     config = write_suite(tmp_path, cases=cases)
@@ -111,6 +114,7 @@ def test_scorer_needing_expected_on_a_case_without_one(tmp_path, repo_root, pyth
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("scorers", ["[json_valid]", "[{contains: {value: FINAL}}]"])
 def test_scorers_that_need_no_expected_run(tmp_path, repo_root, python_exe, scorers):
     config = write_suite(tmp_path, cases=[{"id": "a", "input": "q"}, {"id": "b", "input": "qq"}])
@@ -152,6 +156,7 @@ def assert_incompatible(proc: subprocess.CompletedProcess[str], *fragments: str)
         assert fragment in proc.stdout, proc.stdout
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("change", "fragments"),
     [
@@ -172,6 +177,7 @@ def test_baseline_that_cannot_be_compared_is_incompatible(tmp_path, repo_root, p
     assert_incompatible(proc, *fragments)
 
 
+@pytest.mark.e2e
 def test_full_gate_on_5_of_60_cases_is_incompatible(tmp_path, repo_root, python_exe):
     config = write_suite(tmp_path)
     reset(repo_root, python_exe, config)
@@ -187,6 +193,7 @@ def test_full_gate_on_5_of_60_cases_is_incompatible(tmp_path, repo_root, python_
     assert "incompatible" not in after.stdout and after.returncode in (0, 1), after.stdout + after.stderr
 
 
+@pytest.mark.e2e
 def test_changed_scorer_definition_says_what_changed(tmp_path, repo_root, python_exe):
     config = write_suite(tmp_path)
     reset(repo_root, python_exe, config)
@@ -214,6 +221,7 @@ def test_old_max_detectable_drop_key_is_read_as_target_mde_with_a_warning(tmp_pa
     assert "evalgate.yml:7: gate.max_detectable_drop is now gate.target_mde" in proc.stderr
 
 
+@pytest.mark.e2e
 def test_named_score_no_run_records_is_a_usage_error(tmp_path, repo_root, python_exe):
     """With a python scorer the config cannot know its named scores; the runs can."""
     (tmp_path / "scoring.py").write_text(
@@ -233,6 +241,7 @@ def test_named_score_no_run_records_is_a_usage_error(tmp_path, repo_root, python
     assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
 
 
+@pytest.mark.e2e
 def test_compare_with_a_slice_key_no_case_of_the_runs_carries(tmp_path, repo_root, python_exe):
     """`compare --config` on results files (from `run`, or imported from a harness) checks the
     config's slices against the runs' cases, as `run` checks them against the case files."""
@@ -248,6 +257,7 @@ def test_compare_with_a_slice_key_no_case_of_the_runs_carries(tmp_path, repo_roo
     assert evalgate(repo_root, python_exe, *args, cwd=tmp_path).returncode in (0, 1)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("cut", ['"passed": fals', '"output": "안녕하세요, 세계', '"score": 1.0, '])
 def test_results_file_cut_short_says_it_looks_truncated(tmp_path, repo_root, python_exe, cut):
     """Wherever the cut falls (inside a literal, a long string, after non-ASCII text)."""
@@ -258,6 +268,7 @@ def test_results_file_cut_short_says_it_looks_truncated(tmp_path, repo_root, pyt
     assert_usage_error(proc, "cut.json:1: invalid JSON", "the file looks truncated")
 
 
+@pytest.mark.e2e
 def test_candidate_whose_cases_hold_no_attempt_is_never_a_pass(tmp_path, repo_root, python_exe):
     """A results file that lists the cases but no attempt of any (a writer that failed, a hand-made
     file): its header may say success, but nothing was measured."""
@@ -285,6 +296,7 @@ def test_reset_of_another_suites_run_is_refused(tmp_path, repo_root, python_exe)
     assert not list((tmp_path / "baselines").glob("baseline-*"))
 
 
+@pytest.mark.e2e
 def test_pass_at_k_with_fewer_attempts_than_k_is_a_usage_error(tmp_path, repo_root, python_exe):
     """pass@3 of one attempt per case can never be estimated: refused when the config loads (it
     runs its own suite), and by compare on results files that hold too few attempts."""
@@ -307,6 +319,7 @@ def test_pass_at_k_with_fewer_attempts_than_k_is_a_usage_error(tmp_path, repo_ro
     assert proc.returncode == 0, proc.stderr
 
 
+@pytest.mark.e2e
 def test_command_target_that_cannot_start_is_a_usage_error(tmp_path, repo_root, python_exe):
     """Before: every case an error, `success`, exit 0 — and a reset blessed it."""
     config = write_suite(tmp_path)
@@ -324,6 +337,7 @@ def test_command_target_that_cannot_start_is_a_usage_error(tmp_path, repo_root, 
         assert_usage_error(proc, "evalgate.yml:4", "the command target cannot start", *fragments)
 
 
+@pytest.mark.e2e
 def test_a_run_whose_every_attempt_errored_is_never_blessed(tmp_path, repo_root, python_exe):
     """A target that raises on every call measured nothing: neither a reset nor a first gate's
     seed makes it the baseline (every later gate would pass against it)."""
@@ -405,6 +419,7 @@ def test_gate_on_another_suites_results_is_a_usage_error_like_the_reset(tmp_path
     assert_usage_error(proc, "suite 'quickstart'", "evalgate.yml (and its baseline) is suite 'demo'", "--suite demo")
 
 
+@pytest.mark.e2e
 def test_a_gate_of_uncommitted_changes_says_so(tmp_path, repo_root, python_exe):
     """Before: `candidate 616f88fc63 vs baseline 616f88fc63` and "Nothing in the runs' provenance
     differs", for a candidate run on an edited, uncommitted bot.py."""

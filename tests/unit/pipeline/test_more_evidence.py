@@ -77,6 +77,7 @@ def _repo(tmp_path: Path, slow_s: float = 0.0, cost: float | None = None, ko_cos
     return repo, store
 
 
+@pytest.mark.e2e
 def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
     repo, store = _repo(tmp_path)
     code, first, err = _gate(repo, store)
@@ -122,6 +123,7 @@ def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
     ]
 
 
+@pytest.mark.e2e
 def test_the_budget_ends_still_inconclusive(tmp_path):
     repo, store = _repo(tmp_path)
     _suite(repo, more_evidence={"max_batches": 1})
@@ -131,6 +133,7 @@ def test_the_budget_ends_still_inconclusive(tmp_path):
     assert "still inconclusive after 1 batch" in c["reason"]
 
 
+@pytest.mark.e2e
 def test_the_gates_limits_count_the_batches_too(tmp_path):
     """limits.max_cost_usd caps what the whole gate spends: the candidate's run ($5: 500 answers
     at $0.01) and every batch on both sides ($0.50 a batch: 25 ko cases twice). Each batch side is
@@ -158,6 +161,7 @@ def test_the_gates_limits_count_the_batches_too(tmp_path):
     assert "| more evidence (both sides) | 50 |" in report
 
 
+@pytest.mark.e2e
 def test_a_batch_that_runs_out_of_the_limit_is_not_used(tmp_path):
     """The estimate goes by the first run's mean cost per attempt; ko answers cost 10× the rest,
     so a ko batch costs far more than estimated and its candidate side reaches what was left."""
@@ -177,6 +181,7 @@ def test_a_batch_that_runs_out_of_the_limit_is_not_used(tmp_path):
     assert not (repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").exists()
 
 
+@pytest.mark.e2e
 def test_with_no_slice_worse_than_the_tolerance_no_batch_runs_and_the_summary_says_so(tmp_path):
     """The candidate breaks 20 other en cases: overall is inconclusive, but no slice looks worse than
     −δ, so looks_worse has nothing to re-run. The summary said "still inconclusive after 0 batches
@@ -195,6 +200,7 @@ def test_with_no_slice_worse_than_the_tolerance_no_batch_runs_and_the_summary_sa
     assert summary in err
 
 
+@pytest.mark.e2e
 def test_imported_results_have_nothing_to_re_run(tmp_path):
     repo, store = _repo(tmp_path)
     _suite(repo, more_evidence={"max_batches": 3})
@@ -209,6 +215,7 @@ def test_imported_results_have_nothing_to_re_run(tmp_path):
     assert "nothing to re-run" in done.stderr
 
 
+@pytest.mark.e2e
 def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_alpha(tmp_path):
     repo, store = _repo(tmp_path)
     subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
@@ -228,6 +235,7 @@ def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_a
     assert report.count(why) == 3 and why in err
 
 
+@pytest.mark.e2e
 def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):
     repo, store = _repo(tmp_path, slow_s=0.4)
     _suite(repo, more_evidence={"max_batches": 10})

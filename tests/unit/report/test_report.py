@@ -343,6 +343,7 @@ def many_flips() -> Comparison:
     return compare(base, cand, config)
 
 
+@pytest.mark.e2e
 def test_tiers_step_down_and_say_what_was_cut(many_flips: Comparison) -> None:
     full = render_markdown(many_flips, kind="full", max_cases=2000)
     assert "Shortened" not in full and len(re.findall(r"^\*\*q-\d+\*\* ·", full, re.M)) == 1000
@@ -400,6 +401,7 @@ def test_hard_cut_when_even_the_headline_is_too_big(many_flips: Comparison) -> N
     assert "Cut at 300 bytes" in md
 
 
+@pytest.mark.e2e
 def test_100k_cases_fit_a_comment_and_a_summary() -> None:
     n = 100_000
     cases = [

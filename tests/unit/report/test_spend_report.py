@@ -60,6 +60,7 @@ def gate(folder: Path, results: Path, out: str, *extra: str) -> subprocess.Compl
     return evalgate("gate", "--config", "evalgate.yml", "--results", str(results), "--out-dir", out, *extra, cwd=folder)
 
 
+@pytest.mark.e2e
 def test_unknown_and_partly_known_cost_and_cache_hits_in_the_summary_the_comment_and_the_page(tmp_path: Path) -> None:
     suite(tmp_path)
     # The baseline's target reported no cost at all; the candidate's reports it on 6 of its 8
@@ -103,6 +104,7 @@ def test_unknown_and_partly_known_cost_and_cache_hits_in_the_summary_the_comment
     assert "at least $0.03 (6 of 8 attempts report cost)" in table and "2 of 10 attempts" in table
 
 
+@pytest.mark.e2e
 def test_the_cost_gate_example(tmp_path: Path) -> None:
     """docs/config.md's cost gate, end to end: per-case costs of 60 cases (5–11 tenths of a cent,
     ±2% noise); a candidate whose cost per case rose 30% fails naming cost_usd; one of the same

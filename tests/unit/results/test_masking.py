@@ -9,6 +9,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from fakes.suites import echo_cases, write_suite
 
 from evals.results.masking import MASK, MAX_MASKED_CHARS, MIN_SECRET_CHARS, clip_masked, env_secrets, mask_secrets
@@ -208,6 +209,7 @@ def _written(folder) -> dict[str, bytes]:
     return out
 
 
+@pytest.mark.e2e
 def test_secrets_of_any_name_or_shape_reach_nothing_evalgate_writes(tmp_path):
     """Two real gates on a command target: one seeds the baseline, then the target prints every
     secret above, and the JWT, private key, DSN, webhook and AIza key of SHAPES, in its outputs,

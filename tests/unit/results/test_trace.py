@@ -77,6 +77,7 @@ def test_results_file_keeps_a_valid_trace(tmp_path: Path) -> None:
     assert [e.kind for e in loaded.cases[0].attempts[0].trace] == ["message", "tool_call", "tool_result"]
 
 
+@pytest.mark.e2e
 def test_compare_on_a_broken_trace_is_exit_2(tmp_path: Path, repo_root: Path) -> None:
     path = results_file(tmp_path, [{"seq": 0, **CALL}])
     done = subprocess.run(
@@ -137,6 +138,7 @@ def test_a_conversation_given_by_the_case_is_messages_not_the_attempts_tool_call
     build_trace(events)  # a valid trace
 
 
+@pytest.mark.e2e
 def test_python_and_command_targets_return_traces(tmp_path: Path, repo_root: Path) -> None:
     (tmp_path / "agent.py").write_text(
         "def answer(q):\n"
@@ -215,6 +217,7 @@ def test_report_case_diff_shows_a_failed_cases_last_events() -> None:
     assert "<b>" not in text and "@team" not in text  # escaped: no HTML, no mention
 
 
+@pytest.mark.e2e
 def test_trace_without_results_reads_the_newer_default_file_and_names_it(tmp_path: Path, repo_root: Path) -> None:
     """A stale ./results.json (an earlier `evalgate run`) beside the last gate's
     .evalgate/out/results.json: trace read the stale one without a word. It reads the newer and

@@ -81,6 +81,7 @@ def attempts(path: Path) -> list[Any]:
 # ------------------------------------------------------------------------------ the whole gate
 
 
+@pytest.mark.e2e
 def test_a_rerun_of_an_unchanged_gate_makes_no_request_and_gives_the_same_verdict(tmp_path):
     with OpenAIServer(responder=model_and_judge) as server:
         judge = {"judge": {"model": "local:judge", "base_url": server.url, "api_key_env": None, "rubric": RUBRIC}}
@@ -116,6 +117,7 @@ def test_a_rerun_of_an_unchanged_gate_makes_no_request_and_gives_the_same_verdic
     assert comparison["candidate_run"]["cache_hits"] == 24
 
 
+@pytest.mark.e2e
 def test_run_summary_and_html_count_the_hits(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, openai={"price_in_per_mtok": 1, "price_out_per_mtok": 1})
     run(tmp_path)
@@ -130,6 +132,7 @@ def test_run_summary_and_html_count_the_hits(tmp_path, openai_server):
 # ------------------------------------------------------------------------------- damaged entries
 
 
+@pytest.mark.e2e
 def test_a_truncated_entry_is_a_miss_asked_again_and_repaired(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=3)
     run(tmp_path)
@@ -175,6 +178,7 @@ def test_a_hand_made_entry_of_another_shape_is_a_miss_not_a_crash(tmp_path, open
 # -------------------------------------------------------------------------- what is in the key
 
 
+@pytest.mark.e2e
 def test_attempts_and_the_attempt_offset_key_apart(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=4, attempts=2)
     run(tmp_path)
@@ -292,6 +296,7 @@ def _calls(folder: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
+@pytest.mark.e2e
 def test_a_python_target_is_cached_only_with_a_key(tmp_path):
     (tmp_path / "bot.py").write_text(COUNTING_BOT, encoding="utf-8")
     target = {"python": "bot:answer", "path": ["."]}
@@ -349,6 +354,7 @@ for round in range(60):
 """
 
 
+@pytest.mark.e2e
 def test_two_processes_writing_the_same_entries_leave_whole_ones(tmp_path):
     folder = tmp_path / "cache"
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(folder), tag]) for tag in ("a", "b")]
@@ -367,6 +373,7 @@ def test_two_processes_writing_the_same_entries_leave_whole_ones(tmp_path):
     assert not [p for p in folder.rglob(".tmp-*")]  # no temporary file left behind
 
 
+@pytest.mark.e2e
 def test_two_runs_at_once_share_the_folder(tmp_path):
     with OpenAIServer(latency=0.02) as server:
         openai_suite(tmp_path, server, n=30)
@@ -401,6 +408,7 @@ def test_pruning_removes_the_least_recently_used_down_to_the_cap(tmp_path):
     assert kept == {keys[0], *keys[31:]}
 
 
+@pytest.mark.e2e
 def test_a_run_that_wrote_prunes_to_the_configured_cap(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=5)
     cache = ResponseCache(tmp_path / ".evalgate" / "cache", 1 << 30)
@@ -427,6 +435,7 @@ def test_the_attempt_number_is_in_the_key(tmp_path):
     assert ResponseCache(tmp_path, 1 << 20, namespace="v2").key("openai", {"body": 1}) != first
 
 
+@pytest.mark.e2e
 def test_an_answer_that_would_not_survive_json_is_not_stored(tmp_path):
     (tmp_path / "bot.py").write_text(
         COUNTING_BOT.replace('return {"output": text,', 'return {"output": (text, 1),'), encoding="utf-8"

@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from fakes.suites import echo_cases, process_alive, write_suite
 
 from evals.results.model import load_results
@@ -45,6 +46,7 @@ def logged(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
+@pytest.mark.e2e
 def test_sigint_writes_cancelled_partial_then_resume_completes(tmp_path: Path, python_exe: str) -> None:
     log = tmp_path / "done.log"
     (tmp_path / "slowtarget.py").write_text(

@@ -17,6 +17,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from fakes.suites import echo_cases, load_suite, process_alive, write_suite
 
 from evals.results.model import load_results
@@ -155,6 +156,7 @@ def test_a_call_that_overran_gives_its_thread_up_to_the_next_case(tmp_path: Path
     assert outcomes == [(False, "timeout"), (True, None), (True, None)]
 
 
+@pytest.mark.e2e
 def test_a_run_killed_outright_whose_helper_holds_its_output_does_not_hold_up_the_gate(tmp_path: Path) -> None:
     """The run is SIGKILLed (as the OOM killer does) after its target started a helper: nothing is
     left to clean up after it, and the helper keeps the suite's output pipe open. The gate stops

@@ -90,6 +90,7 @@ def test_modest_anchors_and_merge_keys_still_load(tmp_path):
     assert config.metrics["score"].tolerance == 0.03 and not config.metrics["score"].gate
 
 
+@pytest.mark.e2e
 def test_gzip_bomb_results_file_is_refused_at_the_default_limit(tmp_path):
     bomb = tmp_path / "candidate.json.gz"
     with gzip.open(bomb, "wb", compresslevel=1) as fh:  # ~1.1 GB of spaces in ~1 MB
@@ -102,6 +103,7 @@ def test_gzip_bomb_results_file_is_refused_at_the_default_limit(tmp_path):
     assert str(bomb) in done.stderr and "larger than 1,024 MB" in done.stderr and INFLATE_LIMIT_ENV in done.stderr
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak memory from /proc")
 def test_gzip_bomb_is_refused_while_counting_with_bounded_memory(tmp_path):
     """2 GiB of zeros in 32 gzip members (~2 MB, written member by member: the last member's

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from fakes.openai_server import OpenAIServer, hang, malformed, reset, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import echo_cases, load_suite
@@ -201,6 +202,7 @@ def test_run_timeout_writes_a_partial_timeout_run(tmp_path) -> None:
     assert results.run.completed_cases == len(results.cases) == sum(c.complete for c in results.cases)
 
 
+@pytest.mark.e2e
 def test_command_target_timeout_in_a_run(tmp_path) -> None:
     (tmp_path / "slow.py").write_text(
         textwrap.dedent(
@@ -228,6 +230,7 @@ def test_smoke_and_shard_are_recorded(tmp_path, openai_server) -> None:
     assert next(iter(text)) == "schema_version"
 
 
+@pytest.mark.e2e
 def test_python_m_evals_run_with_the_default_config(tmp_path: Path, python_exe: str) -> None:
     (tmp_path / "echo.py").write_text("def answer(text):\n    return text\n")
     load_suite(tmp_path, echo_cases(3), target={"python": "echo:answer"})

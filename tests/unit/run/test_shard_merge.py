@@ -53,6 +53,7 @@ def test_merged_shards_equal_the_unsharded_run(runs, tmp_path: Path, python_exe:
     assert merged.run.total_cases == merged.run.completed_cases == N_CASES
 
 
+@pytest.mark.e2e
 def test_merge_rejects_missing_duplicate_overlapping_and_mismatched_parts(runs, tmp_path: Path, python_exe) -> None:
     _, (one, two, three) = runs
     out = tmp_path / "bad.json"

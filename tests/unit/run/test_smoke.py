@@ -9,6 +9,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from fakes.suites import echo_cases, load_suite
 
 from evals.results.model import load_results
@@ -151,6 +152,7 @@ def test_informative_without_history_falls_back_and_says_so(tmp_path: Path, caps
     assert "drew the stratified subset instead" in capsys.readouterr().err
 
 
+@pytest.mark.e2e
 def test_an_informative_smoke_run_records_its_design_and_compares_weighted(tmp_path: Path, python_exe: str) -> None:
     """End to end: two full runs recorded in the history, then `run --smoke` draws by them and
     `compare` weights the smoke run to the full suite."""

@@ -84,6 +84,7 @@ def assert_nothing_in_flight_was_lost(results: Results, log: Path, attempts_per_
     assert all(len(case.attempts) == attempts_per_case for case in results.cases)
 
 
+@pytest.mark.e2e
 def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_verdict(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     costly_target(tmp_path, log)
@@ -153,6 +154,7 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     assert "| candidate | 40 | 400 in, 80 out | \\$0.40 | none |" in comment
 
 
+@pytest.mark.e2e
 def test_token_limit_against_the_openai_server(tmp_path: Path) -> None:
     """Each answer reports usage; the run stops once the tokens reach max_tokens, and every request
     the server answered is an attempt in the file."""
@@ -182,6 +184,7 @@ def test_token_limit_against_the_openai_server(tmp_path: Path) -> None:
         assert gate.returncode == EXIT_PASS and "evalgate gate: no-baseline" in gate.stdout, gate.stdout
 
 
+@pytest.mark.e2e
 def test_duration_limit_with_a_slow_target_lets_in_flight_attempts_finish(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     costly_target(tmp_path, log, sleep_s=0.5)
@@ -219,6 +222,7 @@ def test_each_shard_gets_its_share_of_the_budget(tmp_path: Path) -> None:
     assert "limits.max_cost_usd ($0.05) reached" in shard.run.message
 
 
+@pytest.mark.e2e
 def test_a_cost_limit_the_target_cannot_measure_stops_rather_than_spend_unmetered(tmp_path: Path) -> None:
     log = tmp_path / "calls.log"
     costly_target(tmp_path, log, sleep_s=0.05, cost=None)
@@ -236,6 +240,7 @@ def test_a_cost_limit_the_target_cannot_measure_stops_rather_than_spend_unmetere
     assert "cost:    unknown (no attempt reports cost)" in stopped.stderr
 
 
+@pytest.mark.e2e
 def test_a_crashed_attempt_is_no_sign_of_a_target_that_reports_no_cost(tmp_path: Path) -> None:
     """A target error (no answer) under max_cost_usd is a wrong answer, not an unmeasurable cost."""
     (tmp_path / "flaky.py").write_text(
@@ -252,6 +257,7 @@ def test_a_crashed_attempt_is_no_sign_of_a_target_that_reports_no_cost(tmp_path:
     assert "cost:    at least $0.004 (4 of 5 attempts report cost)" in done.stderr
 
 
+@pytest.mark.e2e
 def test_a_cost_limit_on_an_openai_target_without_prices_is_refused_before_the_run(tmp_path: Path) -> None:
     target = {"openai": {"base_url": "http://127.0.0.1:9", "model": "local:echo", "api_key_env": None}}
     config = write_suite(tmp_path, echo_cases(3), target=target, limits={"max_cost_usd": 2})
@@ -263,6 +269,7 @@ def test_a_cost_limit_on_an_openai_target_without_prices_is_refused_before_the_r
     assert "price_in_per_mtok" in refused.stderr and not (tmp_path / "r.json").exists()
 
 
+@pytest.mark.e2e
 def test_run_timeout_s_is_read_as_max_duration_s_and_both_are_refused(tmp_path: Path) -> None:
     config = write_suite(tmp_path, echo_cases(2), target={"python": "costly:answer"}, run_timeout_s=30)
     shown = evalgate("schema", "config", cwd=tmp_path)  # the shipped schema names only the new key

@@ -111,6 +111,7 @@ def test_a_case_that_says_it_wrong_is_a_scorer_error_naming_the_case():
         judge("tool_args", SEARCH_FETCH, case(tool_args={"search": {}}))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("scorer", "fragment"),
     [

@@ -375,6 +375,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_two_processes_promoting_at_once_end_with_one_consistent_manifest(tmp_path: Path):
     folder, go = tmp_path / "store", tmp_path / "go"
     procs = [
@@ -533,6 +534,7 @@ def arm(gh: GitHubServer, step: str, kind: str, times: int):
     return hook
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("step", "kind"),
     [
@@ -554,6 +556,7 @@ def test_github_store_recovers_from_a_transient_fault(github_api: GitHubServer, 
     assert all(a["state"] == "uploaded" for a in gh.assets(TAG))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("step", ["download", "upload", "manifest"])
 @pytest.mark.parametrize("kind", ["502", "reset"])
 def test_github_store_persistent_fault_is_infra_error_and_the_baseline_survives(
@@ -747,6 +750,7 @@ def _corrupt(path: Path) -> None:
     path.write_bytes(encode_snapshot(results_for("0" * 40, [False])))  # valid gzip, wrong digest
 
 
+@pytest.mark.e2e
 def test_an_unreadable_blessed_snapshot_skips_the_drift_guard_and_promotes_nothing(tmp_path: Path, history):
     from evals.pipeline.candidate import config_for_results
     from evals.store.selection import load_baselines
@@ -1021,6 +1025,7 @@ GATED = SuiteConfig(suite="demo", cases="c.jsonl")
 HALF = [i % 2 == 0 for i in range(60)]
 
 
+@pytest.mark.e2e
 def test_a_promotion_is_gated_again_against_a_baseline_that_landed_meanwhile(github_api: GitHubServer, history):
     """Two full gates on main read the same baseline. The first promotes a much
     better run; the second candidate — no worse than the baseline it was gated on, clearly worse

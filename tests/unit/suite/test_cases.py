@@ -251,6 +251,7 @@ def test_empty_files_hold_no_cases(tmp_path):
 # ---------------------------------------------------------------------------------------- scale
 
 
+@pytest.mark.e2e
 def test_hundred_thousand_cases(tmp_path):
     rows = [
         {"id": f"c{i}", "input": f"question {i}", "expected": str(i), "tags": {"language": "ko" if i % 3 else "en"}}
@@ -300,6 +301,7 @@ _FRAGMENTS = st.sampled_from(
 )
 
 
+@pytest.mark.e2e
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     text=st.lists(_FRAGMENTS | st.text(max_size=8), max_size=12).map("".join),

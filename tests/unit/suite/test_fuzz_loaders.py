@@ -153,6 +153,7 @@ def test_truncated_gzip_file(cut: int) -> None:
     assert isinstance(both_loaders(VALID_GZ[:cut], "baseline-abc.json.gz"), InputFileError)
 
 
+@pytest.mark.e2e
 @FUZZ
 @given(st.data())
 def test_one_value_replaced_by_garbage(data: st.DataObject) -> None:
@@ -190,6 +191,7 @@ def test_wrong_schema_named(change, problem: str) -> None:
     assert problem in str(err.value)
 
 
+@pytest.mark.e2e
 @FUZZ
 @given(st.integers(min_value=1, max_value=100_000), st.sampled_from(["[", '{"a":', '{"cases":[']))
 def test_deeply_nested_garbage(depth: int, opener: str) -> None:
@@ -216,6 +218,7 @@ def test_config_random_bytes(raw: bytes) -> None:
     load_config_text(raw)
 
 
+@pytest.mark.e2e
 @FUZZ
 @given(st.data())
 def test_config_one_value_replaced_by_garbage(data: st.DataObject) -> None:
@@ -228,6 +231,7 @@ def test_config_one_value_replaced_by_garbage(data: st.DataObject) -> None:
     load_config_text(text.encode())
 
 
+@pytest.mark.e2e
 @FUZZ
 @given(st.integers(min_value=0, max_value=400))
 def test_config_truncated(cut: int) -> None:
@@ -271,6 +275,7 @@ def test_cli_truncated_baseline_exits_2_naming_the_file(tmp_path: Path, python_e
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("depth", [5, 500, 1_500])
 @pytest.mark.parametrize("opener", ["[", "{a: "])
 def test_config_deeply_nested(depth: int, opener: str) -> None:
