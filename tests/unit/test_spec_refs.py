@@ -39,7 +39,7 @@ REFERENCE = re.compile(r"spec\.md#([A-Za-z0-9_-]*)")
 OLD_CITATIONS = {
     "a section of the old specification": re.compile(r"\bSPEC\s*(?:#\s*)?\u00a7|\bSPEC's\b"),
     "an issue number": re.compile(r"\bissue \d", re.IGNORECASE),
-    "a seed document": re.compile(r"\bseed 00\d", re.IGNORECASE),
+    "a seed document": re.compile(r"\bseed 0{2}\d", re.IGNORECASE),
 }
 
 
