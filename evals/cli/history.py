@@ -1,4 +1,4 @@
-"""``evalgate history init|add|sync|show|plot`` (SPEC §12; docs/history.md)."""
+"""``evalgate history init|add|sync|show|plot`` (docs/spec.md#history-sync; docs/history.md)."""
 
 from __future__ import annotations
 
