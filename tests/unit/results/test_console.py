@@ -11,12 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from suites import echo_cases, write_suite
 
 import evals
 from evals.common.escape import ZWSP, workflow_data
 from evals.common.logguard import LogGuard
-from evals.pipeline.candidate import run_suite
 from evals.results import console
 from evals.results.masking import mask_text
 
@@ -115,19 +113,6 @@ def test_a_relayed_child_speaks_plain_lines(
     monkeypatch.setenv(console.RELAYED_ENV, "1")
     console.warning("limits: run_timeout_s is now limits.max_duration_s")
     assert capsys.readouterr().err == "evalgate: warning: limits: run_timeout_s is now limits.max_duration_s\n"
-
-
-def test_the_gates_child_run_speaks_plain_lines_in_actions(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """The gate's child `evalgate run` (run_suite) is started with RELAYED_ENV: its notice about
-    a target returning an object reaches the gate's log as a readable line, not a defused command."""
-    (tmp_path / "bot.py").write_text("def answer(question):\n    return {'text': question}\n", encoding="utf-8")
-    config = write_suite(tmp_path, echo_cases(1), target={"python": "bot:answer"})
-    monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    run_suite(config, tmp_path / "results.json", smoke=False)
-    err = capsys.readouterr().err
-    assert "evalgate run: note: bot:answer returned a JSON object ({text})" in err and "::notice" not in err
 
 
 def test_relayed_output_is_defused_and_masked(local: None, capsys: pytest.CaptureFixture[str]) -> None:
