@@ -23,6 +23,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     canonical_json,
@@ -104,7 +105,7 @@ def _from_api(path: Path, where: str, raw: Any, conversational: bool = False) ->
         "expected": raw.get("expectedOutcome") if conversational else raw.get("expectedOutput"),
         "success": raw.get("success"),
         "metrics": [_metric(m, f"{where}.metricsData[{j}]", path) for j, m in enumerate(metrics)],
-        "metadata": raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {},
+        "metadata": as_object(raw.get("metadata")),
         "tags": raw.get("tags") if isinstance(raw.get("tags"), list) else [],
         "seconds": as_number(raw.get("completionTime")),
         "tokens_in": raw.get("inputTokenCount"),
@@ -132,7 +133,7 @@ def _from_result(path: Path, index: int, raw: Any) -> dict[str, Any]:
         "expected": raw.get("expected_output"),
         "success": raw.get("success"),
         "metrics": [_metric(m, f"{where}.metrics_data[{j}]", path) for j, m in enumerate(metrics)],
-        "metadata": raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {},
+        "metadata": as_object(raw.get("metadata")),
         "tags": [],
         "seconds": None,
         "tokens_in": None,
@@ -253,11 +254,11 @@ def import_files(inputs: list[Path], options: ImportOptions):
                 tags[case_id] = _tags(case)
             results[case_id].attempts.append(_attempt(case, chosen))
     slices = choose_slices(tags, options.slice_keys)
-    for case_id, case in results.items():
-        case.slices = slices[case_id]
+    for case_id, result in results.items():
+        result.slices = slices[case_id]
 
     run = runs[0][2]
-    hyper = run.get("hyperparameters") if isinstance(run.get("hyperparameters"), dict) else {}
+    hyper = as_object(run.get("hyperparameters"))
     model = hyper.get("model") if isinstance(hyper.get("model"), str) else None
     test_file = run.get("testFile")
     suite = Path(test_file).stem if isinstance(test_file, str) and test_file else run.get("identifier") or "deepeval"

@@ -15,6 +15,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     iter_jsonl,
@@ -56,15 +57,13 @@ def _event_order(event: dict[str, Any]) -> tuple[int, str]:
 def _attempts(events: list[dict[str, Any]]):
     by_type: dict[str, list[dict[str, Any]]] = {}
     for event in sorted(events, key=_event_order):
-        by_type.setdefault(str(event["type"]), []).append(
-            event.get("data") if isinstance(event.get("data"), dict) else {}
-        )
+        by_type.setdefault(str(event["type"]), []).append(as_object(event.get("data")))
     samplings = by_type.get("sampling", [])
     graded = by_type.get("match") or by_type.get("metrics") or []
     out = []
     for index, data in enumerate(graded):
         sampling = samplings[index] if index < len(samplings) else {}
-        usage = sampling.get("usage") if isinstance(sampling.get("usage"), dict) else {}
+        usage = as_object(sampling.get("usage"))
         correct = data.get("correct")
         scores = {k: v for k, v in numeric_scores(data).items() if k != "correct"}
         out.append(

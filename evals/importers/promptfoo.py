@@ -17,6 +17,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     canonical_json,
@@ -103,9 +104,9 @@ def _case_ids(groups: dict[str, list[dict[str, Any]]], many_providers: bool, man
 
 
 def _attempt(row: dict[str, Any]):
-    response = row.get("response") if isinstance(row.get("response"), dict) else {}
+    response = as_object(row.get("response"))
     usage = response.get("tokenUsage") or row.get("tokenUsage") or {}
-    grading = row.get("gradingResult") if isinstance(row.get("gradingResult"), dict) else {}
+    grading = as_object(row.get("gradingResult"))
     error = None
     if row.get("failureReason") == FAILURE_ERROR:
         message = str(row.get("error") or response.get("error") or "promptfoo reported an error")
