@@ -10,6 +10,7 @@ from evals.results.model import atomic_write
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
+    from evals.report.markdown import Kind
     from evals.suite.config import SuiteConfig
 
 
@@ -97,7 +98,8 @@ def write_outputs(
     options = report_module.options_from_config(config)
     if template:
         options["template"] = Path(template)
-    for path, kind in ((report, "comment"), (summary, "summary")):
+    sized: tuple[tuple[str | None, Kind], ...] = ((report, "comment"), (summary, "summary"))
+    for path, kind in sized:
         if path:
             text = report_module.render_markdown(comparison, kind=kind, **options)
             atomic_write(Path(path), text.encode("utf-8"))
