@@ -13,7 +13,7 @@ Conventions every consumer relies on:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,7 +21,7 @@ from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import UnitSummary
 
-COMPARISON_VERSION = 1
+COMPARISON_VERSION: Final = 1
 
 Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]

@@ -175,9 +175,9 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
-                key = (a.error.kind, without_case_id(a.error.message, case.id))
-                messages[key] += 1
-                seen = message_cases.setdefault(key, [])
+                message = (a.error.kind, without_case_id(a.error.message, case.id))
+                messages[message] += 1
+                seen = message_cases.setdefault(message, [])
                 if not seen or seen[-1] != case.id:  # a case's attempts are adjacent
                     seen.append(case.id)
                 if a.error.kind == "infra":
