@@ -11,11 +11,12 @@ import gzip
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from evals.common.errors import InfraError, InputFileError
 from evals.common.gitinfo import uncommitted_changes
@@ -24,6 +25,9 @@ from evals.results.model import Results, RunInfo, dump_results
 from evals.store import ancestry
 from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
 from evals.store.snapshot_order import Checkout, order
+
+if TYPE_CHECKING:
+    from evals.store.baseline import LoadedBaseline
 
 MANIFESTS_KEPT = 3  # current + 2 earlier generations: readers fall back to them if the newest is damaged
 WRITE_ATTEMPTS = 8  # manifest publications lost to concurrent writers before giving up
@@ -117,9 +121,12 @@ class StoreWriter:
     settle_s: float
     in_actions: bool
     folder: Path | None  # a local store's folder: its files are no uncommitted change of the code
-    _read_state: Any
-    _decode: Any
-    load: Any
+    # The reading half's methods the writer calls (evals.store.baseline.BaselineStore), typed so
+    # that those calls are checked.
+    _read_state: Callable[[], StoreState]
+    _read_manifest: Callable[[Blob, int], tuple[Manifest | None, str]]
+    _decode: Callable[[str, bytes, str | None], Results]
+    load: Callable[..., LoadedBaseline]  # (info, *, state=None): a Callable cannot spell the keyword
 
     def promote(
         self,
