@@ -85,7 +85,10 @@ def environment_proxy(url: str) -> str | None:
     parts = urllib.parse.urlsplit(url)
     proxies = urllib.request.getproxies_environment()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    # The checker is wrong here: CPython's urllib.request has proxy_bypass_environment, but
+    # typeshed leaves it out as undocumented.
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxy or bypass(parts.hostname or "", proxies):
         return None
     proxy = proxy if "://" in proxy else f"http://{proxy}"
     if not proxy.startswith(("http://", "https://")):
@@ -357,7 +360,7 @@ class KeepAlivePool:
                         )
                     assert self._tls is not None
                     transport = await loop.start_tls(transport, connection, self._tls, server_hostname=self.host)
-                    connection.transport = transport  # type: ignore[assignment]
+                    connection.transport = transport
             return connection
         except BaseException as exc:  # also a cancellation: no half-made connection stays open
             if transport is not None:
