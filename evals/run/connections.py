@@ -121,6 +121,7 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------------- asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # create_connection hands its protocol a Transport; asyncio.Protocol's signature says BaseTransport.
         self.transport = transport  # type: ignore[assignment]
         # Asks whether the idle socket has something to read: the server's EOF, a reset, or bytes
         # no request asked for — never something to send a request after. Made once per connection.
@@ -368,7 +369,7 @@ class KeepAlivePool:
             if isinstance(exc, TimeoutError):
                 raise ConnectTimeout(f"no connection to {where} within {self.connect_timeout_s:g}s") from None
             if isinstance(exc, OSError):  # refused, unreachable, DNS, TLS (ssl.SSLError)
-                raise ConnectError(f"{where}: {exc or type(exc).__name__}") from None
+                raise ConnectError(f"{where}: {str(exc) or type(exc).__name__}") from None
             raise
 
     async def aclose(self) -> None:
