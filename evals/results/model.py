@@ -11,10 +11,10 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
@@ -219,6 +219,18 @@ class Results(_Model):
 
     def by_id(self) -> dict[str, CaseResult]:
         return {c.id: c for c in self.cases}
+
+
+class ResultsView(Protocol):
+    """A run as its readers (the summary, the history) see it: ``Results``, or a run whose cases
+    are made as they are read (``evals.compare.lazyload.LazyResults`` from a file,
+    ``evals.run.execution.WrittenRun`` from what a run just wrote)."""
+
+    @property
+    def run(self) -> RunInfo: ...
+
+    @property
+    def cases(self) -> Sequence[CaseResult]: ...
 
 
 # ---------------------------------------------------------------------------------------- helpers
