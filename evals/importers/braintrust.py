@@ -39,7 +39,7 @@ from evals.importers.common import (
 )
 from evals.results.infra import error_kind
 from evals.results.masking import mask_text
-from evals.results.model import CaseResult, TargetInfo, json_problem
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo, json_problem
 
 FORMAT = "braintrust"
 _ID_MAX_CHARS = 120
@@ -142,7 +142,7 @@ class _Trace:
         return (sum(prompt) if prompt else None), (sum(completion) if completion else None)
 
 
-def _attempt(trace: _Trace, main: str, binary: bool):
+def _attempt(trace: _Trace, main: str, binary: bool) -> Attempt:
     root = trace.root
     value = as_number(trace.scores.get(main))
     error = None
@@ -215,7 +215,7 @@ def _tags(trace: _Trace) -> dict[str, Any]:
     return found
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     traces: list[_Trace] = []
     experiments: set[str] = set()
     projects: set[str] = set()

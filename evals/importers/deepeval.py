@@ -34,7 +34,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "deepeval"
 _REASON_MAX_CHARS = 4000
@@ -149,7 +149,7 @@ def metric_errored(metric: dict[str, Any]) -> bool:
     return metric["error"] is not None or metric["score"] is None or metric["success"] is None
 
 
-def _attempt(case: dict[str, Any], chosen: str | None):
+def _attempt(case: dict[str, Any], chosen: str | None) -> Attempt:
     metrics = case["metrics"]
     if chosen is not None:
         deciding = [m for m in metrics if m["name"] == chosen]
@@ -235,7 +235,7 @@ def _ids(cases: list[dict[str, Any]]) -> list[str]:
     return ids
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     runs = [(path, *_run(path)) for path in inputs]
     chosen = options.metric
     if chosen is not None:

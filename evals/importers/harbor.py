@@ -29,7 +29,7 @@ from evals.importers.common import (
     numeric_scores,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, ErrorKind, RunStatus, TargetInfo
+from evals.results.model import Attempt, CaseResult, ErrorKind, Results, RunStatus, TargetInfo
 
 FORMAT = "harbor"
 DEFAULT_REWARD_KEY = "reward"
@@ -156,7 +156,7 @@ def _seconds(start: Any, end: Any) -> float | None:
     return delta.total_seconds() if delta.total_seconds() >= 0 else None
 
 
-def _attempt(trial: dict[str, Any], reward_key: str | None):
+def _attempt(trial: dict[str, Any], reward_key: str | None) -> Attempt:
     rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
     exception = trial.get("exception_info") if isinstance(trial.get("exception_info"), dict) else None
     agent = as_object(trial.get("agent_result"))
@@ -199,7 +199,7 @@ def _reward_key(trials: list[tuple[Path, dict[str, Any]]], options: ImportOption
     return keys[0]
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     trials, jobs = _collect(inputs)
     reward_key = _reward_key(trials, options)
     cases: dict[str, CaseResult] = {}

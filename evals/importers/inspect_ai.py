@@ -39,7 +39,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
+from evals.results.model import Attempt, CaseResult, Results, RunStatus, TargetInfo, inflate_limit, inflated_too_large
 
 FORMAT = "inspect_ai"
 ZIP_METHOD_ZSTD = 93
@@ -298,7 +298,7 @@ def _primary(scorer_names: list[str], options: ImportOptions, path: Path) -> str
     return options.metric
 
 
-def _attempt(sample: dict[str, Any], primary: str | None, binary: bool):
+def _attempt(sample: dict[str, Any], primary: str | None, binary: bool) -> Attempt:
     flat = _flat_scores(sample.get("scores") or {})
     named = {k: f for k, v in flat.items() if (f := value_to_float(v)) is not None}
     raw = flat.get(primary) if primary else None
@@ -334,7 +334,7 @@ def _attempt(sample: dict[str, Any], primary: str | None, binary: bool):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     logs = [(path, *_read_log(path)) for path in inputs]
     seen: dict[str, Path] = {}
     for path, header, _samples in logs:

@@ -29,7 +29,7 @@ from evals.importers.common import (
     numeric_scores,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "promptfoo"
 SUPPORTED_VERSION = 3
@@ -103,7 +103,7 @@ def _case_ids(groups: dict[str, list[dict[str, Any]]], many_providers: bool, man
     }
 
 
-def _attempt(row: dict[str, Any]):
+def _attempt(row: dict[str, Any]) -> Attempt:
     response = as_object(row.get("response"))
     usage = response.get("tokenUsage") or row.get("tokenUsage") or {}
     grading = as_object(row.get("gradingResult"))
@@ -129,7 +129,7 @@ def _attempt(row: dict[str, Any]):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     files = [(path, *_rows(path)) for path in inputs]
     groups: dict[str, list[dict[str, Any]]] = {}
     for _path, _data, rows in files:

@@ -32,7 +32,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, RunStatus
+from evals.results.model import Attempt, CaseResult, Results, RunStatus
 
 FORMAT = "pytest_json"
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
@@ -113,7 +113,7 @@ def _tags(test: dict[str, Any], root: str) -> tuple[dict[str, Any], dict[str, An
     return default, named
 
 
-def _attempt(test: dict[str, Any]):
+def _attempt(test: dict[str, Any]) -> Attempt:
     outcome = test["outcome"]
     stages = {s: test[s] for s in _STAGES if isinstance(test.get(s), dict)}
     seconds = [as_number(stage.get("duration")) for stage in stages.values()]
@@ -136,7 +136,7 @@ def _attempt(test: dict[str, Any]):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     cases: dict[str, CaseResult] = {}
     default_tags: dict[str, dict[str, Any]] = {}
     named_tags: dict[str, dict[str, Any]] = {}

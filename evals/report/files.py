@@ -14,10 +14,10 @@ if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
 
-def render(comparison: Comparison, config: SuiteConfig | None, kind: str, *, max_chars: int | None = None) -> str:
+def render(comparison: Comparison, config: SuiteConfig | None, kind: Kind, *, max_chars: int | None = None) -> str:
     from evals.report.markdown import options_from_config, render_markdown
 
-    return render_markdown(comparison, kind=kind, max_chars=max_chars, **options_from_config(config))  # type: ignore[arg-type]
+    return render_markdown(comparison, kind=kind, max_chars=max_chars, **options_from_config(config))
 
 
 def write_report_files(comparison: Comparison, config: SuiteConfig, out_dir: Path) -> dict[str, Path]:

@@ -191,7 +191,7 @@ def filters() -> dict[str, Callable[..., Any]]:
     }
 
 
-def unit_order(u: UnitResult) -> tuple:
+def unit_order(u: UnitResult) -> tuple[bool, bool, float]:
     # Blocking before advisory, overall first, then the worst change.
     worse = -(u.delta or 0.0) if u.direction == "higher" else (u.delta or 0.0)
     return (not u.blocking, u.unit != "overall", -worse)

@@ -104,12 +104,14 @@ class Runner:
         # An answer must say what it cost; a crash or a timeout has no answer to say it with (its
         # cost, if any, is unknown in the report, but it is no sign of a target that never reports).
         answered = (
-            attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+            attempt
+            if attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+            else None
         )
         # A judge that was paid must say what it cost too (an endpoint without usage, or no prices).
         judge = attempt.judge_usage if attempt is not None else None
         if limits.max_cost_usd is not None:
-            target_untold = answered and attempt.cost_usd is None  # type: ignore[union-attr]
+            target_untold = answered is not None and answered.cost_usd is None
             if target_untold or (judge is not None and judge.cost_usd is None):
                 stop = LimitStop(
                     limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total,
@@ -124,7 +126,7 @@ class Runner:
                 )
                 return
         if limits.max_tokens is not None:
-            untold = answered and attempt.tokens_in is None and attempt.tokens_out is None  # type: ignore[union-attr]
+            untold = answered is not None and answered.tokens_in is None and answered.tokens_out is None
             if untold or (judge is not None and judge.tokens is None):
                 self._limit_reached(
                     LimitStop(
