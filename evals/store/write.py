@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from evals.common.errors import InfraError, InputFileError
 from evals.common.gitinfo import uncommitted_changes
@@ -25,9 +25,6 @@ from evals.results.model import Results, RunInfo, dump_results
 from evals.store import ancestry
 from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
 from evals.store.snapshot_order import Checkout, order
-
-if TYPE_CHECKING:
-    from evals.store.baseline import LoadedBaseline
 
 MANIFESTS_KEPT = 3  # current + 2 earlier generations: readers fall back to them if the newest is damaged
 WRITE_ATTEMPTS = 8  # manifest publications lost to concurrent writers before giving up
@@ -111,6 +108,14 @@ def _dirty_reason(sha: str, uncommitted: list[str]) -> str | None:
     return f"uncommitted changes at HEAD {sha[:12]}: {_listing(uncommitted)}" if uncommitted else None
 
 
+class _Loaded(Protocol):
+    """What the writer reads of ``load``'s answer (evals.store.baseline.LoadedBaseline, which
+    imports this module)."""
+
+    @property
+    def results(self) -> Results: ...
+
+
 class StoreWriter:
     """The writing half of a store; the class it is mixed into reads (``_read_state``, ``_decode``)."""
 
@@ -126,7 +131,7 @@ class StoreWriter:
     _read_state: Callable[[], StoreState]
     _read_manifest: Callable[[Blob, int], tuple[Manifest | None, str]]
     _decode: Callable[[str, bytes, str | None], Results]
-    load: Callable[..., LoadedBaseline]  # (info, *, state=None): a Callable cannot spell the keyword
+    load: Callable[..., _Loaded]  # (info, *, state=None): a Callable cannot spell the keyword
 
     def promote(
         self,
