@@ -1,4 +1,4 @@
-"""History benchmarks (SPEC §12 targets, issue 9):
+"""History benchmarks (docs/spec.md#performance-targets):
 
 1. Recording one run of 10,000 cases × 3 attempts × 20 trace events per attempt (600,000 events,
    5 tool calls with their results per attempt): SQLite ≤ 3 s, PostgreSQL ≤ 5 s.

@@ -1,4 +1,4 @@
-"""Runner throughput (SPEC §10), as whole processes: ``evalgate run`` (OpenAI target, ``exact``
+"""Runner throughput (docs/spec.md#performance-targets), as whole processes: ``evalgate run`` (OpenAI target, ``exact``
 scorer, results file written) against a bare asyncio HTTP/1.1 keep-alive client making the same
 requests to the same server — a local OpenAI-compatible endpoint (``tests/fakes/openai_server.py``)
 answering after 20 ms, at concurrency 50.

@@ -6,7 +6,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Commands record into a history by default (SPEC §12): tests that are not about it (and the
+# Commands record into a history by default (docs/spec.md#history-writes): tests that are not about it (and the
 # subprocesses they start) keep no database, in their tmp folders or beside the bundled example.
 # The history tests switch it back on with their own URL.
 os.environ["EVALGATE_HISTORY"] = "off"

@@ -1,4 +1,4 @@
-"""The gate and the reset after the event is known (SPEC §1, §7, §8): config → baselines (read
+"""The gate and the reset after the event is known (docs/spec.md#data-flow): config → baselines (read
 first, so a broken store costs no suite run) → candidate → compare → report files → publish →
 promote (gate) or bless (reset). ``evalgate gate`` and ``evalgate reset`` are thin commands over
 these two functions."""

@@ -1,7 +1,7 @@
-"""Which baseline store a command uses and what a candidate is compared with (SPEC §7): the store
-that ``gate``, ``reset``, ``promote`` and ``baseline`` name after the command-line overrides
-(the options are ``evals.cli.options``), and the baselines read before a candidate is run (the one the store
-chooses for the event, and the last blessed one for the drift guard)."""
+"""Which baseline store a command uses and what a candidate is compared with (docs/spec.md#baseline-selection): the
+store that ``gate``, ``reset``, ``promote`` and ``baseline`` name after the command-line overrides (the options are
+``evals.cli.options``), and the baselines read before a candidate is run (the one the store chooses for the event, and
+the last blessed one for the drift guard)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes.actions import (  # origin, world: fixtures
+from fakes.actions import (
     ACTION,
     BASH,
     CONFIG,
@@ -34,6 +34,8 @@ from fakes.actions import (  # origin, world: fixtures
     our_comments,
     regressed,
 )
+from fakes.actions import origin as origin  # the fixture
+from fakes.actions import world as world  # the fixture
 from fakes.paths import ROOT
 from fakes.suites import echo_cases, git, write_suite
 
@@ -69,7 +71,7 @@ def test_first_push_seeds_then_a_regressed_pr_fails_with_one_sticky_comment(worl
     assert "language=ko" in comments[0]["body"]
     # No history URL in Actions: the regressed slice's trend comes from the store's snapshots. With
     # one baseline it has two points, which say no more than the Δ: comparison.json keeps it, the
-    # comment leaves it out (SPEC §6: trends need ≥ 3 points).
+    # comment leaves it out (docs/spec.md#pr-comment: trends need ≥ 3 points).
     trends = json.loads(Path(run.outputs["comparison-path"]).read_text())["trends"]
     assert any(t["unit"] == "language=ko" and t["labels"] == [world.origin.main_sha[:7], "candidate"] for t in trends)
     assert "Trends" not in comments[0]["body"]
@@ -209,7 +211,7 @@ def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: Worl
 
 
 def test_a_fork_artifact_cannot_retarget_the_comment_of_another_pr_with_the_same_head_commit(world: World) -> None:
-    """Issue 20 item 3: a victim's fork PR fails and its comment says so. Anyone can push that same
+    """A victim's fork PR fails and its comment says so. Anyone can push that same
     commit to a fork of their own and open a PR; their gate's artifact (their workflow, their
     files) names the victim's PR. The sha checks all hold, so it used to overwrite the FAIL comment
     with a PASS. The comment job now posts only to the PR whose head repository, branch and sha are
@@ -518,7 +520,7 @@ def _temp(world: World, name: str) -> Path:
 
 def _pr_code_in_a_base_checkout(world: World, layout: str) -> tuple[Path, str]:
     """A pull_request_target job's workspace: the base branch checked out (HEAD is main), with the
-    PR's code brought in one of the ways issue 20 found passing the old opt-in's commit checks."""
+    PR's code brought in one of the ways that passed the old opt-in's commit checks."""
     feature = world.checkout("feature")
     (feature / BOT).write_text((feature / BOT).read_text(encoding="utf-8") + PR_CODE, encoding="utf-8")
     head = world.commit(feature, "untrusted change")
@@ -559,7 +561,7 @@ def _target_run(world: World, base: Path, head: str, ran: Path, name: str, input
 
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_pull_request_target_never_runs_the_suite_even_with_the_removed_opt_in(world: World, layout: str) -> None:
-    """Issue 20 item 1: under pull_request_target with allow-pull-request-target: true, the old guard
+    """Under pull_request_target with allow-pull-request-target: true, the old guard
     checked commits and ran the PR's code in each of these layouts. Now the input is refused with
     what to do instead, and without it the suite is refused outright: nothing runs, nothing is asked
     of the API."""
@@ -808,7 +810,7 @@ TO_DOCS = [
     ("examples/quickstart/.evalgate/cache", ".evalgate/cache"),
     (
         "EVALGATE_PACKAGE: . # this repository is evalgate",
-        'EVALGATE_PACKAGE: "evalgate @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
+        'EVALGATE_PACKAGE: "evalgate-action @ git+https://github.com/evalgate/evalgate@<full-commit-sha>"',
     ),
     ("          baseline-store: github-release\n", ""),
 ]
@@ -974,7 +976,7 @@ def test_activity_follows_the_event_and_the_default_branch(tmp_path: Path) -> No
         detect_for(tmp_path, "issues", {"repository": REPO})
 
 
-# ------------------------------------------------------------------------------------------ issue 11
+# ------------------------------------------------------------------------------- hardening (trust boundaries)
 
 
 IMPORT_MARK = """
@@ -1035,7 +1037,7 @@ PERSISTED = "AUTHORIZATION: basic eC1hY2Nlc3M6c2VjcmV0"  # what actions/checkout
 def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_workflow_accepts_it(
     world: World,
 ) -> None:
-    """Issue 20 item 6: a single job that runs the suite with a token that can write was warned
+    """A single job that runs the suite with a token that can write was warned
     about, then the suite ran and reached the token (here: the credential checkout persisted).
     Now it is refused (exit 2) before the suite or the store, unless the workflow sets
     allow-write-token-with-suite: true, and then the step summary says what the suite could reach."""
@@ -1081,7 +1083,7 @@ def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_wor
 
 
 def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: World) -> None:
-    """Issue 20 item 7: EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
+    """EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
     evalgate edit their comment that carried the marker. An installation token (GET /user: 403)
     comments as a bot, so a person's login is refused; a personal token comments as the login
     GET /user returns, so any other is refused. The comment is left alone, the verdict stands;

@@ -1,4 +1,4 @@
-"""examples/agent end to end (SPEC §15): the weather agent against the scripted local server, its
+"""examples/agent end to end (docs/spec.md#agent-trajectories): the weather agent against the scripted local server, its
 second version skipping a tool while giving the same answers. The gate fails naming the trajectory
 unit while pass_rate is unchanged; the report shows the advisory ``trajectory_changed`` and the
 aligned tool sequences; ``evalgate trace`` reads the case from the results file and from the

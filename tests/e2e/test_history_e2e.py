@@ -1,4 +1,4 @@
-"""The history story end to end, as a user lives it (SPEC §12), on SQLite and on PostgreSQL:
+"""The history story end to end, as a user lives it (docs/spec.md#history), on SQLite and on PostgreSQL:
 the quickstart in a git repository, its baselines in a GitHub release (the local fake server);
 a reset blesses the first run, a change is gated and promoted, a Korean regression fails its gate
 (the PR comment shows the slice's trend), the fix is promoted. Then the per-slice trend with

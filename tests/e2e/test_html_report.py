@@ -200,7 +200,7 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
     assert f"Showing {len(d['pass_to_fail'])} of {d['n_pass_to_fail']} pass → fail cases" in seen["text"]
     assert seen["after"]["diff"] >= 1 and seen["after"]["diff"] < seen["before"]["diff"]
     assert seen["after"]["cases"] == 1
-    # The history's trend of a regressed unit (comparison.trends, SPEC §12) is drawn when present.
+    # The history's trend of a regressed unit (comparison.trends, docs/spec.md#trends) is drawn when present.
     from evals.compare.model import Comparison, SliceTrend
 
     with_trend = Comparison.model_validate(comparison)
@@ -216,7 +216,7 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
 
 
 def test_a_breached_floor_is_on_the_html_page_too():
-    """SPEC §6: the page says what the markdown says — here the absolute floor a first run missed."""
+    """docs/spec.md#html-report: the page says what the markdown says — here the absolute floor a first run missed."""
     from evals.compare.analysis import compare
     from evals.suite.config import MetricSpec, SuiteConfig
 

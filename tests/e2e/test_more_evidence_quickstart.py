@@ -1,4 +1,4 @@
-"""gate.more_evidence on the bundled quickstart (issue 21's "done when"): its cases, config and
+"""gate.more_evidence on the bundled quickstart (what more evidence must show on a real suite): its cases, config and
 bot, with ``language=es`` cut to 25 cases (the quickstart's smallest slices hold 40) and that
 slice made worse. Without more evidence the gate is ``inconclusive``; with it, on the same
 candidate run, ``fail`` naming ``language=es``. Twice: with the quickstart's python target in a

@@ -1,4 +1,4 @@
-"""The PR comment and the HTML page as a person sees them (SPEC §6), in a real headless Chromium:
+"""The PR comment and the HTML page as a person sees them (docs/spec.md#html-report), in a real headless Chromium:
 the comment through a GFM renderer with GitHub's alerts (marked + marked-alert), the page as
 written. Asserted on what is drawn: the bars' drawn widths order as |Δ|, the first flipped
 case's output is on screen without a click, no machine path, the page says what the comment

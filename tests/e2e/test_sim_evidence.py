@@ -1,4 +1,4 @@
-"""benchmarks/sim_evidence.py (issue 21's simulation of "more evidence") at tiny, fixed-seed
+"""benchmarks/sim_evidence.py (the simulation of "more evidence", docs/spec.md#more-evidence) at tiny, fixed-seed
 sizes: it runs, its look 0 is the gate's own rule end to end, and the anytime-valid rule keeps
 A/A false fails small while naive re-testing does not do better. The 3,000-replicate grid is the
 benchmark's job."""
@@ -56,7 +56,7 @@ def test_a_broken_25_case_slice_is_found_with_more_evidence(sim, tests_cache):
 
 
 def test_the_benchmark_prints_power_within_4_batches_per_cell():
-    """Issue 21 asks for power within 4 batches beside 10: one line per drop cell and model."""
+    """Power within 4 batches beside the 10 of docs/spec.md#more-evidence: one line per drop cell and model."""
     import subprocess
 
     done = subprocess.run(

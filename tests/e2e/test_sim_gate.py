@@ -1,4 +1,4 @@
-"""benchmarks/sim_gate.py (the SPEC §5 grid) at small, fixed-seed sizes: its multinomial
+"""benchmarks/sim_gate.py (the grid of docs/spec.md#validity-targets) at small, fixed-seed sizes: its multinomial
 reduction is the per-case model's, its vectorised rule is the gate's own (every replicate checked
 end to end through decide/gate_verdict), its exact bounds reproduce the outside audit's
 (../shared/research/decision-rule.md §2b), and the default rule keeps its headline properties.
@@ -66,7 +66,7 @@ def test_exact_bounds_reproduce_the_audit(sim):
 def test_aa_and_boundary_false_fail_rates(sim, layout, model):
     aa = sim.run_cell(layout, model, 6000, seed=1, scenario="aa")
     boundary = sim.run_cell(layout, model, 6000, seed=1, scenario="boundary")
-    # SPEC §5: ≤ 0.05 and ≤ 0.055; at 6,000 replicates the Monte Carlo SE is ≤ 0.003.
+    # docs/spec.md#validity-targets: ≤ 0.05 and ≤ 0.055; at 6,000 replicates the Monte Carlo SE is ≤ 0.003.
     assert aa.fail <= 0.03 and boundary.fail <= 0.055
 
 

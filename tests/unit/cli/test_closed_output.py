@@ -1,6 +1,6 @@
 """A reader that closes evalgate's stdout early (``| head``, a pager quit early) ends the output,
 never the command: no traceback, no "internal error", no exit 3; a gate still writes its report
-and promotes, and its exit code is still the verdict (SPEC §9). Each command runs in a real
+and promotes, and its exit code is still the verdict (docs/spec.md#exit-codes). Each command runs in a real
 subprocess whose stdout is a pipe with no reader left."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The local loop (SPEC §13) through the real CLI on a copy of the quickstart suite outside any
+"""The local loop (docs/spec.md#local-loop) through the real CLI on a copy of the quickstart suite outside any
 git checkout: `run` ends with the summary table, `show` prints it for any results file,
 `--limit`/`--filter` make subsets compared on their own ids, progress shows ETA and the running
 pass rate, and `reset` / a first `gate --results` / promotions work without a commit (`--sha`, else a
@@ -312,8 +312,8 @@ def test_a_grouped_error_message_names_its_cases(tmp_path, python_exe):
 
 @pytest.mark.e2e
 def test_outside_git_a_later_run_is_promoted_and_an_older_one_is_not(suite, tmp_path, python_exe):
-    """SPEC §7 + §13: no commits to order outside git, so the runs' start times do; the outcome says
-    which order decided, and a refusal says "not promoted" once."""
+    """docs/spec.md#promotion, docs/spec.md#outside-git: no commits to order outside git, so the runs' start times do;
+    the outcome says which order decided, and a refusal says "not promoted" once."""
     store = ["--store", "local", "--baseline-dir", str(tmp_path / "store")]
     first = evalgate("reset", "--config", str(suite), "--reason", "first", *store, "--sha", "v1",
                      cwd=tmp_path, python_exe=python_exe)  # fmt: skip
@@ -384,7 +384,7 @@ def test_tokens_a_target_reports_on_one_side_only_are_not_zero_on_the_other():
     ],
 )
 def test_a_gate_against_another_suites_store_runs_no_case(tmp_path, python_exe, change, says):
-    """Issue 24: a gate whose stored baseline is another suite's (or of other scorer definitions)
+    """A gate whose stored baseline is another suite's (or of other scorer definitions)
     ran every case — a paid model's every call — before saying `incompatible`. The store's
     baseline is checked against the config first: the same verdict and exit, zero calls."""
     import yaml

@@ -1,4 +1,4 @@
-"""Escaping of case data (SPEC §6, §10): an injection corpus through each helper and through whole
+"""Escaping of case data (docs/spec.md#escaping): an injection corpus through each helper and through whole
 reports built by the real ``compare`` from results files, checked by a markdown scanner."""
 
 from __future__ import annotations

@@ -679,7 +679,8 @@ def test_tolerance_wider_than_target_mde_is_named_as_the_limit():
 
 
 def test_compare_help_and_usage_errors_load_no_numpy_scipy_or_jinja(python_exe):
-    """`evalgate compare --help` answers without the numeric stack (SPEC §10: CLI start < 0.5 s)."""
+    """`evalgate compare --help` answers without the numeric stack (docs/spec.md#performance-targets: CLI start < 0.5
+    s)."""
     probe = (
         "import sys\nfrom evals.cli.app import main\n"
         "for argv in (['compare', '--help'], ['compare']):\n"
@@ -724,7 +725,7 @@ def _judged(i: int, passed: bool, lang: str) -> CaseResult:
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_0_1_judge_and_pass_rate_get_the_same_test_and_verdict_on_the_same_outcomes(seed):
-    """SPEC §5: a metric is binary when its per-case values are all 0/1 in both runs, whatever its
+    """docs/spec.md#tests-per-unit: a metric is binary when its per-case values are all 0/1 in both runs, whatever its
     name; the same outcomes once went through the bootstrap-t as `judge` and McNemar as
     `pass_rate`, and a slice was 'regressed' on one and 'inconclusive' on the other."""
     rng = np.random.default_rng(seed)
@@ -790,7 +791,7 @@ def floor_run(en_rate: float, ko_rate: float, n: int = 100) -> Results:
 
 
 def test_a_floor_breach_fails_the_gate_without_a_baseline():
-    """SPEC §5: `min` is judged on the candidate's own interval and needs no baseline: a run at
+    """docs/spec.md#absolute-floors: `min` is judged on the candidate's own interval and needs no baseline: a run at
     0.60 under a floor of 0.80 fails (exit 1) where it used to say no-baseline (exit 0)."""
     c = compare(None, floor_run(0.6, 0.6), floor_config(min=0.8))
     assert (c.verdict, c.exit_code) == ("fail", 1)
@@ -849,7 +850,7 @@ def test_per_slice_floor_fails_on_the_slice_only_with_a_significant_breach():
 
 def test_a_value_below_the_floor_inside_its_interval_warns_and_does_not_fail():
     """0.74 on 100 cases against a floor of 0.75: the interval reaches the floor, so the
-    candidate only *could* be below it — a warning, not a failure (SPEC §5: fail when the upper
+    candidate only *could* be below it — a warning, not a failure (docs/spec.md#absolute-floors: fail when the upper
     bound is below min)."""
     c = compare(None, floor_run(0.74, 0.74, n=50), floor_config(min=0.75))
     assert c.verdict == "no-baseline" and c.exit_code == 0
@@ -877,7 +878,7 @@ def test_compare_cli_exits_1_on_a_breached_floor_with_no_baseline(tmp_path, pyth
 
 
 def test_a_slice_key_with_one_value_on_every_case_is_no_unit():
-    """Issue 24: a one-task import sliced by `task` listed `task=toy` as a unit of its own — overall
+    """A one-task import sliced by `task` listed `task=toy` as a unit of its own — overall
     again under another name, with no α, in every table of the report."""
     from evals.report.markdown import render_markdown
 

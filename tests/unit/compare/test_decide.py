@@ -47,7 +47,7 @@ def layout_1000(metric: str = "pass_rate", gated: bool = True) -> list[UnitResul
 def test_allocation_for_1000_cases_400_plus_6x100():
     gate = GateSpec()
     levels = gate.alpha * alpha_weights(layout_1000(), gate.slice_alpha_share, gate.slice_weights)
-    # SPEC §5: the slices share 0.7 of α (overall 0.3), split by paired cases within the key.
+    # docs/spec.md#alpha-split: the slices share 0.7 of α (overall 0.3), split by paired cases within the key.
     assert levels[0] == pytest.approx(0.015)  # overall
     assert levels[1] == pytest.approx(0.014)  # the 400-case slice
     assert levels[2:] == pytest.approx([0.0035] * 6)  # each 100-case slice

@@ -1,5 +1,5 @@
 """evals.compare.evidence: the betting e-process, weighted e-Holm and the anytime-valid bound
-(SPEC §5 "More evidence")."""
+(docs/spec.md#more-evidence)."""
 
 from __future__ import annotations
 

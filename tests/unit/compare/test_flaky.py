@@ -1,4 +1,4 @@
-"""Flaky cases (SPEC §14): flip rates from a run's attempts and from the history's runs of the
+"""Flaky cases (docs/spec.md#flaky-cases): flip rates from a run's attempts and from the history's runs of the
 same config, the case diff's marks, and `evalgate flaky`."""
 
 from __future__ import annotations

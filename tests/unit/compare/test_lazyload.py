@@ -148,7 +148,7 @@ def test_values_the_models_coerce_are_read_as_load_results_reads_them(tmp_path):
 
 @pytest.mark.parametrize("verdict", ["yes", "false", "true", "on", "0", 1])
 def test_booleans_are_strict_in_both_loaders(tmp_path, verdict):
-    """Issue 24: "passed": "yes" was read as true (pydantic's lax booleans), and so were "on" and
+    """A "passed" of "yes" was read as true (pydantic's lax booleans), and so were "on" and
     1. A results file says true or false; anything else is exit 2 naming the file and the case."""
     cases = [{"id": "ok", "attempts": [{"passed": True}]}, {"id": "q-7", "attempts": [{"passed": verdict}]}]
     path = tmp_path / "lax.json"

@@ -1,4 +1,4 @@
-"""``evalgate plan`` (SPEC §5, the band a suite can certify): its figures are confirmed by
+"""``evalgate plan`` (docs/spec.md#certifiable-band): its figures are confirmed by
 simulated unchanged runs through the gate's own decision code, its discordance comes from runs
 the history recorded (two real ``evalgate run``s of a noisy target), and it says when it assumes."""
 

@@ -96,7 +96,7 @@ def test_wilson_is_scipys_wilson_interval():
 
 def test_decide_allocates_alpha_and_rejects_as_specified():
     """Two gated metrics and an ungated one, two slice keys (one of them a single value holding every
-    case), sqrt_cases weights: each unit's weight from SPEC §5 by hand, the weighted-Holm rejections
+    case), sqrt_cases weights: each unit's weight from docs/spec.md#alpha-split by hand, the weighted-Holm rejections
     from the sequential algorithm, the McNemar and CLT p-values from scipy."""
     rng = np.random.default_rng(3)
     n = 600

@@ -1,6 +1,6 @@
-"""Trajectories in a comparison (SPEC §15): the advisory ``trajectory_changed`` unit appears when the
-runs record tool calls and only then, the same from results models and from files loaded lean,
-and the case diff aligns the two tool sequences with the first divergence marked."""
+"""Trajectories in a comparison (docs/spec.md#trajectory-diff): the advisory ``trajectory_changed`` unit appears when
+the runs record tool calls and only then, the same from results models and from files loaded lean, and the case diff
+aligns the two tool sequences with the first divergence marked."""
 
 from __future__ import annotations
 

@@ -392,7 +392,7 @@ def test_token_appears_in_no_output_log_exception_or_file(github_api: GitHubServ
         assert token[4:] not in "".join(seen)  # not even without its prefix
 
 
-# ------------------------------------------------------------------------------------------ issue 11
+# ------------------------------------------------------------------------------- hardening (trust boundaries)
 
 
 def test_uploads_carry_the_token_to_the_upload_url_the_api_returned_and_nowhere_else(github_api: GitHubServer):

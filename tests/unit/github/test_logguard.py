@@ -1,4 +1,4 @@
-"""No text evalgate prints in Actions can issue a workflow command (SPEC §10 security), judged the
+"""No text evalgate prints in Actions can issue a workflow command (docs/spec.md#security), judged the
 way the runner reads a log: lines end at ``\\r`` or ``\\n``; a line is a command when it starts
 with ``::`` after .NET ``TrimStart()`` (any Unicode whitespace), or when it holds ``##[`` anywhere
 (``ActionCommand.TryParse``, the legacy form, looks the prefix up with ``IndexOf``)."""

@@ -1,4 +1,4 @@
-"""The history store (SPEC §12) on real databases: every test runs on SQLite and on a throwaway
+"""The history store (docs/spec.md#history) on real databases: every test runs on SQLite and on a throwaway
 PostgreSQL server (``history_db``), and the views must give both engines the same numbers."""
 
 from __future__ import annotations
@@ -442,7 +442,7 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     history_url: str, tmp_path: Path
 ) -> None:
     """`compare` of two files the history has never seen records the decision and each run's
-    header, not their cases (issue 13: at 100,000 cases those rows cost more than compare
+    header, not their cases (at 100,000 cases those rows cost more than compare
     itself), and says how to add them; `history add` then adds the cases to the same run rows,
     once, and the trend shows the runs. A run the history holds in full stays as it was. Both
     runs started in the same second (a fast suite): the baseline is recorded first, so the trend
@@ -580,7 +580,8 @@ def test_plot_without_matplotlib_says_how_to_get_it(tmp_path: Path) -> None:
         f"raise SystemExit(main(['history', 'plot', '--url', {str(db)!r}, '--out', {str(tmp_path / 't.png')!r}]))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
-    assert done.returncode == 2 and "pip install 'evalgate[plot]'" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "pip install 'evalgate-action[plot]'" in done.stderr
     assert not (tmp_path / "t.png").exists()
     missing = subprocess.run(
         [sys.executable, "-m", "evals", "history", "show", "--url", str(tmp_path / "none.sqlite")],
@@ -726,7 +727,7 @@ def breakable_suite(folder: Path) -> Path:
 @pytest.mark.e2e
 def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -> None:
     """Outside git a run has no commit: `history show` calls it by the --sha its reset and gate
-    were given (SPEC §13), not by a start time that every quick run shares."""
+    were given (docs/spec.md#outside-git), not by a start time that every quick run shares."""
     config = breakable_suite(tmp_path / "s")
     where = {"EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite")}
     reset = _cli(tmp_path / "s", "reset", "--config", str(config), "--reason", "start", "--sha", "v1", env=where)

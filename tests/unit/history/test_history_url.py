@@ -1,4 +1,4 @@
-"""The history's location in every form it takes (issue 20 item 4): one redactor for all of them,
+"""The history's location in every form it takes (docs/spec.md#history-store): one redactor for all of them,
 libpq keyword strings read as PostgreSQL (never a SQLite file), malformed URLs refused with exit 2;
 on a real PostgreSQL server (``pg_server``), through the real command."""
 

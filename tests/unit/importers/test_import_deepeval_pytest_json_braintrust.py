@@ -1,4 +1,4 @@
-"""The DeepEval, pytest-json-report and Braintrust importers (SPEC §11) on files the tools wrote
+"""The DeepEval, pytest-json-report and Braintrust importers (docs/spec.md#importers) on files the tools wrote
 here, offline (tests/fixtures/README.md says how): counts checked against the tools' own
 summaries, errors kept apart from failures, ``--from auto`` detection next to the older formats,
 and an import → gate round trip where a broken slice fails the gate."""

@@ -1,7 +1,8 @@
-"""Imported network failures are infra errors, never wrong answers (SPEC §3, §5, §11): classified
-from the messages the tools really write (tests/fixtures/README.md, "Error messages", says where
-each comes from), so a run whose requests all failed gates ``incomplete`` (exit 3). Also the
-config's ``slices:`` and ``gate --slice-key`` on imported results, and the import CLI's wording."""
+"""Imported network failures are infra errors, never wrong answers (docs/spec.md#attempt-errors,
+docs/spec.md#special-verdicts, docs/spec.md#importers): classified from the messages the tools really write
+(tests/fixtures/README.md, "Error messages", says where each comes from), so a run whose requests all failed gates
+``incomplete`` (exit 3). Also the config's ``slices:`` and ``gate --slice-key`` on imported results, and the import
+CLI's wording."""
 
 from __future__ import annotations
 
@@ -241,7 +242,7 @@ def test_import_summary_line_says_complete_once(tmp_path, python_exe):
 
 
 def test_show_from_a_format_slices_exactly_as_import_does(tmp_path, python_exe):
-    """Issue 24: `show --from promptfoo --slice-key language` exited 2 (the flag only picked among
+    """`show --from promptfoo --slice-key language` exited 2 (the flag only picked among
     the slices the import had already made, and promptfoo vars are no slices by default)."""
     source = answered(tmp_path)
     imported = evalgate(
@@ -281,7 +282,7 @@ def stored(tmp_path: Path) -> list[str]:
 
 
 def test_a_gate_without_a_config_seeds_nothing_and_names_the_reset(tmp_path, python_exe):
-    """Issue 24: `gate --results FILE` with no evalgate.yml blessed the first file it was given
+    """`gate --results FILE` with no evalgate.yml blessed the first file it was given
     (a broken promptfoo run became the baseline). Now it warns (no-baseline, exit 0, nothing
     stored) and prints the exact reset, which then stores that very run."""
     first = evalgate(

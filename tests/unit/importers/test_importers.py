@@ -1,4 +1,4 @@
-"""Importers (SPEC §11) on real files made by the tools (tests/fixtures/README.md says how):
+"""Importers (docs/spec.md#importers) on real files made by the tools (tests/fixtures/README.md says how):
 the mapping of each format, `--from auto`, a round trip through `compare` (pass, zero deltas),
 modified copies that must regress, and bad files through the real CLI (exit 2)."""
 
@@ -130,7 +130,7 @@ def test_promptfoo_providers_become_part_of_the_id_and_a_slice():
 
 def test_inspect_eval_zstd_epochs_scores_and_provenance():
     with zipfile.ZipFile(INSPECT_EVAL) as zf:
-        assert {i.compress_type for i in zf.infolist()} == {93}  # the real file is zstd, as SPEC §11 says
+        assert {i.compress_type for i in zf.infolist()} == {93}  # the real file is zstd, as docs/spec.md#importers says
     r = import_results("inspect_ai", [INSPECT_EVAL])
     cases = by_id(r)
     assert sorted(cases) == ["add-1", "add-2", "mul-1", "mul-2", "sub-1"]

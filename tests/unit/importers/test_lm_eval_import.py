@@ -1,4 +1,4 @@
-"""lm-evaluation-harness output as real runs leave it (SPEC §11): samples from lm-eval before 0.4.7,
+"""lm-evaluation-harness output as real runs leave it (docs/spec.md#importers): samples from lm-eval before 0.4.7,
 which name neither filter nor metrics per line; lines holding U+2028 inside strings; a run whose
 samples file is empty; a results file without samples. Fixtures: tests/fixtures/README.md."""
 

@@ -1,5 +1,6 @@
-"""Set-ups that cannot produce a meaningful verdict never exit 0 (SPEC §2, §5, §9). Each is tried
-as a new user would: the ``evalgate`` CLI in a fresh folder, a real suite run in a subprocess."""
+"""Set-ups that cannot produce a meaningful verdict never exit 0 (docs/spec.md#config-errors,
+docs/spec.md#special-verdicts, docs/spec.md#exit-codes). Each is tried as a new user would: the ``evalgate`` CLI in a
+fresh folder, a real suite run in a subprocess."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""gate.more_evidence end to end (SPEC §5): a 25-case slice that got 28 points worse is
+"""gate.more_evidence end to end (docs/spec.md#more-evidence): a 25-case slice that got 28 points worse is
 inconclusive on the first look; with more evidence the gate re-runs that slice's cases on both
 sides — the baseline's from a git worktree of its commit — and fails naming the slice. Imported
 results have nothing to re-run; a suite outside git cannot re-run its baseline and says so."""

@@ -1,4 +1,4 @@
-"""The markdown report, annotations and JUnit XML (SPEC §6), rendered from Comparisons that the
+"""The markdown report, annotations and JUnit XML (docs/spec.md#machine-outputs), rendered from Comparisons that the
 real ``compare`` builds from results files; size tiers on a 100,000-case comparison."""
 
 from __future__ import annotations
@@ -236,7 +236,7 @@ def test_every_verdict_renders_with_its_line_first(verdict: str, emoji: str, wor
     md = render_markdown(comparison)
     if verdict == "no-baseline":
         assert "No baseline was found" in md
-        # Issue 24: with nothing to compare, "What changed: nothing in the runs' provenance differs" is noise.
+        # With nothing to compare, "What changed: nothing in the runs' provenance differs" is noise.
         assert "What changed" not in md and "Nothing in the runs' provenance" not in md
         assert "· 400 cases" in md and "paired cases" not in md
     if verdict == "incompatible":
@@ -592,7 +592,7 @@ def test_the_gate_renders_within_the_limit_it_asks_for_with_a_config(many_flips:
 
 
 def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
-    """Latency, tokens and cost appear in the report without being configured (SPEC §13), as a
+    """Latency, tokens and cost appear in the report without being configured (docs/spec.md#local-loop), as a
     description of each run: no unit, test or verdict of their own."""
 
     def with_costs(res: Results, latency: float, tokens: int, cost: float) -> Results:
@@ -618,7 +618,7 @@ def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
 
 
 def test_a_breached_floor_has_its_section_and_the_banner_without_a_baseline() -> None:
-    """Issue 24: an absolute floor fails a first run (no baseline); the banner and a section of
+    """An absolute floor fails a first run (no baseline); the banner and a section of
     its own say which floor and by how much; the run's cases are not listed as "added"."""
     from evals.suite.config import MetricSpec
 

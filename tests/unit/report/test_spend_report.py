@@ -1,4 +1,4 @@
-"""Spend in every report (SPEC §14, issue 22 item 3) through the real CLI on results files: the run
+"""Spend in every report (docs/spec.md#spend-reporting) through the real CLI on results files: the run
 summary, the PR comment and the HTML page state tokens, cost and cache hits of the candidate beside
 the baseline's; cost no attempt reports is "unknown", never $0, and cost some attempts report is
 "at least"; cache hits are counted and paid nothing. And the cost gate of docs/config.md

@@ -1,4 +1,4 @@
-"""Secret masking before anything is written (SPEC §3)."""
+"""Secret masking before anything is written (docs/spec.md#masking)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ ENV_SECRETS = {
 }
 
 
-# Secrets no environment variable holds, in the shapes of issue 20: found by their patterns alone.
+# Secrets no environment variable holds, in the shapes a leak takes: found by their patterns alone.
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I3PXYwJVkV0vMw"
 PEM_BODY = "MIIEowIBAAKCAQEA1cOuV2nQvY3xK8u0rHhZl"
 SHAPES = [
@@ -181,7 +181,7 @@ def test_passwords_in_urls():
     assert mask_secrets(unencoded) == "postgresql://***@db.internal/h and postgresql://***@db/h?sslmode=require"
 
 
-# Secrets of unknown names and shapes (issue 20 item 2), in the environment the target reads.
+# Secrets of unknown names and shapes (docs/spec.md#masking), in the environment the target reads.
 UNKNOWN_ENV_SECRETS = {
     "SENTRY_DSN": "https://abc123def4567890@o1.ingest.sentry.io/42",
     "SLACK_WEBHOOK_URL": "https://hooks.slack.com/services/T000/B000/ZZZZZZZZZZZZZZZZ",

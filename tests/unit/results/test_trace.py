@@ -1,4 +1,4 @@
-"""Attempt traces (SPEC §3 ``trace``): the rules in the results file, what targets record, and
+"""Attempt traces (docs/spec.md#traces): the rules in the results file, what targets record, and
 what the runner stores (masked, truncated with the sha256 of the full text)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The ``openai`` target's tool loop (SPEC §15) against the local OpenAI-compatible server: tool
+"""The ``openai`` target's tool loop (docs/spec.md#tool-loop) against the local OpenAI-compatible server: tool
 calls in replies run as the configured callables, a tool that raises is a ``tool_error`` the model
 reads (not a crash), a 429 in the middle of the loop is retried there, ``max_steps`` stops it, and
 every step and call is in the trace."""

@@ -1,11 +1,10 @@
-"""The response cache (SPEC §14) against the local OpenAI-compatible server (tests/fakes/openai_server.py),
-which counts every request it answers: a re-run of an unchanged gate (target and judge) makes no
-request and gives the same verdict; a damaged entry (cut short, or garbled at the same length) is a
-miss that is asked again and repaired; attempt numbers and --attempt-offset key apart; a changed
-request (system prompt, model, temperature, tools) is a miss; errors are never stored; secrets are
-in no entry; two processes writing the same entries leave whole ones; pruning keeps the folder
-under its cap, least recently used first; python and command targets are cached only with
-``cache.key``."""
+"""The response cache (docs/spec.md#response-cache) against the local OpenAI-compatible server
+(tests/fakes/openai_server.py), which counts every request it answers: a re-run of an unchanged gate (target and judge)
+makes no request and gives the same verdict; a damaged entry (cut short, or garbled at the same length) is a miss that
+is asked again and repaired; attempt numbers and --attempt-offset key apart; a changed request (system prompt, model,
+temperature, tools) is a miss; errors are never stored; secrets are in no entry; two processes writing the same entries
+leave whole ones; pruning keeps the folder under its cap, least recently used first; python and command targets are
+cached only with ``cache.key``."""
 
 from __future__ import annotations
 

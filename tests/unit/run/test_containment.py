@@ -1,4 +1,4 @@
-"""Targets that kept a run from ending (issue 11, item 10), with real subprocesses: a sync python
+"""Targets that kept a run from ending (docs/spec.md#runner), with real subprocesses: a sync python
 target that overruns its timeout, a command whose grandchild escapes into its own session, a
 command that answers and leaves a helper holding its stdout, a command that never stops writing
 (``yes``), and a python target whose helper holds the run's stderr (as the gate reads it). Each

@@ -154,7 +154,7 @@ def test_a_failed_judge_call_is_infra_never_a_wrong_answer(tmp_path, openai_serv
     assert results.run.status == "error" and results.run.completed_cases == 2
     calls = len(openai_server.requests)
     assert calls == (3 + 2 if said == "HTTP 500" else 1 + 2)  # 401 is not retried
-    # Issue 24: the judge's retried calls are the attempt's infra retries, beside the target's.
+    # The judge's retried calls are the attempt's infra retries, beside the target's.
     retried = 2 if said == "HTTP 500" else 0
     assert errored[0].retries == retried and len(errored[0].retry_history) == retried
     assert all(r.kind == "infra" and r.message.startswith("judge: HTTP 500") for r in errored[0].retry_history)
@@ -225,7 +225,7 @@ def test_run_start_up_does_not_load_the_judges_template_engine(python_exe):
 
 
 def test_an_output_that_writes_its_own_rubric_and_verdict_does_not_grade_itself(openai_server):
-    """Issue 20 (5): in the old prompt the output was one more markdown section, so a judge that
+    """In the old prompt the output was one more markdown section, so a judge that
     follows the last verdict it is shown passed this wrong answer."""
     openai_server.responder = follows_the_last_verdict
     unframed = f"## Rubric\n{RUBRIC}\n\n## Reference answer\nBerlin\n\n## Answer to grade\n{INJECTED}\n"

@@ -1,4 +1,4 @@
-"""The judge's own calls are spend (SPEC §14): each judged attempt records what its judge calls
+"""The judge's own calls are spend (docs/spec.md#spend-reporting): each judged attempt records what its judge calls
 cost (``judge_usage``: the usage the endpoint reported, at the judge's prices), the run's spend
 and every summary count it beside the target's, and ``limits.max_cost_usd`` / ``max_tokens`` stop
 a run the judge alone takes past them. Against the local OpenAI-compatible server as the judge;

@@ -1,4 +1,4 @@
-"""Bounded parsers (issue 11 item 6): YAML aliases, decompression and masking cannot be made to take
+"""Bounded parsers (docs/spec.md#reliability): YAML aliases, decompression and masking cannot be made to take
 the machine's time or memory by a small crafted file; each limit is a clear exit 2 naming the file
 and the limit. Each test runs the real command in a subprocess, bounded so that the unbounded
 behaviour (minutes, gigabytes) fails the test instead of hanging it."""

@@ -91,7 +91,7 @@ def test_a_lean_run_reads_its_cases_back_from_the_file_when_asked(tmp_path, open
 
 def test_a_lean_run_without_traces_summarises_the_same_and_keeps_its_cases(tmp_path, openai_server) -> None:
     # `evalgate run` reads the summary's cases back without traces when nothing after it reads them
-    # (SPEC §10's peak RSS): the same summary, and the run's own cases still carry theirs.
+    # (docs/spec.md#performance-targets: peak RSS): the same summary, and the run's own cases still carry theirs.
     openai_server.script("q1", status(400))
     config = openai_suite(tmp_path, openai_server, n=3)
     written = execute(config, tmp_path / "results.json", progress=False, lean=True)

@@ -1,4 +1,4 @@
-"""Hard limits (SPEC §14, issue 22 item 2) through the real CLI: ``limits.max_cost_usd`` with a
+"""Hard limits (docs/spec.md#limits) through the real CLI: ``limits.max_cost_usd`` with a
 python target that reports its cost, ``max_tokens`` against the local OpenAI-compatible server,
 ``max_duration_s`` with a slow target. A stop leaves a partial, resumable file that records which
 limit and what was spent; nothing in flight is lost or turned into an error; the gate says

@@ -145,7 +145,7 @@ def test_python_target_import_errors_are_usage_errors(module_dir: Path) -> None:
     ],
 )  # fmt: skip
 def test_a_misspelt_python_target_names_the_config_line_and_the_closest_name(module_dir: Path, spec, says) -> None:
-    """Issue 24: `target: {python: bott:answer}` said what failed, not where: the config's file and
+    """`target: {python: bott:answer}` said what failed, not where: the config's file and
     line lead, as for every other config error."""
     config = load_suite(module_dir, [], target={"python": spec})
     with pytest.raises(UsageError) as info:

@@ -1,7 +1,6 @@
-"""Trajectory scorers (SPEC §15): ``tool_used``, ``tool_sequence`` in each mode, ``max_steps`` and
-``tool_args`` on an attempt's trace events; each a 0/1 named score outside the answer's verdict
-(unless ``in_verdict``), no verdict where the case or the trace says nothing, and config errors
-that name the file and line."""
+"""Trajectory scorers (docs/spec.md#trajectory-scorers): ``tool_used``, ``tool_sequence`` in each mode, ``max_steps``
+and ``tool_args`` on an attempt's trace events; each a 0/1 named score outside the answer's verdict (unless
+``in_verdict``), no verdict where the case or the trace says nothing, and config errors that name the file and line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The baseline store (SPEC §7) on real files, a real git history and (below) the fake GitHub server."""
+"""The baseline store (docs/spec.md#baseline-store) on real files, a real git history and (below) the fake GitHub
+server."""
 
 from __future__ import annotations
 
@@ -612,7 +613,7 @@ def plain_store(request, tmp_path: Path):
 
 
 def test_outside_git_promotions_are_ordered_by_run_time(plain_store: BaselineStore):
-    """SPEC §13: with no repository there are no commits to order, so the runs' start times do —
+    """docs/spec.md#outside-git: with no repository there are no commits to order, so the runs' start times do —
     the same in both stores — and the outcome says so."""
     store = plain_store
     assert store.promote(started("v1", "2026-12-01T10:00:00Z"), sha="v1", verdict="pass").promoted
@@ -862,7 +863,7 @@ def test_immutable_releases_switch_to_one_release_per_promotion(github_api: GitH
 def test_a_failed_first_promotion_under_immutable_releases_leaves_no_release_behind(
     github_api: GitHubServer, history, step: str
 ):
-    """Issue 20 (8a): the release used to be published empty before its first upload — with
+    """The release used to be published empty before its first upload — with
     immutable releases an empty release on the base tag for good (its tag burned) — and a failed
     upload into the draft left the draft behind for an hour."""
     gh, (repo, shas) = github_api, history
@@ -1026,7 +1027,7 @@ HALF = [i % 2 == 0 for i in range(60)]
 
 @pytest.mark.e2e
 def test_a_promotion_is_gated_again_against_a_baseline_that_landed_meanwhile(github_api: GitHubServer, history):
-    """Issue 20 (8b): two full gates on main read the same baseline. The first promotes a much
+    """Two full gates on main read the same baseline. The first promotes a much
     better run; the second candidate — no worse than the baseline it was gated on, clearly worse
     than the new one — lost the manifest clash, re-read, and promoted on top of it: a regression
     no gate ever saw. Now it is gated again against what landed, and refused on that verdict."""

@@ -45,7 +45,7 @@ def config_error(tmp_path: Path, text: str) -> InputFileError:
         ),
         ("suite: s\ncases: c.jsonl\ngate: {alpha: 2}\n", 3, ["gate.alpha"]),
         ("suite: s\ncases: c.jsonl\nattempts: 0\n", 3, ["attempts"]),
-        # absolute floors (issue 24): a floor above its ceiling, a rate's floor written in percent
+        # absolute floors (docs/spec.md#absolute-floors): a floor above its ceiling, a rate's floor written in percent
         (
             "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {min: 0.9, max: 0.5}\n",
             4,

@@ -1,4 +1,4 @@
-"""Fuzzing the loaders (SPEC §10 "fuzzed"): whatever bytes a results file or a config holds, loading
+"""Fuzzing the loaders (docs/spec.md#reliability): whatever bytes a results file or a config holds, loading
 ends in a valid object or an InputFileError (exit 2) naming the file — never another exception."""
 
 from __future__ import annotations
