@@ -105,7 +105,7 @@ def main(args: argparse.Namespace) -> int:
             from evals.compare.analysis import apply_tolerance_override
 
             config = apply_tolerance_override(config, args.tolerance)
-        outcome = run_gate(config, activity, args, candidate=given)
+        outcome = run_gate(config, activity, args, given=given)
     except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
         report_failure(exc, activity)
         print(f"evalgate gate: {log_value(str(exc), limit=None)}")

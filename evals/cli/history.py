@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+
+if TYPE_CHECKING:
+    from evals.history.engine import Engine
+    from evals.suite.config import SuiteConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -117,12 +122,13 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
+def _sync(engine: Engine, config: SuiteConfig | None, args: argparse.Namespace, where: str) -> int:
     from evals.common.errors import EXIT_INFRA
     from evals.history.record import Writer
     from evals.history.sync import sync_store
     from evals.store.selection import open_store_for
 
+    assert config is not None  # read with required=True for sync
     store = open_store_for(config, args)
     report = sync_store(Writer(engine), store)
     print(

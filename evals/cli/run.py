@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.results import console
-from evals.run.execution import execute
+from evals.run.execution import WrittenRun, execute
 from evals.run.runner import DEFAULT_GRACE_S
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config, replace_target
@@ -154,6 +154,7 @@ def main(args: argparse.Namespace) -> int:
         attempt_offset=args.attempt_offset,
         cache=not args.no_cache,
     )
+    assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if args.summary or args.html or results.errored_cases:
         from evals.history.settings import history_url

@@ -88,7 +88,9 @@ def parse_tolerance(tolerance: float | str) -> float | str:
 # ---------------------------------------------------------------------------------------- compare
 
 
-def _gate_config(config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]):
+def _gate_config(
+    config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]
+) -> tuple[dict[str, MetricSpec], GateSpec, list[str], Literal["warn", "fail", "seed"], int, int]:
     if config is None:
         metrics = {default_metric(tables): MetricSpec(tolerance=0.02 if tolerance is None else tolerance)}
         return metrics, GateSpec(), slice_keys_of(tables), "warn", 20, 300
@@ -256,7 +258,7 @@ def compare(
         verdict, reason = "incompatible", why_incompatible
     else:
         verdict, reason = "pass", ""
-    if baseline is not None and not why_incompatible:
+    if baseline is not None and bt is not None and not why_incompatible:
         inputs = _inputs(defs, specs, bt, ct, pairing)
         trajectory = trajectory_input(bt, ct, pairing)
         if trajectory is not None:  # advisory: reported with the others, never gated (evals.compare.trajectory)

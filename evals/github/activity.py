@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 from pydantic import BaseModel
 
@@ -32,8 +32,9 @@ from evals.common.errors import InputFileError, UsageError
 if TYPE_CHECKING:
     from evals.github.client import GitHubClient
 
-MODES = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
 Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
+Mode = Literal["auto", Kind]
+MODES: tuple[Mode, ...] = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -98,6 +99,10 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
+def _is_mode(mode: str) -> TypeGuard[Mode]:
+    return mode in MODES
+
+
 def detect(
     mode: str = "auto",
     *,
@@ -107,7 +112,7 @@ def detect(
 ) -> Activity:
     """Choose the activity for ``mode`` from the event in ``env``. ``pr_number`` overrides the
     payload's (``mode: comment`` in a ``workflow_run`` job names the PR explicitly)."""
-    if mode not in MODES:
+    if not _is_mode(mode):
         raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     in_actions = env.get("GITHUB_ACTIONS") == "true"
     event = read_event(env) if in_actions else {}

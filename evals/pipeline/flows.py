@@ -67,23 +67,24 @@ def run_gate(
     activity: Activity,
     args: argparse.Namespace,
     *,
-    candidate: tuple[Results, Path] | None = None,
+    given: tuple[Results, Path] | None = None,
 ) -> GateOutcome:
-    """The gate after the config is known; ``candidate`` when the caller already has it. The
-    baselines are read first: a corrupt or unreachable store fails before a (costly) suite run."""
+    """The gate after the config is known; ``given``: the candidate and its file, when the caller
+    already has them. The baselines are read first: a corrupt or unreachable store fails before a
+    (costly) suite run."""
     from evals.github.stored_report import write_comment_meta
     from evals.store.promotion import promote_candidate
 
     out_dir = out_dir_of(args)
     client = github_client(activity)
-    if candidate is None and not args.results:
+    if given is None and not args.results:
         guard_suite_job(activity, config, client)
     if config.gate.more_evidence.enabled and getattr(args, "results_format", None):
         raise UsageError(nothing_to_rerun(config, args.results_format))
     store = open_store_for(config, args, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
-    if candidate is None and not args.results and baseline is not None:
+    if given is None and not args.results and baseline is not None:
         from evals.compare.compatibility import definitions_incompatibility
 
         why = definitions_incompatibility(
@@ -93,8 +94,7 @@ def run_gate(
             stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
             stop.report = report_not_run(stop, config, baselines, args, activity, out_dir)
             raise stop
-    given_candidate = candidate is not None
-    candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
+    candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
     if args.results and any(a.error for case in candidate.cases for a in case.attempts):
         # A suite run prints these itself; brought results would otherwise show only counts.
         from evals.results.summary import error_lines, summarize
@@ -109,13 +109,14 @@ def run_gate(
     flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        ran_suite = not args.results and not given_candidate
+        ran_suite = not args.results and given is None
         look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
     try:
         comparison = baselines.compare(
             candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
         )
-        if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
+        # A side is only set up against a baseline.
+        if isinstance(side, BaselineSide) and baseline is not None and comparison.verdict == "inconclusive":
             comparison = gather(
                 comparison,
                 candidate=candidate,
