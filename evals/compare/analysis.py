@@ -46,44 +46,8 @@ from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
+from evals.suite.overrides import apply_tolerance_override, parse_tolerance
 from evals.suite.slices import require_slice_keys
-
-# Metrics whose values are rates in [0, 1]: the ones `--tolerance` applies to (and every pass@k).
-RATE_METRICS = ("pass_rate", "score", "error_rate")
-
-
-def is_rate_metric(name: str) -> bool:
-    """A metric whose values are rates in [0, 1]: ``pass_rate``, ``score``, ``error_rate``, ``pass@k``."""
-    return name in RATE_METRICS or name.startswith("pass@")
-
-
-def apply_tolerance_override(config: SuiteConfig, tolerance: float | str) -> SuiteConfig:
-    """The ``--tolerance`` rule of ``evalgate compare`` and ``evalgate gate``: a copy of ``config``
-    whose rate metrics (:func:`is_rate_metric`) get this tolerance; latency, tokens, cost and named
-    scores keep theirs, since an absolute band in rate units means nothing in milliseconds or
-    dollars. ``tolerance`` is absolute (``0.02``, ``"0.02"``) or relative (``"5%"``). The input
-    config is not changed, and neither is ``config_hash()`` (tolerances are not part of it).
-    Raises ``UsageError`` for anything else (negative, NaN, ``"abc"``)."""
-    checked = parse_tolerance(tolerance)
-    metrics = {
-        name: spec.model_copy(update={"tolerance": checked}) if is_rate_metric(name) else spec
-        for name, spec in config.metrics.items()
-    }
-    return config.model_copy(update={"metrics": metrics})
-
-
-def parse_tolerance(tolerance: float | str) -> float | str:
-    hint = 'use a number >= 0 (0.02) or a percentage ("5%")'
-    try:
-        if isinstance(tolerance, str):
-            raw = tolerance.strip()
-            value: float | str = raw if raw.endswith("%") else float(raw)
-        else:
-            value = float(tolerance)
-        return MetricSpec(tolerance=value).tolerance
-    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
-        raise UsageError(f"--tolerance {tolerance!r}: {hint}") from None
-
 
 # ---------------------------------------------------------------------------------------- compare
 

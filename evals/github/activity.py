@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel
 
 from evals.common.errors import InputFileError, UsageError
+from evals.suite.options import MODES
 
 if TYPE_CHECKING:
     from evals.github.client import GitHubClient
 
-MODES = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
 Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
 
 _PR_EVENTS = ("pull_request", "pull_request_target")

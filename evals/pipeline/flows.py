@@ -5,7 +5,6 @@ these two functions."""
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from evals.report.files import write_report_files
 from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.config import SuiteConfig, load_config
+from evals.suite.options import CandidateOptions, GateOptions, RunOptions
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
@@ -65,7 +65,7 @@ def nothing_measured(results: Results) -> str | None:
 def run_gate(
     config: SuiteConfig,
     activity: Activity,
-    args: argparse.Namespace,
+    options: GateOptions,
     *,
     candidate: tuple[Results, Path] | None = None,
 ) -> GateOutcome:
@@ -74,16 +74,16 @@ def run_gate(
     from evals.github.stored_report import write_comment_meta
     from evals.store.promotion import promote_candidate
 
-    out_dir = out_dir_of(args)
+    out_dir = out_dir_of(options)
     client = github_client(activity)
-    if candidate is None and not args.results:
+    if candidate is None and not options.results:
         guard_suite_job(activity, config, client)
-    if config.gate.more_evidence.enabled and getattr(args, "results_format", None):
-        raise UsageError(nothing_to_rerun(config, args.results_format))
-    store = open_store_for(config, args, client=client)
+    if config.gate.more_evidence.enabled and options.results_format:
+        raise UsageError(nothing_to_rerun(config, options.results_format))
+    store = open_store_for(config, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
-    if candidate is None and not args.results and baseline is not None:
+    if candidate is None and not options.results and baseline is not None:
         from evals.compare.compatibility import definitions_incompatibility
 
         why = definitions_incompatibility(
@@ -91,11 +91,11 @@ def run_gate(
         )
         if why:
             stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
-            stop.report = report_not_run(stop, config, baselines, args, activity, out_dir)
+            stop.report = report_not_run(stop, config, baselines, options, activity, out_dir)
             raise stop
     given_candidate = candidate is not None
-    candidate, results_path = candidate or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
-    if args.results and any(a.error for case in candidate.cases for a in case.attempts):
+    candidate, results_path = candidate or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
+    if options.results and any(a.error for case in candidate.cases for a in case.attempts):
         # A suite run prints these itself; brought results would otherwise show only counts.
         from evals.results.summary import error_lines, summarize
 
@@ -109,11 +109,11 @@ def run_gate(
     flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        ran_suite = not args.results and not given_candidate
-        look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
+        ran_suite = not options.results and not given_candidate
+        look_config, side, candidate = more_evidence_setup(config, options, candidate, baseline, activity, ran_suite)
     try:
         comparison = baselines.compare(
-            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
+            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(options, results_path)
         )
         if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
             comparison = gather(
@@ -122,7 +122,7 @@ def run_gate(
                 candidate_path=results_path,
                 baseline=baseline.results,
                 config=config,
-                config_path=Path(args.config),
+                config_path=Path(options.config),
                 side=side,
                 out_dir=out_dir,
                 alpha=config.gate.alpha,
@@ -140,17 +140,17 @@ def run_gate(
         baseline.results if baseline else None,
         config=config,
         actor=activity.actor,
-        candidate_sha=getattr(args, "sha", None),  # outside git, what names the run in `history show`
+        candidate_sha=options.sha,  # outside git, what names the run in `history show`
         baseline_snapshot=baseline.ref.snapshot if baseline else None,  # the history learns it is a baseline
     )
     store_trends(comparison, candidate, store, config=config)
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
-    if getattr(args, "html", None):
+    if options.html:
         from evals.report.html import write_html
         from evals.results.summary import summarize
 
-        paths["html"] = Path(args.html)
+        paths["html"] = Path(options.html)
         write_html(paths["html"], results=candidate, summary=summarize(candidate, config.slices), comparison=comparison)
     if activity.is_pr:
         write_comment_meta(comparison, config, activity, out_dir)
@@ -167,15 +167,16 @@ def run_gate(
         "promoted": "false",
     }
     if activity.in_actions:
-        published = publish_result(comparison, config, activity, client, comment=args.comment == "on", out_dir=out_dir)
+        comment = options.comment == "on"
+        published = publish_result(comparison, config, activity, client, comment=comment, out_dir=out_dir)
         outputs.update(published)
         set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
 
-    wants_promotion = args.promote if args.promote is not None else activity.promote
+    wants_promotion = options.promote if options.promote is not None else activity.promote
     # Locally, `on_missing: seed` means what it says: the first full run becomes the baseline. In
     # Actions only the default branch's runs may (activity.promote), never a PR's or a side branch's.
     seeding = (
-        args.promote is None
+        options.promote is None
         and not activity.in_actions
         and comparison.verdict == "no-baseline"
         and config.baseline.on_missing == "seed"
@@ -193,7 +194,7 @@ def run_gate(
             candidate,
             comparison,
             config=config,
-            sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None)),
+            sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=options.sha),
             actor=actor_name(activity.actor),
             on_missing=config.baseline.on_missing,
         )
@@ -211,7 +212,7 @@ def report_not_run(
     stop: GateVerdict,
     config: SuiteConfig,
     baselines: Baselines,
-    args: argparse.Namespace,
+    options: GateOptions,
     activity: Activity,
     out_dir: Path,
 ) -> Path | None:
@@ -230,14 +231,14 @@ def report_not_run(
         status="pending",
         total_cases=0,
         completed_cases=0,
-        git_sha=getattr(args, "sha", None) or activity.candidate_sha or current_sha(),
+        git_sha=options.sha or activity.candidate_sha or current_sha(),
         config_hash=config.config_hash(),
         definitions=config.definitions(),
         message="not run: the gate stopped before running the suite",
     )
     stale = [out_dir / name for name in ("report.md", "comment.md", "comparison.json")]
-    if getattr(args, "html", None):
-        stale.append(Path(args.html))
+    if options.html:
+        stale.append(Path(options.html))
     try:
         assert loaded is not None
         found = compare(loaded.results, Results(run=run), config, baseline_ref=loaded.ref)
@@ -268,7 +269,7 @@ def report_not_run(
 
 def more_evidence_setup(
     config: SuiteConfig,
-    args: argparse.Namespace,
+    options: GateOptions,
     candidate: Results,
     baseline: LoadedBaseline,
     activity: Activity,
@@ -278,7 +279,7 @@ def more_evidence_setup(
     first look then keeps its whole α). Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
-    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(args.config), baseline)
+    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(options.config), baseline)
     if isinstance(side, str):
         print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
         return config, side, candidate
@@ -320,18 +321,18 @@ def guard_suite_job(activity: Activity, config: SuiteConfig, client: GitHubClien
         guard_exposed(activity, config, client)
 
 
-def run_only(args: argparse.Namespace, activity: Activity) -> int:
+def run_only(options: CandidateOptions, activity: Activity) -> int:
     """Mode run: run the suite and write ``results.json`` to the out dir, nothing else (no store,
     no comment): the first job of the two-job layout, which needs no token. Exit 0 whenever a
     results file was written, a partial one included: the gate job says ``incomplete``."""
-    out_dir = out_dir_of(args)
+    out_dir = out_dir_of(options)
     path = out_dir / "results.json"
     try:
-        if args.results:
+        if options.results:
             raise UsageError("mode run runs the suite; a results file is gated with mode compare (or auto)")
-        config = load_config(args.config)
+        config = load_config(options.config)
         guard_suite_job(activity, config, github_client(activity))
-        results = run_suite(Path(args.config), path, smoke=activity.smoke)
+        results = run_suite(RunOptions(config=options.config, output=str(path), smoke=activity.smoke))
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise
@@ -342,19 +343,19 @@ def run_only(args: argparse.Namespace, activity: Activity) -> int:
     return EXIT_PASS
 
 
-def run_reset(args: argparse.Namespace, activity: Activity) -> int:
+def run_reset(options: CandidateOptions, activity: Activity, *, actor: str | None = None) -> int:
     """Run the full suite (or take ``--results``) and bless it as the baseline, recording the reason
     and who did it. The comparison with the previous baseline is reported, not gated."""
     from evals.store.baseline import StoreCorrupt
 
-    out_dir = out_dir_of(args)
+    out_dir = out_dir_of(options)
     try:
         guard_reset_branch(activity)
-        config, given = load_config_or_defaults(args)
+        config, given = load_config_or_defaults(options)
         client = github_client(activity)
-        if given is None and not args.results:
+        if given is None and not options.results:
             guard_suite_job(activity, config, client)
-        store = open_store_for(config, args, client=client)
+        store = open_store_for(config, client=client)
         # Read before the run, so a broken store costs no run; the reset is compared with it for the
         # record, without the drift guard (a reset is what re-blesses).
         try:
@@ -365,7 +366,7 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
                 file=sys.stderr,
             )
             previous = Baselines(None, None)
-        candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
+        candidate, results_path = given or obtain_candidate(config, options, out_dir, smoke=False)
         run = candidate.run
         if run.subset or run.shard:
             raise UsageError(f"{results_path}: a reset blesses the whole suite; this is {run.subset or run.shard}")
@@ -383,14 +384,14 @@ def run_reset(args: argparse.Namespace, activity: Activity) -> int:
         if run.suite != config.suite:
             # Blessed, it would be a baseline the suite's own runs can never be compared with.
             raise UsageError(
-                f"{results_path}: the run is of suite {run.suite!r} but {args.config} is suite {config.suite!r}; "
+                f"{results_path}: the run is of suite {run.suite!r} but {options.config} is suite {config.suite!r}; "
                 f"nothing was blessed (name the run after the suite: `evalgate import --suite {config.suite} ...`, "
                 "or correct `suite:`)"
             )
         comparison = previous.compare(candidate, config)
         paths = write_report_files(comparison, config, out_dir)
-        sha = candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None))
-        actor = actor_name(getattr(args, "actor", None) or activity.actor)
+        sha = candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=options.sha)
+        actor = actor_name(actor or activity.actor)
         result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
         for line in result.warnings:
             print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)

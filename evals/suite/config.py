@@ -463,8 +463,8 @@ def config_json_schema() -> dict[str, Any]:
     return SuiteConfig.model_json_schema()
 
 
-def replace_target(config: SuiteConfig, path: Path) -> None:
-    """``evalgate run --target FILE``: run the target FILE defines (JSON, the config's ``target:``
+def target_from_file(config: SuiteConfig, path: Path) -> Target | None:
+    """``evalgate run --target FILE``: the target FILE defines (JSON, the config's ``target:``
     mapping) instead of the config's — how more evidence re-runs a baseline from its recorded
     target. When both are ``openai``, what FILE leaves out (the key's variable, headers, prices:
     transport and credentials, which a results file never records) comes from the config's own."""
@@ -476,6 +476,6 @@ def replace_target(config: SuiteConfig, path: Path) -> None:
     if isinstance(data, dict) and isinstance(data.get("openai"), dict) and isinstance(own, OpenAITarget):
         data = {"openai": {**own.openai.model_dump(exclude_unset=True), **data["openai"]}}
     try:
-        config.target = SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
+        return SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
     except ValidationError as exc:
         raise InputFileError(path, f"not a target: {exc.errors(include_url=False)[0]['msg']}", "--target") from None
