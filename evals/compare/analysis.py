@@ -39,7 +39,7 @@ from evals.compare.model import (
 )
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
-from evals.compare.runs import Run, own_units, provenance_diff, summarize
+from evals.compare.runs import Run, own_units, provenance_diff, run_summary
 from evals.compare.sampling import Strata
 from evals.compare.spending import limit_reason, unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
@@ -142,7 +142,7 @@ def compare(
         slice_keys=slice_keys,
         id=config.gate.id if config is not None and config.gate.id not in (None, config.suite) else None,
     )
-    cand_summary = summarize(candidate, ct)
+    cand_summary = run_summary(candidate, ct)
     warnings: list[str] = []
     subset = bool(candidate.run.subset or candidate.run.shard)
     units: list[UnitResult] = []
@@ -151,7 +151,7 @@ def compare(
     diff = CaseDiff(limit=limit, added=list(ct.ids), n_added=len(ct.ids))
     why_incompatible = None
     if baseline is not None and bt is not None:
-        base_summary = summarize(baseline, bt)
+        base_summary = run_summary(baseline, bt)
         provenance = provenance_diff(baseline, candidate)
         pairing = pair(bt, ct, subset)
         why_incompatible = incompatibility(

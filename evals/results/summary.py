@@ -12,10 +12,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from evals.results.model import CaseResult, Results
+from evals.results.model import CaseResult, Results, RunInfo
 from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
@@ -47,12 +48,34 @@ class ErrorMessage(BaseModel):
     count: int = Field(description="attempts that ended with this message")
 
 
-class ResultsSummary(BaseModel):
+class RunStatus(BaseModel):
+    """Where a run stands: how both summaries of a run begin, this module's (``evalgate run`` and
+    ``show``) and the comparison's (``evals.compare.model.RunSummary``)."""
+
     suite: str
     status: str
     complete: bool
     total_cases: int
     completed_cases: int
+
+
+def run_fields(run: RunInfo) -> dict[str, Any]:
+    """What both summaries take from the run record as it is: :class:`RunStatus` and the subset,
+    shard, message and limit that stopped it."""
+    return {
+        "suite": run.suite,
+        "status": run.status,
+        "complete": run.is_complete,
+        "total_cases": run.total_cases,
+        "completed_cases": run.completed_cases,
+        "subset": run.subset,
+        "shard": run.shard,
+        "message": run.message,
+        "limit": run.limit,
+    }
+
+
+class ResultsSummary(RunStatus):
     subset: str | None = None
     shard: str | None = None
     message: str | None = None
@@ -200,14 +223,7 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     if spend.judge_cost_usd is not None:  # the judge's calls were paid this run as well
         paid_usd = (paid_usd or 0.0) + spend.judge_cost_usd
     return ResultsSummary(
-        suite=run.suite,
-        status=run.status,
-        complete=run.is_complete,
-        total_cases=run.total_cases,
-        completed_cases=run.completed_cases,
-        subset=run.subset,
-        shard=run.shard,
-        message=run.message,
+        **run_fields(run),
         source=run.source.get("format"),
         units=units,
         attempts=attempts,
@@ -220,7 +236,6 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
         spend=spend,
-        limit=run.limit,
         cache_hits=hits,
         judge_cache_hits=judge_hits,
         cost_usd_paid=paid_usd,
