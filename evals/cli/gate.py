@@ -29,7 +29,8 @@ from evals.github.stored_report import post_stored
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
-from evals.pipeline.flows import run_gate, run_only, run_reset
+from evals.pipeline.flows import run_gate, run_only
+from evals.pipeline.reset import run_reset
 from evals.suite.options import GateOptions
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ scorer or metric definitions changed) and the way to accept a deliberate behavio
 blessed snapshot is also what the drift guard compares later candidates with.
 
 The comparison with the previous baseline is still computed and reported — a reset should show
-what it accepts — but it does not gate. The work is ``evals.pipeline.flows.run_reset``."""
+what it accepts — but it does not gate. The work is ``evals.pipeline.reset.run_reset``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from evals.github.activity import detect
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import no_cache_for_suite_runs
 from evals.pipeline.exposure import guard_pull_request_target
-from evals.pipeline.flows import run_reset
+from evals.pipeline.reset import run_reset
 from evals.suite.options import ResetOptions
 
 

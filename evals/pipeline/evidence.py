@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
-from evals.compare.analysis import exit_code_for
 from evals.compare.casediff import case_diff_of
+from evals.compare.ladder import exit_code_for
 from evals.compare.model import Comparison, MoreEvidence
 from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
