@@ -3,6 +3,7 @@ argv and the config overrides, and the overrides return a copy (evals/suite/over
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from suites import echo_cases, load_suite
 from evals.cli.app import build_parser
 from evals.cli.options import options_of
 from evals.common.errors import UsageError
+from evals.compare.compatibility import reset_command
 from evals.suite.options import GateOptions, ResetOptions, RunOptions, StoreOptions, run_argv
 from evals.suite.overrides import with_overrides
 
@@ -37,6 +39,19 @@ def test_the_child_runs_argv_parses_back_to_the_same_options(options):
 def test_the_child_runs_argv_names_only_what_differs_from_the_defaults():
     assert run_argv(RunOptions(output="r.json")) == ["--config", "evalgate.yml", "--output", "r.json"]
     assert run_argv(RunOptions(summary=False, attempts=1))[-3:] == ["--attempts", "1", "--no-summary"]
+
+
+def test_the_reset_a_comparison_names_parses_back_to_its_options():
+    """The no-baseline reason's `evalgate reset ...` is what `evalgate reset` reads."""
+    store = StoreOptions(store="local", baseline_tag="t", baseline_dir="b d")
+    said = reset_command("out/r.json", config="s.yml", sha="abc", store=store)
+    assert said == (
+        "evalgate reset --config s.yml --sha abc --store local --baseline-tag t --baseline-dir 'b d' "
+        "--results out/r.json --reason 'first baseline'"
+    )
+    expected = ResetOptions(config="s.yml", results="out/r.json", reason="first baseline", sha="abc", store=store)
+    assert parsed("reset", ResetOptions, *shlex.split(said)[2:]) == expected
+    assert reset_command("r.json") == "evalgate reset --results r.json --reason 'first baseline'"
 
 
 def test_a_gate_on_the_command_line_is_its_typed_options():

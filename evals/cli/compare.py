@@ -57,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
         baseline_ref=ref,
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,
         inconclusive=args.inconclusive,
-        reset_command=reset_command(args.candidate, *(["--config", args.config] if args.config else [])),
+        reset_command=reset_command(args.candidate, config=args.config),
         flaky=known_flaky(config, candidate),  # never the candidate's own outcomes
     )
     from evals.history import record_comparison

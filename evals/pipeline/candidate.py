@@ -20,7 +20,7 @@ from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.run.cache import CACHE_ENV
 from evals.suite.config import MetricSpec, SuiteConfig, load_config
-from evals.suite.options import CandidateOptions, RunOptions, StoreOptions, flags_of, run_argv
+from evals.suite.options import CandidateOptions, RunOptions, run_argv
 from evals.suite.overrides import with_overrides
 
 
@@ -61,13 +61,8 @@ def gate_reset_command(options: CandidateOptions, results_path: Path) -> str:
     """The reset that blesses the run this gate compared: the same config, commit and store."""
     from evals.compare.compatibility import reset_command
 
-    flags = ["--config", options.config] if Path(options.config).exists() else []
-    if options.sha:
-        flags += ["--sha", options.sha]
-    for name, decl, _annotation, _default in flags_of(StoreOptions):
-        if value := getattr(options.store, name):
-            flags += [decl.name, value]
-    return reset_command(results_path, *flags)
+    config = options.config if Path(options.config).exists() else None
+    return reset_command(results_path, config=config, sha=options.sha, store=options.store)
 
 
 def config_for_results(results: Results, slices: list[str] | None = None) -> SuiteConfig:

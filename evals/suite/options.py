@@ -432,14 +432,15 @@ def negated(name: str) -> str:
     return "--no-" + name.removeprefix("--")
 
 
-def run_argv(options: RunOptions) -> list[str]:
-    """``options`` as the arguments of ``evalgate run``: every option that differs from its default,
-    in declaration order, spelled by its declaration."""
+def argv_of(options: Options, *, always: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> list[str]:
+    """``options`` as a command line: every option that differs from its default (and those named
+    in ``always``), in declaration order, spelled by its declaration; ``skip``: left to the caller."""
     argv: list[str] = []
-    defaults = RunOptions()
-    for name, decl, _annotation, _default in flags_of(RunOptions):
-        value = getattr(options, name)
-        if value == getattr(defaults, name) and name not in ("config", "output"):
+    model = type(options)
+    values = {**_flat(options)}
+    for name, decl, _annotation, default in flags_of(model):
+        value = values[name]
+        if name in skip or (value == default and name not in always):
             continue
         if isinstance(value, bool):
             argv.append(decl.name if value else negated(decl.name))
@@ -450,3 +451,30 @@ def run_argv(options: RunOptions) -> list[str]:
         else:
             argv += [decl.name, str(value)]
     return argv
+
+
+def _flat(options: Options) -> dict[str, Any]:
+    """Every option's value by field name, nested models' included."""
+    out: dict[str, Any] = {}
+    for name, decl, _annotation in type(options).declared():
+        value = getattr(options, name)
+        out |= _flat(value) if decl is None else {name: value}
+    return out
+
+
+def run_argv(options: RunOptions) -> list[str]:
+    """The arguments of the ``evalgate run`` a gate, a reset or a batch starts."""
+    return argv_of(options, always=("config", "output"))
+
+
+def reset_argv(options: ResetOptions, *, always: tuple[str, ...] = ()) -> list[str]:
+    """The arguments of ``evalgate reset`` that blesses ``options.results``: the suite and the store
+    first (``always``: named even at their default), then the results and the reason."""
+    tail = [declared_flag(ResetOptions, "results"), str(options.results)]
+    tail += [declared_flag(ResetOptions, "reason"), options.reason]
+    return [*argv_of(options, always=always, skip=("results", "reason")), *tail]
+
+
+def declared_flag(model: type[Options], field: str) -> str:
+    """The command-line spelling of ``model``'s option ``field``."""
+    return next(decl.name for name, decl, _annotation, _default in flags_of(model) if name == field)
