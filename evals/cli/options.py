@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from evals.common.errors import UsageError
 from evals.suite.options import Flag, Options, StoreOptions, flags_of, is_list, value_type
 
-O = TypeVar("O", bound=Options)  # noqa: E741 - the model class an options reader returns
+M = TypeVar("M", bound=Options)
 
 
 def add_options(parser: argparse.ArgumentParser, model: type[Options], env: Mapping[str, str] = os.environ) -> None:
@@ -54,7 +54,7 @@ def _from_env(decl: Flag, kind: Any, text: str) -> Any:
         raise UsageError(f"{decl.env}={text!r}: {decl.name} takes {what}") from None
 
 
-def options_of(model: type[O], args: argparse.Namespace) -> O:
+def options_of(model: type[M], args: argparse.Namespace) -> M:
     """The typed options of a parsed command line."""
     return model.from_values(vars(args))
 

@@ -91,16 +91,8 @@ def _batch_file(
             return earlier
         say(f"{label}: resuming {path.name} ({earlier.run.completed_cases}/{len(ids)} cases done)")
     resume = earlier is not None and earlier.run.total_cases == len(ids)
-    options = RunOptions(
-        config=str(config_path),
-        output=str(path),
-        resume=resume,
-        ids=str(ids_file),
-        attempts=1,
-        attempt_offset=offset,
-        target=target,
-        **(caps or {}),
-    )
+    batch = {"ids": str(ids_file), "attempts": 1, "attempt_offset": offset, "target": target, **(caps or {})}
+    options = RunOptions.model_validate({"config": str(config_path), "output": str(path), "resume": resume, **batch})
     return run_suite(options, cwd=cwd)
 
 

@@ -77,12 +77,12 @@ def run_gate(
     client = github_client(activity)
     runs_suite = candidate is None and not options.results
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
-    candidate, results_path = candidate or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
+    results, results_path = candidate or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:
-        _say_brought_errors(candidate, config)
-    comparison, candidate = _compare(config, activity, options, baselines, candidate, results_path, runs_suite)
-    _record(comparison, candidate, baselines.baseline, store, config, activity, options)
-    paths = _write_files(comparison, candidate, results_path, config, activity, options, out_dir)
+        _say_brought_errors(results, config)
+    comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)
+    _record(comparison, results, baselines.baseline, store, config, activity, options)
+    paths = _write_files(comparison, results, results_path, config, activity, options, out_dir)
     exit_code = comparison.exit_code  # the verdict's: a promotion never changes it
     outputs = {
         "verdict": comparison.verdict,
@@ -99,7 +99,7 @@ def run_gate(
         outputs.update(published)
         set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
     if _wants_promotion(comparison, config, activity, options):
-        promoted = _promote(comparison, candidate, store, baselines, config, activity, options)
+        promoted = _promote(comparison, results, store, baselines, config, activity, options)
         if promoted is not None:
             outputs["promoted"] = "true" if promoted else "false"
             if activity.in_actions:
