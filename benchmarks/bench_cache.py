@@ -1,9 +1,9 @@
-"""The response cache (SPEC §14): what a re-run of an unchanged suite costs, cold and warm. A suite of
-N cases (an ``openai`` target and a ``judge`` on the local OpenAI-compatible server of
-``tests/openai_server.py``, answering after ``--latency`` seconds) is gated with ``evalgate gate``
-against a local store seeded first; each round empties the cache, gates (cold: every answer paid
-for), then gates again (warm: the same suite, nothing changed). It prints, per round, the wall time
-of each gate, the requests the server answered and the verdicts, which must agree.
+"""The response cache (docs/spec.md#response-cache): what a re-run of an unchanged suite costs, cold and warm. A suite
+of N cases (an ``openai`` target and a ``judge`` on the local OpenAI-compatible server of
+``tests/fakes/openai_server.py``, answering after ``--latency`` seconds) is gated with ``evalgate gate`` against a local
+store seeded first; each round empties the cache, gates (cold: every answer paid for), then gates again (warm: the same
+suite, nothing changed). It prints, per round, the wall time of each gate, the requests the server answered and the
+verdicts, which must agree.
 
     .venv/bin/python benchmarks/bench_cache.py [--cases 200] [--latency 0.02] [--rounds 3]
 
@@ -28,7 +28,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from openai_server import OpenAIServer  # noqa: E402
+from fakes.openai_server import OpenAIServer  # noqa: E402
 
 NONCE = re.compile(r'\{"nonce": "(\w+)"')
 

@@ -1,4 +1,4 @@
-"""CLI start time (SPEC §10: under 0.5 s; ``run --help`` under 0.3 s, issue 12): the median wall
+"""CLI start time (docs/spec.md#performance-targets: under 0.5 s; ``run --help`` under 0.3 s): the median wall
 time of N fresh ``evalgate`` processes for ``--version``, ``run --help`` and ``compare --help``,
 against its target; and which heavy modules a fresh ``import evals.cli.run`` (the run command) loads (none of numpy,
 scipy, jinja2, httpx may be among them).

@@ -1,4 +1,4 @@
-"""Benchmark ``compare`` as users run it (SPEC §10; issue 13 targets: 10,000 cases × 50 slices
+"""Benchmark ``compare`` as users run it (docs/spec.md#performance-targets: 10,000 cases × 50 slices
 ≤ 0.6 s; 100,000 ≤ 3 s and ≤ 300 MB peak RSS; 1,000,000 within 8 GB), plus where the time goes
 and the bootstrap against ``scipy.stats.bootstrap``.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 SIZES = (10_000, 100_000, 1_000_000)
-# Whole-process targets (issue 13): wall seconds and peak RSS MB by size.
+# Whole-process targets (docs/spec.md#performance-targets): wall seconds and peak RSS MB by size.
 TARGETS = {10_000: (0.6, None), 100_000: (3.0, 300), 1_000_000: (None, 8192)}
 STAGES_UP_TO = 100_000
 # Recording a million cases into the history takes minutes; up to here both ways are measured.

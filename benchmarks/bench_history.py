@@ -1,11 +1,11 @@
-"""History benchmarks (SPEC §12 targets, issue 9):
+"""History benchmarks (docs/spec.md#performance-targets):
 
 1. Recording one run of 10,000 cases × 3 attempts × 20 trace events per attempt (600,000 events,
    5 tool calls with their results per attempt): SQLite ≤ 3 s, PostgreSQL ≤ 5 s.
 2. ``history show`` (the trend query and the table) over 200 runs × 50 slices: ≤ 0.5 s.
 
 Each figure is wall time with CPU time (user+sys of this process) beside it; PostgreSQL's own
-CPU is in its server processes. PostgreSQL runs on a throwaway server (tests/pg_server.py);
+CPU is in its server processes. PostgreSQL runs on a throwaway server (tests/fakes/pg_server.py);
 without one its rows are skipped with the reason.
 
     .venv/bin/python benchmarks/bench_history.py [--cases 10000] [--runs 200]
@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import pg_server  # noqa: E402
+from fakes import pg_server  # noqa: E402
 
 from evals import __version__  # noqa: E402
 from evals.history import open_history  # noqa: E402

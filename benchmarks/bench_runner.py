@@ -1,6 +1,6 @@
-"""Runner throughput (SPEC §10), as whole processes: ``evalgate run`` (OpenAI target, ``exact``
+"""Runner throughput (docs/spec.md#performance-targets), as whole processes: ``evalgate run`` (OpenAI target, ``exact``
 scorer, results file written) against a bare asyncio HTTP/1.1 keep-alive client making the same
-requests to the same server — a local OpenAI-compatible endpoint (``tests/openai_server.py``)
+requests to the same server — a local OpenAI-compatible endpoint (``tests/fakes/openai_server.py``)
 answering after 20 ms, at concurrency 50.
 
 The server runs in its own process, so its work is not in either client's CPU figures. Each client
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER = ROOT / "tests" / "openai_server.py"
+SERVER = ROOT / "tests" / "fakes" / "openai_server.py"
 WALL_RATIO_TARGET = 1.15
 CPU_PER_CASE_TARGET_MS = 0.35
 PEAK_RSS_TARGET_MB = 120.0

@@ -1,4 +1,4 @@
-"""Simulation of "more evidence" (SPEC §5, issue 21): the hybrid20 anytime-valid rule with the
+"""Simulation of "more evidence" (docs/spec.md#more-evidence): the hybrid20 anytime-valid rule with the
 real code (``evals.compare.evidence`` for the e-process and e-Holm, ``evals.compare.paired``
 through ``benchmarks/sim_gate.py``'s count tables for today's fixed-sample rule,
 ``evals.compare.decide.alpha_weights`` for the α weights).
@@ -75,7 +75,7 @@ from evals.suite.config import GateSpec, MetricSpec
 ALPHA, RHO = 0.05, 0.2
 MAX_BATCHES = 10
 SIM_LAYOUTS = ("500", "300")
-# (layout, scenario, drop): the cells of issue 21.
+# (layout, scenario, drop): the cells docs/spec.md#more-evidence sets targets for.
 CELLS = [
     ("500", "aa", 0.0),
     ("500", "boundary", 0.0),

@@ -1,4 +1,4 @@
-"""Simulations of the gate's decision rule against the SPEC §5 validity targets.
+"""Simulations of the gate's decision rule against the validity targets (docs/spec.md#validity-targets).
 
 Binary outcomes with one attempt make every unit's test a function of its paired counts: ``b``
 cases went pass→fail, ``c`` fail→pass, out of ``n``. Cases are independent and identically
@@ -62,12 +62,13 @@ FIRST_VERSION_MAX_DROP = 0.10
 # ("pass" vs "inconclusive"), never whether the gate fails.
 SIM_GATE = GateSpec(bootstrap_resamples=200)
 FIRST_VERSION_GATE = GateSpec(bootstrap_resamples=200, mcnemar="exact")
-# SPEC §5 targets: (layout, slice index, drop, model or None for every model) -> minimum power.
+# The validity targets (docs/spec.md#validity-targets): (layout, slice index, drop, model or None for every model) ->
+# minimum power.
 POWER_TARGETS = {("1000", 0, 0.10, "heterogeneous"): 0.70, ("1000", 1, 0.30, None): 0.90, ("2000", 1, 0.20, None): 0.80}
 UNIFORM_TARGET = ("1000", "independent", 0.45)
 FALSE_FAIL_LIMITS = {"aa": 0.05, "boundary": 0.055}
 # "Never worse than the first version by more than 0.05 in any cell with a drop ≥ 0.10"; the
-# near-deterministic 400-case slice at −0.05 is a known limit (SPEC §5).
+# near-deterministic 400-case slice at −0.05 is a known limit (docs/spec.md#validity-targets).
 LOSS_LIMIT, LOSS_MIN_DROP = 0.05, 0.10
 
 
@@ -317,7 +318,7 @@ def main() -> None:
         "--target-replicates",
         type=int,
         default=100_000,
-        help="per power cell that SPEC §5 sets a target for (default 100,000: the 100-case cell's true 0.902 "
+        help="per power cell that the spec sets a target for (default 100,000: the 100-case cell's true 0.902 "
         "has no margin over 0.90, and at 20,000 its Monte Carlo SE is 0.002)",
     )
     parser.add_argument("--check", type=int, default=200, help="replicates per cell run end to end (default 200)")
@@ -407,7 +408,7 @@ def main() -> None:
     print(f"end-to-end check: {checked:,} replicates through decide/gate_verdict, {mismatched} disagreements")
     if mismatched:
         misses.append(f"{mismatched} replicates where the vectorised rule disagrees with decide/gate_verdict")
-    print("SPEC §5 targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
+    print("validity targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))
     cpu = os.times()
     used = cpu.user - cpu0.user + cpu.system - cpu0.system
     print(f"wall {time.perf_counter() - started:.1f} s, CPU (user+sys) {used:.1f} s")

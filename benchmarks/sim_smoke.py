@@ -1,19 +1,16 @@
-"""The informative smoke subset against today's stratified draw (SPEC §14), with the real code.
+"""The informative smoke subset against today's stratified draw (docs/spec.md#informative-smoke), with the real code.
 
-Each replicate draws a suite's per-case pass probabilities from one of the three SPEC §5 models
-(independent p = 0.7; heterogeneous Beta(1.4, 0.6); near-deterministic Beta(0.35, 0.15)), a
-synthetic history of ``--runs`` (default 20) whole runs of it, a baseline run and a candidate run
-(A/A: the same probabilities; drop: one slice's probabilities scaled by ``1 − drop/0.7``, as in
-``benchmarks/sim_gate.py``). Both smoke subsets of the same size are drawn by
-``evals.run.smoke`` (``smoke_subset``: per_slice_min per slice, then seeded ranks;
-``informative_subset``: Neyman-allocated strata of the history), seeded per replicate, and gated
-by ``evals.compare.decide.decide`` + ``gate_verdict`` on the subset's paired cases — the
-informative one with its design (``evals.compare.sampling.Strata``: the stratified
-Horvitz–Thompson test), the stratified one unweighted, exactly as ``evalgate compare`` treats
-them. Printed per layout × model: A/A false fails (the gate fails), power (the gate fails and
-names the dropped slice), and the bias of the slice estimates — the mean over replicates and
-slices of (subset's estimate of a slice's delta − the full suite's delta in the same runs), with
-its standard error.
+Each replicate draws a suite's per-case pass probabilities from one of the three per-case models of
+docs/spec.md#validity-targets (independent p = 0.7; heterogeneous Beta(1.4, 0.6); near-deterministic Beta(0.35, 0.15)),
+a synthetic history of ``--runs`` (default 20) whole runs of it, a baseline run and a candidate run (A/A: the same
+probabilities; drop: one slice's probabilities scaled by ``1 − drop/0.7``, as in ``benchmarks/sim_gate.py``). Both smoke
+subsets of the same size are drawn by ``evals.run.smoke`` (``smoke_subset``: per_slice_min per slice, then seeded ranks;
+``informative_subset``: Neyman-allocated strata of the history), seeded per replicate, and gated by
+``evals.compare.decide.decide`` + ``gate_verdict`` on the subset's paired cases — the informative one with its design
+(``evals.compare.sampling.Strata``: the stratified Horvitz–Thompson test), the stratified one unweighted, exactly as
+``evalgate compare`` treats them. Printed per layout × model: A/A false fails (the gate fails), power (the gate fails
+and names the dropped slice), and the bias of the slice estimates — the mean over replicates and slices of (subset's
+estimate of a slice's delta − the full suite's delta in the same runs), with its standard error.
 
 Layouts (one slice key): 1000 = 400 + 6×100 with smoke 100 (per_slice_min 5), 500 = 20×25 with
 smoke 50 (per_slice_min 2, so both draws take 50). The drop is on slice s01 (100 cases; 25 on 500).

@@ -1,9 +1,9 @@
-"""How powerful can one slice's test be at the level SPEC §5 gives it? The evidence behind the
+"""How powerful can one slice's test be at the level docs/spec.md#alpha-split gives it? The evidence behind the
 power targets evalgate's gate does not meet (benchmarks/sim_gate.py).
 
 Under the default allocation a 100-case slice of 1,000 cases is tested at α = 0.0025 and a
 200-case slice of 2,000 at α = 0.0025 (weighted Holm: overall 0.025, the slices share 0.025 by
-case count). This script draws paired binary outcomes from the SPEC's per-case models and
+case count). This script draws paired binary outcomes from the per-case models of docs/spec.md#validity-targets and
 compares one-sided tests of H0: drop ≤ δ (δ = 0.02) at those levels:
 
   exact     the conditional exact McNemar test with the margin, as the gate runs it
@@ -16,7 +16,7 @@ compares one-sided tests of H0: drop ≤ δ (δ = 0.02) at those levels:
 
 Each cell prints the share of replicates in which the test rejects and the point estimate is
 below −δ, for the null boundary (true drop δ: the test's real size, to compare with α; five times
-the replicates) and for the SPEC's power cells.
+the replicates) and for the power cells of docs/spec.md#validity-targets.
 
     .venv/bin/python benchmarks/sim_unit_tests.py                  # 20,000 replicates per cell
     .venv/bin/python benchmarks/sim_unit_tests.py --replicates 4000
@@ -35,7 +35,7 @@ from evals.compare.stats import mcnemar_worse
 DELTA = 0.02
 MEAN = 0.7
 MODELS = {"independent": None, "heterogeneous": (1.4, 0.6), "near-deterministic": (0.35, 0.15)}
-# (slice cases, its α under the default allocation, true drops; the SPEC §5 target in the name)
+# (slice cases, its α under the default allocation, true drops; the docs/spec.md#validity-targets target in the name)
 CELLS = [
     (100, 0.0025, (DELTA, 0.30), "100-case slice of 1,000: 0.30 drop, target ≥ 0.90"),
     (200, 0.0025, (DELTA, 0.20), "200-case slice of 2,000: 0.20 drop, target ≥ 0.80"),

@@ -1,4 +1,4 @@
-"""Public name for evalgate's statistics (SPEC §5, docs/decision-rule.md): the paired tests,
+"""Public name for evalgate's statistics (docs/spec.md#decision-rule, docs/decision-rule.md): the paired tests,
 intervals and multiple-testing corrections the gate uses, for a user's own analysis or a
 simulation. A stable path: the code lives in ``evals.compare.stats``, which may move; this module
 does not."""

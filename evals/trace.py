@@ -1,4 +1,4 @@
-"""Public name for attempt traces (SPEC §3 ``trace``): the event model a Python target's
+"""Public name for attempt traces (docs/spec.md#traces): the event model a Python target's
 ``trace`` list is checked against, its kinds and limits, and the conventions of agent traces (a
 ``log`` event named ``STEP`` per model call, which the ``max_steps`` scorer counts; a call nobody ran
 answered by a ``tool_result`` starting with ``NOT_EXECUTED``). A stable path: the code lives in

@@ -6,7 +6,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# Commands record into a history by default (SPEC §12): tests that are not about it (and the
+# Commands record into a history by default (docs/spec.md#history-writes): tests that are not about it (and the
 # subprocesses they start) keep no database, in their tmp folders or beside the bundled example.
 # The history tests switch it back on with their own URL.
 os.environ["EVALGATE_HISTORY"] = "off"
@@ -21,3 +21,11 @@ def repo_root() -> Path:
 def python_exe() -> str:
     """The interpreter running the tests; subprocess tests use it to run ``-m evals``."""
     return sys.executable
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Everything under tests/e2e/ is e2e, so the quick loop (`-m "not e2e"`) needs no per-test marks there."""
+    e2e = ROOT / "tests" / "e2e"
+    for item in items:
+        if item.path.is_relative_to(e2e):
+            item.add_marker(pytest.mark.e2e)

@@ -1,5 +1,5 @@
-"""The ``evalgate`` commands (SPEC §1, §9): the dispatcher (``app``, the console script) and one
-thin module per command, each with ``configure(parser)`` and ``main(args) -> int``: parse, call
-the library, print, exit code. Options several commands share are in ``options``. Commands
-import the library; nothing in the library imports ``evals.cli`` (the ``__main__`` shims of
-``evals.run`` and ``evals.compare`` are the only entry points that do)."""
+"""The ``evalgate`` commands (docs/spec.md#data-flow, docs/spec.md#exit-codes): the dispatcher (``app``, the console
+script) and one thin module per command, each with ``configure(parser)`` and ``main(args) -> int``: parse, call the
+library, print, exit code. Options several commands share are in ``options``. Commands import the library; nothing in
+the library imports ``evals.cli`` (the ``__main__`` shims of ``evals.run`` and ``evals.compare`` are the only entry
+points that do)."""

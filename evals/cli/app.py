@@ -1,4 +1,4 @@
-"""``evalgate`` command line: one subcommand per stage (SPEC §1). Each subcommand lives in its
+"""``evalgate`` command line: one subcommand per stage (docs/spec.md#data-flow). Each subcommand lives in its
 own module exposing ``configure(parser)`` and ``main(args) -> int``; modules are imported only
 when their command runs, so start-up stays fast (numpy/scipy load only for compare)."""
 

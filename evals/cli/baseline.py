@@ -1,4 +1,4 @@
-"""``evalgate baseline list|show|fetch``: look into the baseline store (SPEC §7) — the same store,
+"""``evalgate baseline list|show|fetch``: look into the baseline store (docs/spec.md#baseline-store) — the same store,
 chosen the same way (``evals.store.selection``), as ``gate``, ``promote`` and ``reset`` use."""
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ When the reader of our stdout (or stderr) closes its end, every later write rais
 ``BrokenPipeError``. That is no error of the command's: the reader has what it wanted. So the
 standard streams are wrapped and a broken pipe only stops further output to that stream; the
 command goes on. That matters most for the verdict commands: a ``gate`` piped into ``head`` still
-publishes and promotes, and its exit code is still the verdict (SPEC §9), never an internal error."""
+publishes and promotes, and its exit code is still the verdict (docs/spec.md#exit-codes), never an internal error."""
 
 from __future__ import annotations
 

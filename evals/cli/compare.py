@@ -1,5 +1,5 @@
 """``evalgate compare`` and ``python -m evals.compare`` (the seed workflow's flags): compare a
-candidate results file with a baseline; the exit code is the gate verdict (SPEC §9). The library
+candidate results file with a baseline; the exit code is the gate verdict (docs/spec.md#exit-codes). The library
 loads only when the command runs, so ``--help`` and a usage error answer at once, without numpy,
 scipy and pydantic's models (~0.4 s)."""
 
@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     )
     from evals.history import record_comparison
 
-    # The decision is recorded; runs the history has not seen only as their header (issue 13: at
+    # The decision is recorded; runs the history has not seen only as their header (at
     # 100,000 cases their 400,000 rows took 2.4 s, longer than the whole comparison).
     recorded = record_comparison(comparison, candidate, baseline, config=config, action="compare", cases=False)
     if recorded.without_cases:

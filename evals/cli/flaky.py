@@ -1,4 +1,4 @@
-"""``evalgate flaky [--slice UNIT] [--config FILE] [--results FILE]`` (SPEC §14; docs/history.md):
+"""``evalgate flaky [--slice UNIT] [--config FILE] [--results FILE]`` (docs/spec.md#flaky-cases; docs/history.md):
 the cases whose outcome flips, per slice, with their rates — across the history's repeated runs
 of the config (``evals.history.repeats``), or within one run's attempts (``--results``, k ≥ 2).
 The work is in ``evals.history.flaky``."""

@@ -5,7 +5,7 @@ read first, so a broken store costs no suite run) → candidate (run the suite �
 PRs — in a child process that never sees the GitHub token, or take ``--results``, importing it
 first with ``--results-format``) → compare → reports in ``--out-dir`` → publish (inside GitHub Actions:
 step summary, annotations, sticky PR comment, outputs) → promote (push to the default branch, or
-``--promote``). The exit code is the verdict's (SPEC §9). Publishing never changes it: a comment
+``--promote``). The exit code is the verdict's (docs/spec.md#exit-codes). Publishing never changes it: a comment
 that cannot be posted (a fork's read-only token) is a warning, and its body is kept in the out dir
 (``comment.md`` + ``comment.json``) for the two-phase ``workflow_run`` flow (``evalgate comment``).
 

@@ -1,4 +1,4 @@
-"""``evalgate history init|add|sync|show|plot`` (SPEC §12; docs/history.md)."""
+"""``evalgate history init|add|sync|show|plot`` (docs/spec.md#history-sync; docs/history.md)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     sync = sub.add_parser("sync", parents=[common], help="load every snapshot of the baseline store")
     add_store_options(sync)
     sub.add_parser("show", parents=[common, view], help="the trend as a table")
-    plot = sub.add_parser("plot", parents=[common, view], help="the trend as an image (needs evalgate[plot])")
+    plot = sub.add_parser("plot", parents=[common, view], help="the trend as an image (needs evalgate-action[plot])")
     plot.add_argument("--out", required=True, metavar="FILE", help="trend.svg or trend.png")
 
 

@@ -1,4 +1,4 @@
-"""``evalgate merge PART... -o OUT``: join the shards of one run (SPEC §4).
+"""``evalgate merge PART... -o OUT``: join the shards of one run (docs/spec.md#sharding).
 
 The parts must be the shards 1..N of one N (each file's ``run.shard`` says which), of one suite,
 one config hash, one target, one commit, and hold disjoint case ids; anything else is exit 2

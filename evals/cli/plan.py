@@ -1,5 +1,5 @@
 """``evalgate plan [--config FILE] [--discordance PSI]``: before any paid run, what this suite can
-certify (SPEC §5): per unit its cases and α share, the drop it detects, the tolerance at which an
+certify (docs/spec.md#certifiable-band): per unit its cases and α share, the drop it detects, the tolerance at which an
 unchanged candidate passes 4 runs in 5, and the cases the configured tolerance and target MDE
 need. The discordance between two runs comes from the history when it holds two repeated runs of
 this config (``evals.history.repeats``: never a gated proposal), else it is an assumption the

@@ -1,4 +1,4 @@
-"""``evalgate promote``: store a results file as the new baseline when its gate allows it (SPEC §7;
+"""``evalgate promote``: store a results file as the new baseline when its gate allows it (docs/spec.md#promotion;
 the rule is ``evals.store.promotion``)."""
 
 from __future__ import annotations

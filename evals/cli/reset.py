@@ -1,5 +1,5 @@
 """``evalgate reset --reason ...``: run the full suite (or take ``--results``) and bless it as the
-baseline, recording the reason and who did it (SPEC §7). The only way past ``incompatible`` (the
+baseline, recording the reason and who did it (docs/spec.md#reset). The only way past ``incompatible`` (the
 scorer or metric definitions changed) and the way to accept a deliberate behaviour change; the
 blessed snapshot is also what the drift guard compares later candidates with.
 

@@ -3,12 +3,12 @@
 
 The file is written at the start (``running``, nothing done), every few seconds while cases finish,
 and at the end, each time atomically with a status and counts that are true at that moment
-(seed 000: a partial run must never read as a whole one).
+(a partial run must never read as a whole one).
 
 Exit codes: 0 when every case completed (``success``); 3 when the run is incomplete (``error``
 — infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM or by ``limits.max_cost_usd``
 / ``max_tokens``, or ``timeout`` by ``limits.max_duration_s``; ``run.limit`` says which limit),
-SPEC §9; 2 for bad flags, config or cases."""
+docs/spec.md#exit-codes; 2 for bad flags, config or cases."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
 
         # The summary reads no trace: unless the HTML page or the history reads the cases after it,
         # they are read back without their traces (half the models' memory at 10,000 cases: the
-        # peak RSS of SPEC §10's runner benchmark, whose history is off).
+        # peak RSS of the runner benchmark (docs/spec.md#performance-targets), whose history is off).
         later = options.html or history_url(config) is not None
         summary = summarize(results if later else results.without_traces(), config.slices or None)
         if options.summary:

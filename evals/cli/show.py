@@ -1,4 +1,4 @@
-"""``evalgate show FILE``: the summary of any results file (SPEC §13) — pass rate with its CI
+"""``evalgate show FILE``: the summary of any results file (docs/spec.md#run-summary) — pass rate with its CI
 overall and per slice, errors by kind, tokens, latency p50/p95, cost — without a baseline.
 ``--from FORMAT`` reads another harness's output directly (imported in memory, nothing written)."""
 

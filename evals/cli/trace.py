@@ -1,4 +1,4 @@
-"""``evalgate trace CASE_ID [--results FILE | --history] [--attempt N]`` (SPEC §13): one case's
+"""``evalgate trace CASE_ID [--results FILE | --history] [--attempt N]`` (docs/spec.md#trace-command): one case's
 attempts and trace events as a timeline on the terminal (the work is in ``evals.report.timeline``
 and, for the history, ``evals.history.traces``)."""
 

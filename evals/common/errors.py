@@ -1,4 +1,4 @@
-"""Typed errors. Each carries the process exit code it ends in (SPEC §9), so the CLI can turn
+"""Typed errors. Each carries the process exit code it ends in (docs/spec.md#exit-codes), so the CLI can turn
 any of them into one clear line and the right code, never a traceback."""
 
 from __future__ import annotations

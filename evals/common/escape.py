@@ -1,4 +1,4 @@
-"""Make text that came from a case inert in GitHub-flavoured markdown (SPEC §6).
+"""Make text that came from a case inert in GitHub-flavoured markdown (docs/spec.md#escaping).
 
 Case inputs, outputs, expected values, ids, slice names and error messages are written by
 whoever wrote the cases or by the model under test; rendered raw in a PR comment they could

@@ -1,4 +1,4 @@
-"""Comparing a candidate with a baseline (SPEC §5): per-case metric values (``metrics``), pairing
+"""Comparing a candidate with a baseline (docs/spec.md#decision-rule): per-case metric values (``metrics``), pairing
 on case ids and the units (``pairing``), the paired test of one unit (``paired``), the
 statistics (``stats``), the decision rule (``decide``), the special verdicts
 (``compatibility``), the case diff, the two runs' summaries (``runs``), lean loading of large

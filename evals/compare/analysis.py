@@ -1,6 +1,6 @@
-"""Compare a candidate run with a baseline (SPEC §5): ``compare()`` makes the ``Comparison`` that
+"""Compare a candidate run with a baseline (docs/spec.md#decision-rule): ``compare()`` makes the ``Comparison`` that
 ``evalgate compare``, the gate and the promotion rule act on (its exit code is the gate verdict,
-SPEC §9).
+docs/spec.md#exit-codes).
 
 ``compare`` turns results files into paired arrays (``evals.compare.pairing``), checks the special
 verdicts (``evals.compare.compatibility``) and hands the arrays to the decision rule (``evals.compare.decide``),
@@ -88,7 +88,7 @@ def compare(
     flaky: Mapping[str, float] | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
-    decide the gate verdict (SPEC §5). Never raises for data problems the verdict can express.
+    decide the gate verdict (docs/spec.md#decision-rule). Never raises for data problems the verdict can express.
     ``tolerance`` (absolute, or ``"N%"``) is the ``--tolerance`` flag: with a config it replaces the
     rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
     of the one metric gated (default 0.02). ``flaky``: the history's flip rate of its known-flaky

@@ -1,4 +1,4 @@
-"""The case diff (SPEC §5): cases that flipped pass→fail and fail→pass, and the largest score
+"""The case diff (docs/spec.md#case-diff): cases that flipped pass→fail and fail→pass, and the largest score
 drops, with input, expected and output excerpts. The lists are cut at ``report.max_cases``, so
 which cases come first decides what a reviewer sees: the cases of the slices that failed the gate,
 then of slices that regressed without gating, then of slices that look worse than the tolerance

@@ -1,4 +1,4 @@
-"""When two runs cannot be compared meaningfully (SPEC §5 ``incompatible``): another suite,
+"""When two runs cannot be compared meaningfully (docs/spec.md#special-verdicts): another suite,
 other scorer or metric definitions, no case in common, or a full gate whose candidate lacks too
 many of the baseline's cases. Each message says what differs and that a reset accepts it."""
 

@@ -1,4 +1,4 @@
-"""The gate's decision rule (SPEC §5): units + p-values + weights → unit verdicts + gate verdict.
+"""The gate's decision rule (docs/spec.md#decision-rule): units + p-values + weights → unit verdicts + gate verdict.
 
 α is allocated before the run, never from the data. Weighted Holm over ``overall`` and every
 slice value: ``overall`` gets ``1 − gate.slice_alpha_share``; the slices share the rest, split
@@ -10,7 +10,7 @@ are design, not outcomes, so a suite's allocation is the same for every run of i
 The first version let a slice block only when the MDE computed from this run's data was small
 enough; a regression's discordant pairs raise the MDE, so the slice that broke was the one made
 advisory (``docs/decision-rule.md``). ``benchmarks/sim_gate.py`` calls :func:`decide` and
-:func:`gate_verdict` — this code — for the SPEC §5 validity targets.
+:func:`gate_verdict` — this code — for the validity targets (docs/spec.md#validity-targets).
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def decide(
     strata: Strata | None = None,
 ) -> list[UnitResult]:
     """Test every metric on every unit, allocate α (:func:`alpha_weights`) and give each unit
-    its verdict (SPEC §5). Deterministic for a given seed: same inputs, same blocking units.
+    its verdict (docs/spec.md#decision-rule). Deterministic for a given seed: same inputs, same blocking units.
     ``strata``: see :func:`paired_tests`; α is allocated as for any run, by paired case counts."""
     tested = paired_tests(metrics, units, gate, seed=seed, strata=strata)
     results = [t.result for t in tested]
@@ -166,13 +166,13 @@ def _verdict(t: Tested, p_worse: float, p_better: float, alpha: float) -> None:
 
 def no_change_note(u: UnitResult) -> str:
     """A unit whose runs agree on every case is not 'inconclusive' in a reader's eyes: it saw no
-    change, at the resolution its size allows (SPEC §5)."""
+    change, at the resolution its size allows (docs/spec.md#certifiable-band)."""
     need = f"; the tolerance {u.tolerance:.4g} needs {u.cases_to_certify} paired cases" if u.cases_to_certify else ""
     return f"no change seen on its {u.n} paired cases (resolves ±{u.certifiable:.4g}){need}"
 
 
 def certify_clause(u: UnitResult) -> str:
-    """What tolerance this suite can certify and what the configured one needs (SPEC §5): said by
+    """What tolerance this suite can certify and what the configured one needs (docs/spec.md#certifiable-band): said by
     every inconclusive gate."""
     if u.certifiable is None or u.discordance is None:
         return ""
@@ -216,7 +216,7 @@ def bad_side(u: UnitResult) -> tuple[float, str]:
 
 
 def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inconclusive"], str]:
-    """SPEC §5: fail if a blocking gated unit regressed; pass if none did and every gated
+    """docs/spec.md#decision-rule: fail if a blocking gated unit regressed; pass if none did and every gated
     overall's interval stays within the band on the bad side; otherwise inconclusive."""
     failing = [u for u in units if u.blocking and u.gated and u.verdict == "regressed"]
     if failing:

@@ -1,4 +1,4 @@
-"""A candidate whose attempts ended in errors (SPEC §3 ``error``, §5 special verdicts).
+"""A candidate whose attempts ended in errors (docs/spec.md#attempt-errors, docs/spec.md#special-verdicts).
 
 Infra errors are missing answers: above ``gate.max_error_rate`` the candidate is ``incomplete``
 (``evals.compare.analysis``). Target, scorer and timeout errors are wrong answers and, against a

@@ -1,4 +1,4 @@
-"""Anytime-valid statistics for "more evidence" (SPEC §5): a betting e-process per unit, weighted
+"""Anytime-valid statistics for "more evidence" (docs/spec.md#more-evidence): a betting e-process per unit, weighted
 e-Holm across units.
 
 Observations are per-case paired *drops* ``y = base − cand`` in [−1, 1], oriented by the caller

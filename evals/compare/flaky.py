@@ -1,4 +1,4 @@
-"""How flaky a case is (SPEC §14): from the attempts of one run (k ≥ 2) and from its outcomes in
+"""How flaky a case is (docs/spec.md#flaky-cases): from the attempts of one run (k ≥ 2) and from its outcomes in
 several runs of the same config. Both are read as one quantity, the probability that two
 independent tries of the case disagree — ``2·p·(1 − p)`` for a case that passes with
 probability ``p`` — so "flips 40%" means the same whichever evidence it came from."""

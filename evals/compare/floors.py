@@ -1,4 +1,4 @@
-"""Absolute floors and ceilings (SPEC §5): ``metrics.<m>.min`` / ``max`` on ``overall``, and with
+"""Absolute floors and ceilings (docs/spec.md#absolute-floors): ``metrics.<m>.min`` / ``max`` on ``overall``, and with
 ``per_slice: true`` on every slice value too, judged on the candidate alone — no baseline needed.
 
 A floor is *breached* when the candidate's own interval lies entirely on the wrong side of it (its

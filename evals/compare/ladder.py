@@ -1,5 +1,5 @@
-"""Which verdict a comparison gets when more than one applies (SPEC §5): the special verdicts as an
-ordered list of rules, then the statistics, then the absolute floors.
+"""Which verdict a comparison gets when more than one applies (docs/spec.md#special-verdicts): the
+special verdicts as an ordered list of rules, then the statistics, then the absolute floors.
 
 Each rule reads the :class:`Facts` of a comparison and returns ``(verdict, reason)`` when it
 applies, else None; the first that applies decides (:data:`LADDER`, highest precedence first):
@@ -128,7 +128,8 @@ def with_breached_floors(verdict: Verdict, reason: str, breached: list[FloorResu
 
 
 def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
-    """The exit code of a verdict (SPEC §9): ``policy`` is gate.inconclusive, ``on_missing`` baseline.on_missing."""
+    """The exit code of a verdict (docs/spec.md#exit-codes): ``policy`` is gate.inconclusive,
+    ``on_missing`` baseline.on_missing."""
     if verdict == "pass":
         return EXIT_PASS
     if verdict == "inconclusive":

@@ -1,4 +1,4 @@
-"""Per-case metric values (SPEC §5): one value per case, the mean over its attempts.
+"""Per-case metric values (docs/spec.md#one-value-per-case): one value per case, the mean over its attempts.
 
 - Attempts that ended in an **infra** error are left out; a case with no other attempt is
   *errored* (not a failure) and is left out of the paired tests.
@@ -139,7 +139,7 @@ class RunTable:
     # The tools the first attempt without an infra error called (the one the case diff shows);
     # None: no such attempt, or it has no trace.
     tools: list[tuple[str, ...] | None]
-    spend: Spend  # what the run paid (SPEC §14)
+    spend: Spend  # what the run paid (docs/spec.md#spend-reporting)
 
     def index(self) -> dict[str, int]:
         return {case_id: i for i, case_id in enumerate(self.ids)}

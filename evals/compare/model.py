@@ -1,4 +1,4 @@
-"""The outcome of comparing a candidate run with a baseline (SPEC §5): what ``compare`` produces,
+"""The outcome of comparing a candidate run with a baseline (docs/spec.md#decision-rule): what ``compare`` produces,
 what the report renders and what ``comparison.json`` holds.
 
 Conventions every consumer relies on:
@@ -112,7 +112,7 @@ class UnitResult(_Model):
     certifiable: float | None = Field(
         default=None,
         description="The smallest tolerance at which an unchanged candidate of this unit passes 4 runs in 5, at this "
-        "run's discordance (SPEC §5, the band a suite can certify); with no change seen, the band the unit resolves.",
+        "run's discordance (docs/spec.md#certifiable-band); with no change seen, the band the unit resolves.",
     )
     cases_to_certify: int | None = Field(
         default=None, description="Paired cases that would certify the configured tolerance at this discordance."
@@ -182,7 +182,7 @@ class CaseDiffEntry(_Model):
     flaky_rate: float | None = Field(
         default=None,
         description="How often two tries of this case disagree, when it is known to be flaky: from the history's "
-        "runs of the same config, else from the attempts of either run (SPEC §14).",
+        "runs of the same config, else from the attempts of either run (docs/spec.md#flaky-cases).",
     )
     flaky_basis: Literal["history", "attempts"] | None = Field(default=None, description="Where flaky_rate is from.")
 
@@ -207,7 +207,7 @@ class CaseDiff(_Model):
     )
     trajectory_changes: list[CaseDiffEntry] = Field(
         default_factory=list,
-        description="Cases whose tool calls changed (SPEC §15), besides those listed above, in case order.",
+        description="Cases whose tool calls changed, besides those listed above, in case order.",
     )
     n_pass_to_fail: int = 0
     n_fail_to_pass: int = 0
@@ -253,7 +253,7 @@ class RunSummary(RunStatus):
     cost_usd_per_case: float | None = Field(default=None, description="Mean cost per case (USD).")
     cache_hits: int = Field(
         default=0,
-        description="Attempts answered from the response cache (SPEC §14): they keep the tokens, cost and latency "
+        description="Attempts answered from the response cache: they keep the tokens, cost and latency "
         "of their first run, so the metrics above compare like with like; nothing was paid for them this time.",
     )
     infra_error_rate: float = Field(
@@ -267,7 +267,7 @@ class RunSummary(RunStatus):
     errored_cases: int = Field(default=0, description="Cases with no attempt free of infra errors.")
     spend: Spend = Field(
         default_factory=Spend,
-        description="What the run paid (SPEC §14): tokens in/out, cost (null when no attempt reports it: unknown, "
+        description="What the run paid: tokens in/out, cost (null when no attempt reports it: unknown, "
         "not 0), cache hits; every report shows the candidate's beside the baseline's.",
     )
     limit: LimitStop | None = Field(
@@ -282,7 +282,7 @@ class ProvenanceChange(_Model):
 
 
 class DriftCheck(_Model):
-    """Candidate vs the last blessed baseline, overall on each gated metric (SPEC §7 drift guard)."""
+    """Candidate vs the last blessed baseline, overall on each gated metric (docs/spec.md#drift-guard)."""
 
     blessed: BaselineRef | None = None
     blessed_sha: str | None = None
@@ -303,7 +303,7 @@ class SliceTrend(_Model):
 
 
 class EvidenceValue(_Model):
-    """One unit's betting e-process at one look (SPEC §5 "More evidence")."""
+    """One unit's betting e-process at one look (docs/spec.md#more-evidence)."""
 
     metric: str
     unit: str
@@ -357,7 +357,7 @@ class Comparison(_Model):
     verdict: Verdict
     reason: str = Field(description="One line: why this verdict.")
     exit_code: int = Field(
-        description="SPEC §9: 0 pass/inconclusive-warn/no-baseline-warn, 1 fail, 2 input, 3 incomplete."
+        description="The exit code: 0 pass/inconclusive-warn/no-baseline-warn, 1 fail, 2 input, 3 incomplete."
     )
     gate: GateConfig
     units: list[UnitResult] = Field(default_factory=list)
@@ -375,8 +375,12 @@ class Comparison(_Model):
     drift: DriftCheck | None = None
     drift_ok: bool = True
     warnings: list[str] = Field(default_factory=list)
-    trends: list[SliceTrend] = Field(default_factory=list, description="History of regressed units (SPEC §12).")
-    more_evidence: MoreEvidence | None = Field(default=None, description="gate.more_evidence's looks (SPEC §5).")
+    trends: list[SliceTrend] = Field(
+        default_factory=list, description="History of regressed units (docs/spec.md#trends)."
+    )
+    more_evidence: MoreEvidence | None = Field(
+        default=None, description="gate.more_evidence's looks (docs/spec.md#more-evidence)."
+    )
     evalgate_version: str | None = None
     created_at: str | None = None
 

@@ -1,4 +1,4 @@
-"""The paired test of one metric on one unit (SPEC §5): delta, its interval, the one-sided
+"""The paired test of one metric on one unit (docs/spec.md#tests-per-unit): delta, its interval, the one-sided
 p-values and the standard error the MDE is computed from. Which units may block, and at what
 level, is not decided here (``evals.compare.decide``).
 
@@ -38,13 +38,13 @@ from evals.compare.stats import (
 )
 from evals.suite.config import GateSpec, MetricSpec
 
-# Units with at least this many paired cases use the paired CLT for means (SPEC §5: ≈300+).
+# Units with at least this many paired cases use the paired CLT for means (docs/spec.md#tests-per-unit: ≈300+).
 CLT_MIN_CASES = 300
 # Below this many paired cases a binary unit's reported interval is the smoothed one: the bootstrap
 # interval of a small near-deterministic unit is often a point (every case unchanged), and covered
 # only 0.80 at the null boundary on 25-case slices, failing on the side that hides regressions.
 SMALL_BINARY_CASES = 100
-# "The tolerance an unchanged candidate passes at" is the one it passes at 4 runs in 5 (SPEC §5).
+# "The tolerance an unchanged candidate passes at" is the one it passes at 4 runs in 5 (docs/spec.md#certifiable-band).
 CERTIFY_PROBABILITY = 0.8
 
 

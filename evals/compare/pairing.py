@@ -1,4 +1,4 @@
-"""Pairing two runs on shared case ids (SPEC §5), and the units (overall, each slice value) as
+"""Pairing two runs on shared case ids (docs/spec.md#pairing), and the units (overall, each slice value) as
 row indices into the paired arrays."""
 
 from __future__ import annotations

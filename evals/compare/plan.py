@@ -1,4 +1,4 @@
-"""What a suite can certify before any paid run (SPEC §5, ``evalgate plan``): per unit, its
+"""What a suite can certify before any paid run (docs/spec.md#certifiable-band): per unit, its
 cases and share of α, the drop it detects at the configured power (MDE), the tolerance at which an
 unchanged candidate passes 4 runs in 5, and the cases the configured tolerance and
 ``gate.target_mde`` would need.

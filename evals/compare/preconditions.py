@@ -1,4 +1,4 @@
-"""What must hold before two runs are compared at all (SPEC §5): the candidate is of the config's
+"""What must hold before two runs are compared at all (docs/spec.md#decision-rule): the candidate is of the config's
 suite, every named score is recorded by some case, ``pass@k`` has k attempts to read, and every
 slice key of the config is carried. Each is a ``UsageError`` (exit 2) saying what to change; what
 the verdict can express instead (a partial run, another baseline) is the ladder's

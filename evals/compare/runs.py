@@ -58,7 +58,7 @@ def own_units(results: Run, slice_keys: list[str]) -> list[UnitSummary]:
 
 def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
     """Descriptive, never tested or gated unless the config names these metrics: what a reader
-    wants to see change beside the pass rate (SPEC §13)."""
+    wants to see change beside the pass rate (docs/spec.md#local-loop)."""
 
     def known(column: str) -> np.ndarray:
         values = table.columns[column]

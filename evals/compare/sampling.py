@@ -1,5 +1,5 @@
 """Estimates for a smoke run drawn with unequal inclusion probabilities (``smoke.select:
-informative``, SPEC §14): the stratified Horvitz–Thompson estimator of a unit's mean and its
+informative``, docs/spec.md#informative-smoke): the stratified Horvitz–Thompson estimator of a unit's mean and its
 variance, and the one-sided paired test built on them.
 
 The informative draw (``evals.run.smoke``) splits the suite into strata (a slice combination ×

@@ -1,4 +1,4 @@
-"""More evidence (SPEC §5): the looks after an inconclusive first look, tested anytime-valid.
+"""More evidence (docs/spec.md#more-evidence): the looks after an inconclusive first look, tested anytime-valid.
 
 The first look is the fixed-sample rule at ``(1 − ρ)·α`` (the gate runs ``compare`` with that α).
 Every look — the first included — also runs, on each gated unit of a bounded metric, a betting
@@ -6,7 +6,7 @@ e-process for "the drop is at most δ" on the paired per-case drops ``y = base �
 positive is worse), merged across units by weighted e-Holm with the gate's own α weights at
 ``ρ·α`` (``evals.compare.evidence``). By the union bound the gate's false-fail rate stays ≤ α
 over any number of looks and whatever made us look again; re-testing the fixed-sample rule after a
-batch would not (SPEC §5: boundary false fails of 8–12% after 4 batches).
+batch would not (docs/spec.md#more-evidence: boundary false fails of 8–12% after 4 batches).
 
 A batch is one more attempt of each selected case on both sides. A unit's wealth grows only with a
 batch that re-ran every one of its cases: a batch of the ``language=ko`` cases says nothing about

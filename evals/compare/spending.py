@@ -1,4 +1,4 @@
-"""What a comparison says about spend (SPEC §14): why a candidate a ``limits:`` key stopped cannot
+"""What a comparison says about spend (docs/spec.md#spend-reporting): why a candidate a ``limits:`` key stopped cannot
 pass and how to finish it, and a gated ``tokens`` or ``cost_usd`` that a side does not report at
 all (unknown, not 0). The spend figures themselves are each run's (``RunSummary.spend``)."""
 

@@ -1,4 +1,4 @@
-"""Statistics for paired comparisons of eval runs (SPEC §5).
+"""Statistics for paired comparisons of eval runs (docs/spec.md#decision-rule).
 
 Every function works on per-case values (one value per case: the mean over its attempts), so
 resampling and standard errors are clustered by case, never by attempt. Sign convention: the

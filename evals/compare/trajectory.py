@@ -1,4 +1,4 @@
-"""Trajectories in a comparison (SPEC §15): the advisory unit ``trajectory_changed`` and the aligned
+"""Trajectories in a comparison (docs/spec.md#trajectory-diff): the advisory unit ``trajectory_changed`` and the aligned
 tool sequences of the case diff.
 
 ``trajectory_changed`` is the share of paired cases whose tool sequence (the tools called, in

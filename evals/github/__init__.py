@@ -1,4 +1,4 @@
-"""GitHub (SPEC §8): the REST client (``client``) over its HTTP layer (``transport``), the activity a
+"""GitHub (docs/spec.md#github): the REST client (``client``) over its HTTP layer (``transport``), the activity a
 gate performs chosen from the event (``activity``), publishing the sticky PR comment, step
 summary and outputs (``publish``), the fork flow's stored report (``stored_report``), keeping
 the token from the code under test (``token_guard``), and the job log's workflow-command guard

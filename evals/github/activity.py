@@ -1,4 +1,4 @@
-"""Which activity a gate run performs, chosen from the GitHub event (SPEC §8), in the style of
+"""Which activity a gate run performs, chosen from the GitHub event (docs/spec.md#auto-mode), in the style of
 python-coverage-comment-action: one action, one ``mode: auto`` input, and the event decides.
 
 ``auto``:

@@ -1,4 +1,4 @@
-"""The job log only carries the workflow commands evalgate means (issue 11 item 5).
+"""The job log only carries the workflow commands evalgate means (docs/spec.md#security).
 
 The Actions runner treats any output line starting with ``::`` (``::add-mask::``,
 ``::stop-commands::``, ``::warning::``...) as a command. Text evalgate prints can quote what it

@@ -1,7 +1,7 @@
 """Publishing a gate's result where people see it: one sticky PR comment per PR and gate id, the
 job's step summary, the action's outputs, annotations.
 
-None of this may change the verdict (SPEC §8): ``upsert_sticky_comment_or_warn`` turns a failed
+None of this may change the verdict (docs/spec.md#publishing): ``upsert_sticky_comment_or_warn`` turns a failed
 comment into a ``::warning::`` line (``warn``) naming what the token lacks, and ``write_step_summary`` warns
 instead of raising. Sizes are guarded here even though the report renderer already renders in
 tiers: GitHub rejects comments over 65,536 characters and drops step summaries over 1 MiB.

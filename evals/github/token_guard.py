@@ -1,4 +1,4 @@
-"""Keeping the GitHub token away from the code under test (SPEC §8, docs/github-action.md "Threat
+"""Keeping the GitHub token away from the code under test (docs/spec.md#trust-boundaries, docs/github-action.md "Threat
 model").
 
 The strong boundary is the two-job layout: the suite runs in a job that holds no write token at

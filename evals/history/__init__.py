@@ -1,4 +1,4 @@
-"""The history (SPEC §12): every run, gate, promotion and reset as rows in SQLite or PostgreSQL.
+"""The history (docs/spec.md#history-store): every run, gate, promotion and reset as rows in SQLite or PostgreSQL.
 
 The ``record_*`` functions are what the commands call after their work is done. They never
 raise and never change a verdict or an exit code: a history that cannot be written is a warning
@@ -204,10 +204,10 @@ def store_trends(
     comparison: Comparison, candidate: Run, store: BaselineStore, *, config: SuiteConfig | None = None, last: int = 8
 ) -> None:
     """The regressed slices' trends when there is no history to read them from: in GitHub Actions
-    without a history URL, the baseline store's snapshots are the default branch's history (SPEC
-    §12), so its ``last`` newest are loaded into a throwaway SQLite history, with the candidate.
-    Only when a slice regressed, never when the user switched the history off; like every
-    ``record_*``, it never raises: a trend that cannot be built is left out, with a warning."""
+    without a history URL, the baseline store's snapshots are the default branch's history (docs/spec.md#history-sync),
+    so its ``last`` newest are loaded into a throwaway SQLite history, with the candidate. Only when a slice regressed,
+    never when the user switched the history off; like every ``record_*``, it never raises: a trend that cannot be built
+    is left out, with a warning."""
     regressed_slice = any(u.slice_key is not None for u in comparison.regressed)
     if comparison.trends or not regressed_slice or history_url(config) is not None or switched_off(config):
         return

@@ -1,5 +1,5 @@
 """How often a case's outcome changes between two runs of the same code and config, as the history
-saw it: what ``evalgate plan`` sizes a suite with (SPEC §5, "the band a suite can certify"). Runs
+saw it: what ``evalgate plan`` sizes a suite with (docs/spec.md#certifiable-band). Runs
 of the same suite and config hash (the scorers and metrics), whole and complete, that repeat the
 same code (``evals.history.repeats``: baselines and re-runs; a gated proposal's run would put the
 change it made into the noise) are paired on case ids in the order they were made; the

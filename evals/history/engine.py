@@ -190,7 +190,7 @@ class PostgresEngine(Engine):
             from psycopg.conninfo import conninfo_to_dict
         except ImportError:
             raise UsageError(
-                f"history {self.where}: PostgreSQL needs psycopg 3: pip install 'evalgate[postgres]' "
+                f"history {self.where}: PostgreSQL needs psycopg 3: pip install 'evalgate-action[postgres]' "
                 "(or use the SQLite history: unset EVALGATE_HISTORY_URL / history.url)"
             ) from None
         self._psycopg = psycopg

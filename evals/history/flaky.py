@@ -1,4 +1,4 @@
-"""Flaky cases as the history saw them (SPEC §14), and what the informative smoke draw reads.
+"""Flaky cases as the history saw them (docs/spec.md#flaky-cases), and what the informative smoke draw reads.
 
 A case's outcomes are its per-run pass rates in the latest whole, complete runs of the suite with
 the same config hash that repeat the same code (``evals.history.repeats``: baselines and re-runs,
@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     from evals.results.model import Results
     from evals.suite.config import SuiteConfig
 
-# Whole runs read: the SPEC §14 simulation's history size, recent enough to describe today's target.
+# Whole runs read: the history size of the informative smoke simulation (docs/spec.md#informative-smoke), recent enough
+# to describe today's target.
 LAST_RUNS = 20
 
 

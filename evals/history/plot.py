@@ -1,6 +1,6 @@
 """``evalgate history plot --out trend.svg|png``: per-unit lines over the runs (commits), 95% CI
 bands, and markers for promotions, resets and failed gates. matplotlib is an optional extra
-(``pip install 'evalgate[plot]'``); without it the command says so and exits 2."""
+(``pip install 'evalgate-action[plot]'``); without it the command says so and exits 2."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def plot(trends: Trends, out: Path) -> Path:
         import matplotlib
     except ImportError:
         raise UsageError(
-            "history plot needs matplotlib: pip install 'evalgate[plot]' (or use `evalgate history show`)"
+            "history plot needs matplotlib: pip install 'evalgate-action[plot]' (or use `evalgate history show`)"
         ) from None
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt

@@ -1,4 +1,4 @@
-"""Writing runs, gates and store actions into the history (SPEC §12).
+"""Writing runs, gates and store actions into the history (docs/spec.md#history-writes).
 
 A run is identified by a digest of its content (header, case ids, per-attempt outcome, output
 hash and latency), so the same run recorded twice — by ``run`` and then by the ``gate`` that

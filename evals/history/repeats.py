@@ -1,4 +1,4 @@
-"""Which of the history's runs are repeats of the same code (SPEC §14): what flip rates, the
+"""Which of the history's runs are repeats of the same code (docs/spec.md#repeated-runs): what flip rates, the
 plan's discordance and the informative smoke draw read.
 
 Flaky means that the same code gives different outcomes. A run's commit cannot say that alone:

@@ -1,4 +1,4 @@
-"""Where the history is (SPEC §12): on by default outside GitHub Actions (SQLite next to the
+"""Where the history is (docs/spec.md#history-store): on by default outside GitHub Actions (SQLite next to the
 config), in Actions only when a URL is given, never when switched off.
 
 Order: ``EVALGATE_HISTORY=off`` (or ``history.enabled: false``) → off; ``EVALGATE_HISTORY_URL`` →

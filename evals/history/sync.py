@@ -1,5 +1,5 @@
 """``evalgate history sync``: the baseline store's snapshots are the history of the default
-branch (SPEC §12). Every manifest entry becomes a run (its snapshot, digest-verified) and a
+branch (docs/spec.md#history-sync). Every manifest entry becomes a run (its snapshot, digest-verified) and a
 ``promote``, ``seed`` or ``reset`` row with the entry's verdict, reason, actor and time. Entries
 already recorded — by the gate that promoted them, or an earlier sync — are left alone, so a sync
 can run after every push."""

@@ -1,4 +1,4 @@
-"""Where the history is (SPEC §12), in each form its location may take, and one redactor for all
+"""Where the history is (docs/spec.md#history-store), in each form its location may take, and one redactor for all
 of them, used wherever the location is printed or logged.
 
 - ``postgresql://`` (or ``postgres://``) URLs: a password in the user-info (``u:pw@``) or in the

@@ -1,7 +1,7 @@
-"""Import results from other harnesses (SPEC §11): ``import_results(fmt, inputs, **options)``
+"""Import results from other harnesses (docs/spec.md#importers): ``import_results(fmt, inputs, **options)``
 maps promptfoo, inspect_ai, lm-evaluation-harness, OpenAI evals, Harbor, JUnit, DeepEval,
 pytest-json-report and Braintrust outputs to
-evalgate's results file (SPEC §3), so they can be compared and gated like evalgate's own runs;
+evalgate's results file (docs/spec.md#results-format), so they can be compared and gated like evalgate's own runs;
 an evalgate results file passes through unchanged.
 
 One module per harness; a new one registers in ``detect`` (``--from auto``) and here. May import

@@ -1,4 +1,4 @@
-"""evalgate's own results file (SPEC §3), passed through unchanged: so ``--from auto`` (and the
+"""evalgate's own results file (docs/spec.md#results-format), passed through unchanged: so ``--from auto`` (and the
 action's ``results-format: auto``) accept a file ``evalgate run`` or an earlier import wrote,
 validated exactly as every other command reads it."""
 

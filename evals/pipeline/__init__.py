@@ -1,4 +1,4 @@
-"""The gate and the reset after the event is known (SPEC §1, §7, §8): config → baselines →
+"""The gate and the reset after the event is known (docs/spec.md#data-flow): config → baselines →
 candidate → compare → report files → publish → promote → history (``flows``), where the
 candidate comes from (``candidate``), and what a job that runs the suite exposes to the code
 under test (``exposure``). The one library package that ties the stages together; only

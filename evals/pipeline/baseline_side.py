@@ -1,4 +1,4 @@
-"""Where more evidence re-runs the baseline's side (SPEC §5): a git worktree of the baseline's
+"""Where more evidence re-runs the baseline's side (docs/spec.md#more-evidence): a git worktree of the baseline's
 commit, or — where git cannot give it — the ``openai`` target the baseline run recorded, when that
 record defines the target on its own (its endpoint, model, sampling parameters and system prompt;
 no tools, which are code). The slices were chosen because of the first look, so the baseline's

@@ -1,4 +1,4 @@
-"""What ``limits:`` leave for more-evidence batches (SPEC §14, §5 "More evidence").
+"""What ``limits:`` leave for more-evidence batches (docs/spec.md#limits, docs/spec.md#more-evidence).
 
 ``limits`` are hard limits of what one gate spends, and batches are spent in the same gate: the
 candidate's run and every batch, both sides, a judge's calls included, count toward

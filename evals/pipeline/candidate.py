@@ -219,7 +219,7 @@ def _relay(child: subprocess.Popen[str]) -> str:
 
 def candidate_sha(candidate: Results, *, event_sha: str | None, explicit: str | None = None) -> str:
     """What the candidate's snapshot is named by: ``--sha``, the event's commit, the run's own
-    ``git_sha``, the checkout's HEAD; outside git, a digest of the results' content (SPEC §13), so
+    ``git_sha``, the checkout's HEAD; outside git, a digest of the results' content (docs/spec.md#outside-git), so
     the same results always get the same name and different ones never share it."""
     sha = explicit or event_sha or candidate.run.git_sha
     if not sha:

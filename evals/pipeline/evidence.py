@@ -1,4 +1,4 @@
-"""``gate.more_evidence`` in the gate (SPEC §5): when the first look is inconclusive, run batches
+"""``gate.more_evidence`` in the gate (docs/spec.md#more-evidence): when the first look is inconclusive, run batches
 of one more attempt of the selected cases on both sides and look again (``evals.compare.sequential``
 decides). The candidate's side runs from this checkout, the baseline's from a git worktree of the
 baseline's commit or its recorded openai target (``evals.pipeline.baseline_side``): the slices were

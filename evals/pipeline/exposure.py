@@ -1,5 +1,5 @@
-"""What a job that runs the suite exposes to the code under test (issue 11 items 1 and 2, issue 20
-items 1 and 6; threat model in docs/github-action.md).
+"""What a job that runs the suite exposes to the code under test (docs/spec.md#trust-boundaries;
+threat model in docs/github-action.md).
 
 The suite is code from the repository (a python target, a command, the cases' own helpers), and on
 a pull request it is the PR author's code. It runs as the same user as evalgate, so nothing inside

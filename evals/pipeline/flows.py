@@ -1,7 +1,7 @@
-"""The gate after the event is known (SPEC §1, §8): config → baselines (read first, so a broken
-store costs no suite run) → candidate → compare → report files → publish → promote, each a named
-step of :func:`run_gate`; and mode run (:func:`run_only`). ``evalgate gate`` is a thin command
-over them; the reset is ``evals.pipeline.reset``."""
+"""The gate after the event is known (docs/spec.md#data-flow): config → baselines (read first, so
+a broken store costs no suite run) → candidate → compare → report files → publish → promote, each a
+named step of :func:`run_gate`; and mode run (:func:`run_only`). ``evalgate gate`` is a thin
+command over them; the reset is ``evals.pipeline.reset``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The reset (SPEC §7): run the full suite (or take ``--results``) and bless it as the baseline,
+"""The reset (docs/spec.md#reset): run the full suite (or take ``--results``) and bless it as the baseline,
 recording the reason and who did it. ``evalgate reset`` and the gate's mode reset are thin
 commands over :func:`run_reset`."""
 

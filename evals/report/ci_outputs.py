@@ -1,5 +1,5 @@
 """The comparison for machines: GitHub workflow-command annotations and JUnit XML, saying what
-the PR comment says (SPEC §6)."""
+the PR comment says (docs/spec.md#pr-comment)."""
 
 from __future__ import annotations
 

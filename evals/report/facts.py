@@ -1,6 +1,6 @@
 """The facts around a comparison that every report shows the same way (markdown and HTML): the
 baseline used, the warnings a reader must not miss (each said once), and sources without the
-paths of the machine that ran the gate (SPEC §6: no machine paths)."""
+paths of the machine that ran the gate (docs/spec.md#pr-comment: no machine paths)."""
 
 from __future__ import annotations
 

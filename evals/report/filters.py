@@ -1,5 +1,5 @@
 """How the reports write numbers and text: the formatters and filters the markdown templates use
-(SPEC §6), shared by the report, the annotations and the JUnit XML.
+(docs/spec.md#machine-outputs), shared by the report, the annotations and the JUnit XML.
 
 Everything a formatter returns is :class:`Safe` (already escaped for markdown); :func:`finalize`
 escapes any other value a template prints as a table cell, the strictest inline context."""

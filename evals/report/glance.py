@@ -1,4 +1,4 @@
-"""What a reviewer reads in the first seconds (SPEC §6): the verdict as a GitHub alert with one
+"""What a reviewer reads in the first seconds (docs/spec.md#pr-comment): the verdict as a GitHub alert with one
 sentence in words and percentage points, and Δ bars whose length is |Δ|.
 
 The gate's own ``Comparison.reason`` is for logs and machines (raw decimals, method names); the
@@ -160,7 +160,7 @@ _SEVERITY = {"regressed": 0, "inconclusive": 1, "improved": 2, "no-change": 3, "
 
 def unit_state(u: UnitResult) -> str:
     """The unit's verdict as a reader sees it: an inconclusive unit whose runs agree on every
-    case is "no-change" (SPEC §5), not a doubt."""
+    case is "no-change" (docs/spec.md#unit-verdicts), not a doubt."""
     return "no-change" if u.verdict == "inconclusive" and u.no_change_seen else u.verdict
 
 

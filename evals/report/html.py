@@ -1,4 +1,4 @@
-"""``--html FILE``: one self-contained HTML report (SPEC §6, §13) that says everything the markdown
+"""``--html FILE``: one self-contained HTML report (docs/spec.md#html-report) that says everything the markdown
 report says — the verdict in words, warnings, units by severity with MDE and the underpowered
 ones, the case diff with named scores, judge reasoning and traces, what changed, the baseline —
 plus searchable case lists with a failures-only toggle.

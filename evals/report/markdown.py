@@ -1,4 +1,4 @@
-"""The markdown regression report of a Comparison (SPEC §6): tiers, the template context, rendering.
+"""The markdown regression report of a Comparison (docs/spec.md#report-sizes): tiers, the template context, rendering.
 The banner's sentence and the bars are in ``evals.report.glance``, the baseline and warnings in
 ``evals.report.facts``, formatters and filters in ``evals.report.filters``, annotations and JUnit
 XML in ``evals.report.ci_outputs``.
@@ -60,7 +60,7 @@ UNIT_STATUS = {
     "improved": "🔺 improved",
     "unchanged": "unchanged",
     "inconclusive": "❔ inconclusive",
-    # Not a verdict of its own: an inconclusive unit whose runs agree on every case (SPEC §5).
+    # Not a verdict of its own: an inconclusive unit whose runs agree on every case (docs/spec.md#unit-verdicts).
     "no-change": "➖ no change seen",
 }
 
@@ -87,7 +87,7 @@ class Tier:
 
 
 def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
-    """full → passing units collapsed → regressions only → headline (SPEC §6)."""
+    """full → passing units collapsed → regressions only → headline (docs/spec.md#report-sizes)."""
     return [
         Tier(
             name="full",

@@ -1,4 +1,4 @@
-"""What every report says about spend (SPEC §14): the candidate's tokens, cost and cache hits
+"""What every report says about spend (docs/spec.md#spend-reporting): the candidate's tokens, cost and cache hits
 beside the baseline's, and, for a run a ``limits:`` key stopped, which limit, what was spent and
 how to finish it. The markdown report and the HTML page read the same view.
 

@@ -1,4 +1,4 @@
-"""One case's attempts and trace events as a timeline people read (SPEC §13 ``evalgate trace``):
+"""One case's attempts and trace events as a timeline people read (docs/spec.md#trace-command):
 each attempt's outcome, then its events in order, tool calls as ``→ tool(arguments)`` and their
 answers as ``← tool: result`` / ``✗ tool: error``. The HTML page's trace fold writes its events
 with :func:`event_line` too, so both read the same."""

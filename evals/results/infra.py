@@ -1,4 +1,4 @@
-"""Which imported errors are infrastructure failures (SPEC §3, §5): a request that never got an
+"""Which imported errors are infrastructure failures (docs/spec.md#attempt-errors): a request that never got an
 answer says nothing about the model, so it must not count as a wrong answer, and a run made of
 them gates ``incomplete`` (exit 3), never ``fail``.
 

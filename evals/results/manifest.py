@@ -1,4 +1,4 @@
-"""What the baseline store keeps beside the snapshots (SPEC §7): one entry per snapshot, and the
+"""What the baseline store keeps beside the snapshots (docs/spec.md#snapshots): one entry per snapshot, and the
 names of the store's files. Shared by the store (which writes it) and the report (which names the
 baseline used)."""
 

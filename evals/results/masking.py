@@ -1,4 +1,4 @@
-"""Secret masking applied to everything evalgate writes (SPEC §3): results, reports, the history
+"""Secret masking applied to everything evalgate writes (docs/spec.md#masking): results, reports, the history
 and its own output (:class:`MaskedStream`).
 
 Keys are matched by their words, not substrings, so ``access_token``, ``apiKey`` and

@@ -1,4 +1,4 @@
-"""The results file (SPEC §3): what ``run`` writes, what the baseline store keeps, what
+"""The results file (docs/spec.md#results-format): what ``run`` writes, what the baseline store keeps, what
 importers produce. Field names are part of the interface; do not rename them."""
 
 from __future__ import annotations
@@ -67,16 +67,16 @@ class Attempt(_Model):
     retries: Annotated[int, Field(ge=0)] = 0
     retry_history: list[RetryRecord] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt (SPEC §3).")
-    cached: StrictBool = Field(default=False, description="The answer came from the response cache (SPEC §14).")
+    trace: list[TraceEvent] | None = Field(default=None, description="Ordered events of the attempt.")
+    cached: StrictBool = Field(default=False, description="The answer came from the response cache.")
     judge_usage: JudgeUsage | None = Field(
         default=None,
-        description="What a judge scorer's calls cost while scoring this attempt (SPEC §14); none when no judge was "
+        description="What a judge scorer's calls cost while scoring this attempt; none when no judge was "
         "paid (no judge, or its verdict came from the cache). Counted in the run's spend and limits, not in the "
         "tokens and cost_usd above, which are the target's.",
     )
     batch: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="The more-evidence batch that added this attempt (SPEC §5); none for the first look."
+        default=None, description="The more-evidence batch that added this attempt; none for the first look."
     )
 
     @field_validator("trace")
@@ -132,7 +132,7 @@ class Inclusion(_Model):
 
 
 class SampleDesign(_Model):
-    """How a smoke run drawn with ``smoke.select: informative`` chose its cases (SPEC §14): the
+    """How a smoke run drawn with ``smoke.select: informative`` chose its cases: the
     strata and each drawn case's inclusion probability, which make its comparison a stratified
     Horvitz–Thompson estimate of the full suite (``evals.compare.sampling``)."""
 
@@ -150,7 +150,7 @@ class SampleDesign(_Model):
 
 
 class BatchInfo(_Model):
-    """One more-evidence batch whose attempts this file holds (SPEC §5)."""
+    """One more-evidence batch whose attempts this file holds."""
 
     batch: Annotated[int, Field(ge=1)]
     units: list[str] = Field(default_factory=list, description="The units whose cases it re-ran.")
@@ -180,12 +180,12 @@ class RunInfo(_Model):
     shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')
     subset: str | None = Field(default=None, description='"smoke" or "tag:..." when only part of the suite ran.')
     sample: SampleDesign | None = Field(
-        default=None, description="Strata and inclusion probabilities of an informative smoke draw (SPEC §14)."
+        default=None, description="Strata and inclusion probabilities of an informative smoke draw."
     )
     message: str | None = Field(default=None, description="Why the run is not a success, if it is not.")
     limit: LimitStop | None = Field(
         default=None,
-        description="The limits: key that stopped this run and what was spent (SPEC §14); the run is then partial "
+        description="The limits: key that stopped this run and what was spent; the run is then partial "
         "(cancelled for cost or tokens, timeout for the duration) and --resume completes it.",
     )
     evalgate_version: str | None = None

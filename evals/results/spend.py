@@ -1,4 +1,4 @@
-"""What a run spent (SPEC §14): tokens in and out, cost and cache hits, counted over its attempts,
+"""What a run spent (docs/spec.md#spend-reporting): tokens in and out, cost and cache hits, counted over its attempts,
 and the words every report uses for them; and the ``limits:`` stop a results file records.
 
 Spend is what the run *paid*: an attempt served from the response cache (``cached: true``) cost
@@ -199,7 +199,7 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
 
 
 class LimitStop(BaseModel):
-    """Which of ``limits:`` stopped the run, and what it had spent then (SPEC §14). A run stopped
+    """Which of ``limits:`` stopped the run, and what it had spent then. A run stopped
     by a limit is partial (``status`` ``cancelled`` for cost and tokens, ``timeout`` for the
     duration) and ``--resume`` completes it."""
 

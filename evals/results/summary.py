@@ -1,4 +1,4 @@
-"""What a results file says on its own, without a baseline (SPEC §13): pass rate with its CI
+"""What a results file says on its own, without a baseline (docs/spec.md#run-summary): pass rate with its CI
 overall and per slice, errors by kind (with their most common messages), tokens, latency p50/p95
 and cost. ``evalgate run`` ends
 with it and ``evalgate show FILE`` prints it for any results file (imported ones included).
@@ -95,11 +95,11 @@ class ResultsSummary(RunStatus):
     cost_usd: float | None = None
     spend: Spend = Field(
         default_factory=Spend,
-        description="What the run paid (SPEC §14): tokens, cost (unknown when no attempt reports it, never 0), cache "
+        description="What the run paid: tokens, cost (unknown when no attempt reports it, never 0), cache "
         "hits; evals/results/spend.py",
     )
     limit: LimitStop | None = Field(default=None, description="The limits: key that stopped the run, if one did.")
-    cache_hits: int = Field(0, description="attempts whose answer came from the response cache (SPEC §14)")
+    cache_hits: int = Field(0, description="attempts whose answer came from the response cache")
     judge_cache_hits: int = Field(0, description="attempts whose judge verdict came from the response cache")
     cost_usd_paid: float | None = Field(
         None,

@@ -1,4 +1,4 @@
-"""Attempt traces (SPEC §3 ``trace``, seed 003): the ordered events of one attempt — messages,
+"""Attempt traces (docs/spec.md#traces): the ordered events of one attempt — messages,
 tool calls and their results, decisions, log lines — as the results file and the history store
 keep them.
 
@@ -11,7 +11,7 @@ the pairing as a foreign key, so the database refuses a tool call without its re
 Content is stored masked and truncated (8,192 characters; tool results 2,048) with the sha256 of
 the full masked text, like attempt outputs.
 
-An agent's trajectory is read from the trace (SPEC §15): the ``tool_call`` events in order
+An agent's trajectory is read from the trace (docs/spec.md#agent-trajectories): the ``tool_call`` events in order
 (``tool_calls``, ``tool_names``) and its model calls (``step_count``: ``log`` events named
 ``step``). A call that nobody ran is answered by a ``tool_result`` saying ``not executed: why``, so
 it stays paired without counting as a tool's error."""

@@ -1,4 +1,4 @@
-"""The response cache (SPEC §14): answers of the ``openai`` target, the ``judge`` and — with an
+"""The response cache (docs/spec.md#response-cache): answers of the ``openai`` target, the ``judge`` and — with an
 explicit ``cache.key`` — python and command targets, stored on disk by the sha256 of the exact
 request, so a re-run of an unchanged suite pays for nothing.
 

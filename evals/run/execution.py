@@ -1,9 +1,9 @@
-"""Running the suite on the candidate into a results file (SPEC §4): which cases, resuming a
+"""Running the suite on the candidate into a results file (docs/spec.md#running): which cases, resuming a
 partial run, and the file written as cases finish.
 
 The file is written at the start (``running``, nothing done), every few seconds while cases finish,
 and at the end, each time atomically with a status and counts that are true at that moment
-(seed 000: a partial run must never read as a whole one)."""
+(a partial run must never read as a whole one)."""
 
 from __future__ import annotations
 
@@ -251,7 +251,8 @@ class WrittenRun:
         reader that never looks at traces (the summary) when nothing after it reads the cases.
         Read from the same bytes, which stay here for ``cases``. At 10,000 one-step openai cases
         the traces are half the models' memory (~38 of ~72 MiB), and their third event (the step
-        log) took ``evalgate run``'s peak RSS from 114 to 128 MB, past SPEC §10's 120."""
+        log) took ``evalgate run``'s peak RSS from 114 to 128 MB, past the 120 MB of
+        docs/spec.md#performance-targets."""
         if "cases" in self.__dict__:  # read already: no lighter copy to make
             return self
         return WrittenRun(self.run, self._case_json, self.errored_cases, traces=False)

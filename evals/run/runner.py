@@ -1,10 +1,10 @@
-"""The asyncio runner (SPEC §4): ``concurrency`` workers take (case, attempt) pairs from one queue,
+"""The asyncio runner (docs/spec.md#runner): ``concurrency`` workers take (case, attempt) pairs from one queue,
 so at most that many attempts are in flight. Only infra failures are retried, on the configured
 backoff schedule; each failed try stays in the attempt's ``retry_history``. A target timeout is the
 candidate's failure and is never retried.
 
 Stopping on a signal: workers take no new work; in-flight attempts get a grace period, then are
-cancelled. Stopping on a limit (``limits:``, SPEC §14): no new case starts, but every attempt
+cancelled. Stopping on a limit (``limits:``, docs/spec.md#limits): no new case starts, but every attempt
 already paid for or under way is kept — in-flight attempts finish (each within ``timeout_s``) and
 so do the other attempts of cases already started, so no paid answer is thrown away. A case is
 reported only when all its attempts have finished, so a stopped run holds whole cases only and

@@ -1,4 +1,4 @@
-"""Sharding (SPEC §4): a case's shard comes from a stable hash of its id, never its position, so
+"""Sharding (docs/spec.md#sharding): a case's shard comes from a stable hash of its id, never its position, so
 adding a case moves no other case to another shard and every matrix job agrees without talking;
 and joining the shards of one run back into one (``evalgate merge``)."""
 

@@ -1,10 +1,10 @@
-"""The smoke subset (SPEC §4): a small, deterministic, slice-stratified part of the suite for PRs.
+"""The smoke subset (docs/spec.md#smoke-subset): a small, deterministic, slice-stratified part of the suite for PRs.
 
 Each case gets a rank from ``sha256(seed:id)``. Ranks do not depend on file order, and adding or
 removing a case leaves every other case's rank alone, so the subset moves as little as possible
 between commits (a PR's smoke run pairs with the baseline's on mostly the same ids).
 
-``smoke.select: informative`` (SPEC §14) reads the history's runs of the same config: within each
+``smoke.select: informative`` (docs/spec.md#informative-smoke) reads the history's runs of the same config: within each
 slice combination it stratifies cases by how their outcome has varied (always passed, always
 failed, mixed, or new: too few runs), allocates the budget across strata by Neyman's rule
 ``n_h ∝ N_h·S_h`` (Neyman 1934, "On the two different aspects of the representative method",

@@ -1,4 +1,4 @@
-"""The baseline store (SPEC §7): the store and its rules for which baseline a gate uses
+"""The baseline store (docs/spec.md#baseline-store): the store and its rules for which baseline a gate uses
 (``baseline``), its files as local blobs or release assets (``blobs``, ``releases``), writing a
 snapshot (``write``), commit ancestry and snapshot order, whether a gated candidate is promoted
 (``promotion``), and which store a command names and what a candidate is compared with

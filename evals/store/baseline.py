@@ -1,4 +1,4 @@
-"""The baseline store (SPEC §7): immutable snapshots named by commit, a versioned manifest, and
+"""The baseline store (docs/spec.md#baseline-store): immutable snapshots named by commit, a versioned manifest, and
 the rules for which baseline a gate uses and when a candidate may replace it.
 
 One store, two places, the same layout (docs/baseline-store.md):
@@ -45,7 +45,7 @@ READ_ATTEMPTS = 3  # re-lists when a listed blob vanished (pruned by a concurren
 
 
 def promotion_allowed(comparison_verdict: str, drift_ok: bool) -> tuple[bool, str]:
-    """SPEC §7's promotion rule in one place: a full gate's candidate may become the baseline when
+    """The promotion rule (docs/spec.md#promotion) in one place: a full gate's candidate may become the baseline when
     the verdict is ``pass`` or ``inconclusive`` and the drift guard against the blessed baseline
     holds; never on ``fail``, ``incomplete``, ``incompatible`` (or ``no-baseline``, which is seeded
     by ``on_missing: seed`` or a reset, not by promotion). Returns (allowed, one-line reason)."""

@@ -1,4 +1,4 @@
-"""Where the baseline store's files live (SPEC §7): named, write-once blobs with an exclusive create.
+"""Where the baseline store's files live (docs/spec.md#snapshots): named, write-once blobs with an exclusive create.
 Every rule of the store is in ``evals.store.baseline``; a backend only lists, reads, creates (failing
 with ``NameTaken`` when the name exists) and deletes. ``FolderBlobs`` is a folder; the release
 backend is ``evals.store.releases``."""

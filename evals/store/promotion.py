@@ -1,4 +1,4 @@
-"""Whether a gated candidate becomes the baseline, and storing it when it does (SPEC §7).
+"""Whether a gated candidate becomes the baseline, and storing it when it does (docs/spec.md#promotion).
 
 The rule has two halves: the gate's (``evals.store.baseline.promotion_allowed``: ``pass`` or
 ``inconclusive`` with the drift guard holding) and the store's (never replace a newer commit's

@@ -1,4 +1,4 @@
-"""The baseline store as GitHub release assets (SPEC §7), in one of two layouts:
+"""The baseline store as GitHub release assets (docs/spec.md#baseline-store), in one of two layouts:
 
 - **one release** (``assets``, the default): every snapshot and manifest is an asset of the
   release ``<tag>``, a prerelease that never becomes the repository's latest release. The first

@@ -1,7 +1,8 @@
-"""Which baseline store a command uses and what a candidate is compared with (SPEC §7): the store
-that ``gate``, ``reset``, ``promote`` and ``baseline`` name (their config after the command-line
-overrides, ``evals.suite.overrides``), and the baselines read before a candidate is run (the one
-the store chooses for the event, and the last blessed one for the drift guard)."""
+"""Which baseline store a command uses and what a candidate is compared with
+(docs/spec.md#baseline-selection): the store that ``gate``, ``reset``, ``promote`` and ``baseline``
+name (their config after the command-line overrides, ``evals.suite.overrides``), and the baselines
+read before a candidate is run (the one the store chooses for the event, and the last blessed one
+for the drift guard)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Whether a candidate may replace the latest baseline (SPEC §7: "a promotion never replaces a
+"""Whether a candidate may replace the latest baseline (docs/spec.md#promotion: "a promotion never replaces a
 baseline with one from an older commit"), and the words that say why not.
 
 What "older" means depends on where the writer stands (docs/baseline-store.md, "Promotion"):
@@ -6,7 +6,7 @@ What "older" means depends on where the writer stands (docs/baseline-store.md, "
 - in a git repository, git ancestry decides, else the commit dates; when neither can, a promotion
   is refused (a reset goes ahead, noted) and the hint fits the place: `fetch-depth: 0` in GitHub
   Actions, `--sha` or a reset locally;
-- outside any git repository (SPEC §13), runs are named by ``--sha`` or a content digest and have
+- outside any git repository (docs/spec.md#outside-git), runs are named by ``--sha`` or a content digest and have
   no commits to order, so time does: the runs' start times (else their end times, else the
   snapshots' ``created_at``). Inside GitHub Actions a job without a checkout is a set-up to fix
   (check the repository out), not a reason to trust the clock: a re-run of an old workflow run

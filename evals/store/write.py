@@ -1,4 +1,4 @@
-"""Writing the baseline store (SPEC §7, docs/baseline-store.md "How an update works"): a promotion
+"""Writing the baseline store (docs/spec.md#manifest, docs/baseline-store.md "How an update works"): a promotion
 or reset stores its snapshot under an immutable name (reusing identical bytes, replacing debris,
 adopting an interrupted promotion's orphan, never clobbering anything else), publishes the next
 manifest generation with an exclusive create (a clash means a concurrent writer: re-read and

@@ -1,4 +1,4 @@
-"""``cache:`` in ``evalgate.yml`` (SPEC §14): the response cache's folder, what it serves and its
+"""``cache:`` in ``evalgate.yml`` (docs/spec.md#response-cache): the response cache's folder, what it serves and its
 size cap. The store itself is ``evals.run.cache``; docs/config.md says when a cached answer is
 stale and how to start afresh."""
 
@@ -21,7 +21,7 @@ DEFAULT_MAX_BYTES = 512 << 20
 
 
 class CacheSpec(StrictModel):
-    """The response cache, on by default for the openai target and the judge (SPEC §14); the
+    """The response cache, on by default for the openai target and the judge; the
     config's ``cache: false`` turns it off."""
 
     dir: str = Field(

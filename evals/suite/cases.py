@@ -1,4 +1,4 @@
-"""Eval cases (SPEC §2): loading JSONL, YAML and CSV case files into ``Case`` models.
+"""Eval cases (docs/spec.md#cases): loading JSONL, YAML and CSV case files into ``Case`` models.
 
 Every problem ends in an InputFileError naming the file and the line (and, for a duplicate id, where
 the id was first seen), so a broken case file never surfaces as a traceback or a silently
@@ -84,7 +84,7 @@ def load_cases(config: SuiteConfig) -> list[Case]:
 
 
 def check_case_set(config: SuiteConfig, cases: list[Case]) -> None:
-    """What would make a run of these cases mean nothing is an error (SPEC §2): no cases at all,
+    """What would make a run of these cases mean nothing is an error (docs/spec.md#config-errors): no cases at all,
     a ``slices:`` key no case carries, a scorer that needs ``expected`` on a case without one."""
     if not cases:
         files = case_files(config)

@@ -1,4 +1,4 @@
-"""The suite config (``evalgate.yml``, SPEC §2) as pydantic models, and its loader.
+"""The suite config (``evalgate.yml``, docs/spec.md#config) as pydantic models, and its loader.
 
 Relative paths in the file are relative to the file's own folder (``SuiteConfig.root``)."""
 
@@ -142,7 +142,7 @@ class MetricSpec(StrictModel):
 
 
 class MoreEvidenceSpec(StrictModel):
-    """SPEC §5 "More evidence": when the gate ends inconclusive, re-run the cases of the slices
+    """More evidence: when the gate ends inconclusive, re-run the cases of the slices
     that look worse (both sides) in batches and test again with an anytime-valid rule."""
 
     max_batches: Annotated[int, Field(ge=0)] = Field(
@@ -225,7 +225,7 @@ class SmokeSpec(StrictModel):
     select: Literal["stratified", "informative"] = Field(
         default="stratified",
         description="stratified: per_slice_min of every slice value, then a seeded draw; informative: from the "
-        "history, more of the cases whose outcome has been uncertain, with inclusion probabilities (SPEC §14).",
+        "history, more of the cases whose outcome has been uncertain, with inclusion probabilities.",
     )
 
 
@@ -254,7 +254,7 @@ class ReportSpec(StrictModel):
 
 
 class HistorySpec(StrictModel):
-    """Where runs, gates and traces are recorded (SPEC §12; docs/history.md)."""
+    """Where runs, gates and traces are recorded (docs/history.md)."""
 
     enabled: bool = Field(default=True, description="False: record nothing (env EVALGATE_HISTORY=off does the same).")
     url: str | None = Field(
@@ -287,7 +287,7 @@ class SuiteConfig(StrictModel):
     limits: LimitsSpec = Field(default_factory=LimitsSpec)
     cache: CacheSpec | None = Field(
         default_factory=CacheSpec,
-        description="The response cache (SPEC §14): on with its defaults (the openai target and the judge); "
+        description="The response cache: on with its defaults (the openai target and the judge); "
         "`cache: false` turns it off.",
     )
 
@@ -345,7 +345,7 @@ class SuiteConfig(StrictModel):
         return self.gate.id or self.suite
 
     def config_hash(self) -> str:
-        """What makes two runs' scores mean the same thing (SPEC §3): the scorer definitions, and
+        """What makes two runs' scores mean the same thing (docs/spec.md#config-hash): the scorer definitions, and
         any metric whose better direction was turned around from its default. Left out on
         purpose: the target, cases, attempts and concurrency (changing them is what a gate is
         for; case edits are handled per case by its ``hash``), and everything else about metrics
@@ -417,7 +417,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
 
 
 def _check_pass_at_k(config: SuiteConfig, src: Located) -> None:
-    """``pass@k`` with fewer than k attempts per case could never be estimated (SPEC §2). Checked
+    """``pass@k`` with fewer than k attempts per case could never be estimated (docs/spec.md#config-errors). Checked
     where the config runs its own suite (it has a target); results brought from elsewhere carry
     their own attempts, which ``compare`` checks."""
     if config.target is None:
@@ -452,7 +452,7 @@ def _check_floor_ranges(config: SuiteConfig, src: Located) -> None:
 
 def _check_metric_names(config: SuiteConfig, src: Located) -> None:
     """A metric name that is neither a built-in metric nor a named score the scorers record would
-    compare nothing (SPEC §2): ``passrate`` must be an error, not an empty gate that passes."""
+    compare nothing (docs/spec.md#config-errors): ``passrate`` must be an error, not an empty gate that passes."""
     named = config.named_scores()
     for name in config.metrics:
         if name in BUILTIN_METRICS or _PASS_AT.match(name):

@@ -1,4 +1,4 @@
-"""``limits:`` of ``evalgate.yml`` (SPEC §14): hard limits on what one run may spend.
+"""``limits:`` of ``evalgate.yml`` (docs/spec.md#limits): hard limits on what one run may spend.
 
 Kept apart from ``config`` (which reads it) so the suite config stays one screenful per part."""
 

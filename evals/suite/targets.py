@@ -1,4 +1,4 @@
-"""The ``target:`` of ``evalgate.yml`` (SPEC §2): what is evaluated — a Python callable, a
+"""The ``target:`` of ``evalgate.yml`` (docs/spec.md#targets): what is evaluated — a Python callable, a
 process, or an OpenAI-compatible chat endpoint (with the tools it runs itself)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- evalgate history, PostgreSQL (SPEC §12): the tables with an identity column. 0001_runs.sqlite.sql
+-- evalgate history, PostgreSQL (docs/spec.md#history-store): the tables with an identity column. 0001_runs.sqlite.sql
 -- has the same columns; 0002_results.sql is shared.
 
 CREATE TABLE schema_migrations (

@@ -1,4 +1,4 @@
--- evalgate history, SQLite (SPEC §12): the tables with an identity column (INTEGER PRIMARY KEY is
+-- evalgate history, SQLite (docs/spec.md#history-store): the tables with an identity column (INTEGER PRIMARY KEY is
 -- SQLite's). 0001_runs.postgresql.sql has the same columns; 0002_results.sql is shared.
 
 CREATE TABLE schema_migrations (

@@ -66,7 +66,7 @@ CREATE TABLE attempts (
     FOREIGN KEY (run_id, case_no) REFERENCES cases (run_id, case_no) ON DELETE CASCADE
 );
 
--- Attempt traces (SPEC §3). A tool_call names the seq and kind of its answer; the foreign key
+-- Attempt traces (docs/spec.md#traces). A tool_call names the seq and kind of its answer; the foreign key
 -- (checked at commit) refuses a call whose tool_result/tool_error is not there. The largest table
 -- by far (20 events per attempt is common), so it has no foreign key to attempts: every such
 -- check costs as much as the insert (the writer adds events only with their attempt).

@@ -13,7 +13,7 @@ UNION ALL
 SELECT run_id, case_no, slice_key || '=' || slice_value, slice_key, slice_value
 FROM case_slices;
 
--- One value per case (SPEC §5): the mean of its judged attempts; infra errors are not judged.
+-- One value per case (docs/spec.md#one-value-per-case): the mean of its judged attempts; infra errors are not judged.
 CREATE VIEW case_pass AS
 SELECT run_id, case_no,
        COUNT(passed) AS judged_attempts,

@@ -1,4 +1,4 @@
--- The looks of a gate's more evidence (SPEC §5): one row per look, the first look included.
+-- The looks of a gate's more evidence (docs/spec.md#more-evidence): one row per look, the first look included.
 CREATE TABLE gate_looks (
     gate_id    BIGINT NOT NULL REFERENCES gates (id) ON DELETE CASCADE,
     look       INTEGER NOT NULL,

@@ -1,4 +1,4 @@
-"""What a scorer is and what it yields (SPEC §2): the ``Score`` of one output, the ``Scorer`` that
+"""What a scorer is and what it yields (docs/spec.md#scorers): the ``Score`` of one output, the ``Scorer`` that
 makes it (sync, or async for scorers that call out, like the model-graded ``judge``), and the
 errors a scorer raises. The built-ins live in evals/run/scorers/builtin.py, the judge in evals/run/scorers/judge.py,
 the trajectory scorers in evals/run/scorers/trajectory.py."""

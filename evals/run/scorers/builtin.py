@@ -1,4 +1,4 @@
-"""Scorers (SPEC §2): built-ins and user callables, and how one attempt's scores combine.
+"""Scorers (docs/spec.md#scorers): built-ins and user callables, and how one attempt's scores combine.
 
 A scorer that needs an expected value and gets a case without one returns ``passed=None``: it
 has no verdict, and inventing one would bias the pass rate."""

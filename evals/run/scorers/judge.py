@@ -1,4 +1,4 @@
-"""The model-graded scorer ``judge`` (SPEC §13): an OpenAI-compatible chat endpoint reads the
+"""The model-graded scorer ``judge`` (docs/spec.md#judge): an OpenAI-compatible chat endpoint reads the
 case's input, reference answer (if any) and the output against a rubric, and answers with a JSON
 verdict. The verdict and the judge's reasoning are kept in the attempt (``metadata.judge``).
 

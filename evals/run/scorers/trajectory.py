@@ -1,4 +1,4 @@
-"""Trajectory scorers (SPEC §15): what the agent did, read from the attempt's trace, each a 0/1
+"""Trajectory scorers (docs/spec.md#trajectory-scorers): what the agent did, read from the attempt's trace, each a 0/1
 score, so each makes a paired binary unit with the exact/mid-p McNemar test.
 
 - ``tool_used``: every named tool was called at least once.

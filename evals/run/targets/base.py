@@ -1,4 +1,4 @@
-"""What every target is (SPEC §2): the ``Target`` interface the runner calls, what a call gives
+"""What every target is (docs/spec.md#targets): the ``Target`` interface the runner calls, what a call gives
 (``TargetOutput``) and how one fails (``TargetFailure``, whose ``kind`` tells the runner whether
 the failure is the candidate's, ``target``, or the world's, ``infra``, retried). The kinds are in
 ``evals.run.targets.code`` (Python callable, command) and ``evals.run.targets.endpoint``."""
@@ -30,7 +30,7 @@ class TargetOutput:
     # stale keep-alive connection dropped it): the attempt's retry_history records them.
     resends: list[RetryRecord] = field(default_factory=list)
     trace: list[Any] | None = None  # raw events; the runner masks, clips and checks them (evals.results.trace)
-    # From the response cache (SPEC §14): every answer of the call was served from it (``cached``),
+    # From the response cache (docs/spec.md#response-cache): every answer of the call was served from it (``cached``),
     # and how long those answers took when they were first paid for (``replayed_ms``), which the
     # runner adds to the attempt's latency so a cached attempt's latency compares like with like.
     cached: bool = False

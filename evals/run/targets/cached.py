@@ -1,4 +1,4 @@
-"""A python or command target served from the response cache (SPEC §14), which the user opts into
+"""A python or command target served from the response cache (docs/spec.md#response-cache), which the user opts into
 with ``cache.key``: the entry is keyed by the target's configuration (the callable or the command
 line, never the values of its environment, which may be secrets), the case as the target receives
 it, the attempt number and that key. The target's code is not in the key — nothing could say what

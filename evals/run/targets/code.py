@@ -1,4 +1,4 @@
-"""The target kinds that run the user's code (SPEC §2): a Python callable and a command; the
+"""The target kinds that run the user's code (docs/spec.md#targets): a Python callable and a command; the
 OpenAI-compatible chat endpoint is in ``evals.run.targets.endpoint``, and ``build_target`` makes the
 configured one. Per-attempt timeouts are the runner's job: it cancels ``call``, and every target
 cleans up on cancellation (the command target kills its whole process group)."""

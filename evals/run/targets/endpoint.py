@@ -1,4 +1,4 @@
-"""The OpenAI-compatible chat endpoint target (SPEC §2): one keep-alive connection pool, the
+"""The OpenAI-compatible chat endpoint target (docs/spec.md#targets): one keep-alive connection pool, the
 server's ``Retry-After`` honoured, the exchange recorded as the attempt's trace."""
 
 from __future__ import annotations
@@ -160,7 +160,7 @@ class OpenAIChatTarget(Target):
         self, case: Case, on_resend: Callable[[str, float], None], resends: list[RetryRecord]
     ) -> TargetOutput:
         """Model → its tool calls → the tools → model, up to ``max_steps`` model calls (one without
-        ``tools:``), each step traced (SPEC §15)."""
+        ``tools:``), each step traced (docs/spec.md#tool-loop)."""
         messages = self.messages(case.input)
         trace = conversation_events(messages)
         usage = _Usage()

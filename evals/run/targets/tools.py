@@ -1,4 +1,4 @@
-"""The tools the ``openai`` target runs itself (``target.openai.tools``, SPEC §15): Python callables,
+"""The tools the ``openai`` target runs itself (``target.openai.tools``, docs/spec.md#tool-loop): Python callables,
 sync or async, offered to the model as functions whose JSON Schema comes from their signature,
 and called with the arguments the model chose.
 

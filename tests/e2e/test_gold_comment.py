@@ -1,0 +1,78 @@
+"""Gold files of the quickstart's PR comment (``comment.md``), passing and failing, as coverage.py
+keeps its reports: a change to the report shows up as a reviewable diff of
+``tests/e2e/gold/*.md``. After a deliberate change, rewrite them with
+``EVALGATE_UPDATE_GOLD=1 pytest tests/e2e/test_gold_comment.py`` and review ``git diff``.
+
+Only what differs between two runs of the same code is normalised: the baseline's age (it grows
+with the date) and the candidate's latencies (they are measured)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes.paths import ROOT
+
+GOLD = Path(__file__).parent / "gold"
+
+# (what varies between runs of the same code, what it becomes)
+VOLATILE = [
+    (re.compile(r"\b\d+ (minutes?|hours?|days?) old\b"), r"N \1 old"),
+    (re.compile(r"\b\d+(?:\.\d+)? (minutes?|hours?|days?) ago\b"), r"N \1 ago"),
+    (re.compile(r"^\| candidate \| \d+ ms \| \d+ ms \|", re.M), "| candidate | N ms | N ms |"),
+]
+
+
+def normalised(text: str) -> str:
+    for pattern, replacement in VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def comment_of(tmp_path: Path, **env: str) -> tuple[int, str]:
+    suite = tmp_path / "quickstart"
+    shutil.copytree(ROOT / "examples" / "quickstart", suite, ignore=shutil.ignore_patterns(".evalgate", "__pycache__"))
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml"],
+        cwd=suite,
+        env={k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "QUICKSTART_"))} | env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    comment = suite / ".evalgate" / "out" / "comment.md"
+    assert comment.exists(), done.stderr
+    return done.returncode, normalised(comment.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("name", "env", "exit_code"),
+    [("quickstart-pass", {}, 0), ("quickstart-fail-ko", {"QUICKSTART_REGRESS": "ko"}, 1)],
+)
+def test_the_quickstart_comment_matches_its_gold_file(tmp_path: Path, name: str, env: dict[str, str], exit_code: int):
+    code, comment = comment_of(tmp_path, **env)
+    assert code == exit_code
+    gold = GOLD / f"{name}.comment.md"
+    if os.environ.get("EVALGATE_UPDATE_GOLD") == "1":
+        gold.write_text(comment, encoding="utf-8")
+    assert gold.exists(), f"no gold file {gold.name}: run with EVALGATE_UPDATE_GOLD=1 to write it"
+    assert comment == gold.read_text(encoding="utf-8"), (
+        f"{name}: comment.md differs from {gold.relative_to(ROOT)}; if the change is meant, rewrite it with "
+        "EVALGATE_UPDATE_GOLD=1 and review the diff"
+    )
+
+
+def test_normalising_keeps_everything_but_ages_and_candidate_latencies():
+    text = (
+        "vs baseline 36f0588609 (5 days old) · made 2026-11-29T19:56:55Z, 4.9 days ago.\n"
+        "| baseline | 1 ms | 1 ms | – | – |\n| candidate | 5 ms | 12 ms | – | – |\n"
+    )
+    assert normalised(text) == (
+        "vs baseline 36f0588609 (N days old) · made 2026-11-29T19:56:55Z, N days ago.\n"
+        "| baseline | 1 ms | 1 ms | – | – |\n| candidate | N ms | N ms | – | – |\n"
+    )

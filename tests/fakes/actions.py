@@ -1,0 +1,563 @@
+"""A GitHub Actions runner, simulated closely enough to run the action's own ``run:`` steps and
+this repository's workflows against the fake GitHub server (``fakes.github_server``) over real
+HTTP.
+
+What is simulated and how:
+- A workflow run: the jobs of .github/workflows/eval-gate*.yml (or a workflow block of
+  docs/github-action.md) whose ``if:`` holds for the event, in file order, matrix jobs once per
+  value; ``run:`` steps in bash, upload/download-artifact as copies into a folder per workflow run,
+  ``uses: $/.`` (this action) through the action's own steps with the step's ``with:`` as inputs.
+  So the workflows the docs show are the ones exercised here.
+- ``${{ ... }}`` expressions in ``with:``, ``if:``, input defaults, ``env:`` blocks and
+  ``outputs:`` are evaluated by ``Expr`` below: context paths (``inputs.x``,
+  ``github.event.pull_request.number``, ``steps.install.outputs.python``, ``runner.temp``,
+  ``matrix.shard``), literals, ``==``/``!=``, ``&&``, ``||`` and parentheses. Anything else fails the
+  test rather than being guessed.
+- A completed run starts, as on GitHub, every workflow whose ``on.workflow_run.workflows`` lists its
+  ``name:`` (``triggered_by``), with the run's id, head and conclusion in the event.
+- actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
+  newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
+  succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
+- Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
+  actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
+  into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
+  need the package index, and evalgate and pytest are already installed in the interpreter running
+  these tests, which is what the install step's ``python`` output and PATH name. Every other step runs as GitHub runs a
+  ``shell: bash`` step: ``bash --noprofile --norc -eo pipefail`` on the script, with only its
+  resolved ``env:`` and the runner's variables (GITHUB_EVENT_NAME/PATH, GITHUB_OUTPUT,
+  GITHUB_STEP_SUMMARY, GITHUB_API_URL pointing at the fake server, ...).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from evals.results.model import load_results
+from evals.store.baseline import GitHubReleaseStore
+from evals.store.promotion import SEED_REASON
+from fakes.github_server import GitHubServer, _error, _ok
+from fakes.paths import ROOT
+from fakes.suites import git, read_output_file
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+WORKFLOWS = ROOT / ".github" / "workflows"
+TAG = "eval-baseline"
+CONFIG = "examples/quickstart/evalgate.yml"
+PR = 7
+
+# ------------------------------------------------------------------------------------------ expressions
+
+
+class Expr:
+    """A deliberately small evaluator of GitHub Actions expressions: enough for the ones our
+    action and workflows use (``==``, ``!=``, ``&&``, ``||``, parentheses; ``&&`` binds tighter
+    than ``||`` and each returns the operand that decided, as GitHub's do), and an error for
+    anything else."""
+
+    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||[()])|(?P<path>[A-Za-z_][\w.-]*))")
+
+    def __init__(self, contexts: dict[str, Any]):
+        self.contexts = contexts
+
+    def value(self, text: str) -> Any:
+        tokens = self._tokens(text)
+        result, rest = self._or(tokens, text)
+        if rest:
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+        return result
+
+    def _tokens(self, text: str) -> list[tuple[str, str]]:
+        tokens, pos = [], 0
+        while pos < len(text.rstrip()):
+            match = self._TOKEN.match(text, pos)
+            if not match or match.end() == pos:
+                raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+            kind = match.lastgroup or ""
+            tokens.append((kind, match.group(kind)))
+            pos = match.end()
+        return tokens
+
+    def _or(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._and(tokens, text)
+        while tokens[:1] == [("op", "||")]:
+            right, tokens = self._and(tokens[1:], text)
+            result = result or right
+        return result, tokens
+
+    def _and(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        result, tokens = self._comparison(tokens, text)
+        while tokens[:1] == [("op", "&&")]:
+            right, tokens = self._comparison(tokens[1:], text)
+            result = result and right
+        return result, tokens
+
+    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        left, tokens = self._primary(tokens, text)
+        if tokens[:1] not in ([("op", "==")], [("op", "!=")]):
+            return left, tokens
+        op = tokens[0][1]
+        right, tokens = self._primary(tokens[1:], text)
+        same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
+        return (same if op == "==" else not same), tokens
+
+    def _primary(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
+        if tokens[:1] == [("op", "(")]:
+            inner, rest = self._or(tokens[1:], text)
+            if rest[:1] != [("op", ")")]:
+                raise AssertionError(f"unbalanced parentheses: {text!r}")
+            return inner, rest[1:]
+        if not tokens or tokens[0][0] == "op":
+            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
+        return self._operand(tokens[0]), tokens[1:]
+
+    def _operand(self, token: tuple[str, str]) -> Any:
+        kind, raw = token
+        if kind == "str":
+            return raw[1:-1].replace("''", "'")
+        if raw in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[raw]
+        value: Any = self.contexts
+        for part in raw.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        return value
+
+    def render(self, template: Any) -> str:
+        """A string with ``${{ }}`` parts substituted (GitHub turns null into '')."""
+
+        def one(match: re.Match[str]) -> str:
+            value = self.value(match.group(1))
+            if isinstance(value, bool):
+                return "true" if value else "false"
+            return "" if value is None else str(value)
+
+        if isinstance(template, bool):  # YAML booleans reach actions as "true"/"false"
+            return "true" if template else "false"
+        return re.sub(r"\$\{\{(.*?)\}\}", one, str(template))
+
+
+# ------------------------------------------------------------------------------------------ runner
+
+BASH = ["bash", "--noprofile", "--norc", "-eo", "pipefail"]  # GitHub's `shell: bash` (and run-step default)
+
+
+@dataclass
+class Job:
+    """One simulated workflow run: an event, a checkout, a token, and which workflow file."""
+
+    event_name: str
+    payload: dict[str, Any]
+    checkout: Path
+    sha: str
+    ref: str
+    token: str
+    workflow: Path = WORKFLOWS / "eval-gate.yml"
+    dispatch_inputs: dict[str, str] = field(default_factory=dict)
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class StepRun:
+    returncode: int
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    summary: str
+    out_dir: Path
+    run_id: int = 0  # the workflow run it belonged to (artifacts are per run)
+    steps: list[str] = field(default_factory=list)  # the action's steps that ran (or were reached), by id
+
+    @property
+    def log(self) -> str:
+        return self.stdout + self.stderr
+
+
+class Runner:
+    """Runs the jobs of a workflow file as a GitHub runner would, step by step (see the module
+    docstring for what is simulated and what is skipped)."""
+
+    def __init__(self, gh: GitHubServer, tmp: Path):
+        self.gh = gh
+        self.tmp = tmp
+        self.artifacts = tmp / "artifacts"
+        self._ids = itertools.count(1)  # next() on it is atomic: concurrent jobs get distinct folders
+        self.caches: list[tuple[str, str, Path]] = []  # (ref scope, key, saved folder), oldest first
+        self._cache_lock = threading.Lock()
+
+    def contexts(
+        self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None, run_id: int = 0
+    ) -> dict[str, Any]:
+        return {
+            "github": {
+                "event_name": job.event_name,
+                "event": job.payload,
+                "sha": job.sha,
+                "ref": job.ref,
+                "repository": self.gh.repo,
+                "actor": "octo-dev",
+                "token": job.token,
+                "workspace": str(job.checkout),
+                "api_url": self.gh.api_url,
+                "run_id": str(run_id),
+                "run_attempt": "1",
+            },
+            "inputs": dict(job.dispatch_inputs),
+            "runner": {"temp": str(runner_temp), "os": "Linux"},
+            "matrix": matrix or {},
+        }
+
+    def jobs(self, job: Job) -> list[tuple[str, dict[str, Any]]]:
+        """The workflow's jobs whose ``if:`` holds for this event, in file order."""
+        workflow = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
+        contexts = self.contexts(job, self.tmp)
+        return [(n, spec) for n, spec in workflow["jobs"].items() if Expr(contexts).value(str(spec.get("if", "true")))]
+
+    def run(self, job: Job, **overrides: str) -> StepRun:
+        """One workflow run for the event: every job whose ``if:`` holds, in file order (``needs:``
+        in our workflows follows that order; a job whose needed job failed is skipped), matrix jobs
+        once per value. The last use of the action (the gate) is returned; every use is in
+        ``self.action_runs``. ``overrides`` change the inputs of the action's last use."""
+        run_id = next(self._ids)
+        self.action_runs: list[StepRun] = []
+        failed: set[str] = set()
+        for name, spec in self.jobs(job):
+            needs = spec.get("needs") or []
+            if set([needs] if isinstance(needs, str) else needs) & failed:
+                failed.add(name)
+                continue
+            matrix = (spec.get("strategy") or {}).get("matrix") or {}
+            assert len(matrix) <= 1, "the simulated runner handles one matrix axis"
+            values = [{k: v} for k, vs in matrix.items() for v in vs] or [None]
+            for value in values:
+                result = self.run_job(job, spec, run_id=run_id, matrix=value, overrides=overrides)
+                if result is not None:
+                    result.run_id = run_id
+                    self.action_runs.append(result)
+                    if result.returncode != 0:
+                        failed.add(name)
+        assert self.action_runs, f"{job.workflow.name}: no use of the action on {job.event_name}"
+        return self.action_runs[-1]
+
+    def run_job(
+        self,
+        job: Job,
+        spec: dict[str, Any],
+        *,
+        run_id: int,
+        matrix: dict[str, Any] | None = None,
+        overrides: dict[str, str],
+    ) -> StepRun | None:
+        home = self.tmp / f"job{next(self._ids)}"
+        runner_temp = home / "runner-temp"
+        runner_temp.mkdir(parents=True)
+        contexts = self.contexts(job, runner_temp, matrix, run_id)
+        result = None
+        failed = False
+        to_save: list[tuple[str, Path]] = []  # actions/cache's post step: (key, folder) once the job succeeds
+        for number, step in enumerate(spec["steps"]):
+            condition = str(step.get("if", "success()"))
+            if condition == "always()":
+                pass
+            elif failed or (condition != "success()" and not Expr(contexts).value(condition)):
+                continue
+            uses = step.get("uses", "")
+            if uses == "$/.":
+                inputs = {k: Expr(contexts).render(v) for k, v in (step.get("with") or {}).items()}
+                if inputs.get("mode") != "run":  # the suite's job keeps its inputs; the gate gets the overrides
+                    inputs |= overrides
+                result = self.action(job, home / f"action{number}", runner_temp, inputs)
+                failed = result.returncode != 0
+            elif uses.startswith("actions/cache@"):
+                to_save.append(self.restore_cache(job, step, contexts))
+            elif uses.startswith("actions/upload-artifact@"):
+                self.upload(job, step, contexts, run_id)
+            elif uses.startswith("actions/download-artifact@"):
+                self.download(step, contexts, run_id)
+            elif uses.startswith(("actions/checkout@", "actions/setup-python@")) or str(
+                step.get("name", "")
+            ).startswith("Install "):
+                continue  # see the module docstring
+            elif "run" in step:
+                env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
+                assert "${{" not in step["run"], "expressions must reach run: through env:"
+                done = self.bash(
+                    step["run"], home / f"step{number}.sh", job, self.runner_env(job, home, runner_temp) | env
+                )
+                assert done.returncode == 0, f"step {step.get('name')} failed: {done.stdout}{done.stderr}"
+            else:
+                raise AssertionError(f"the simulated runner does not know the step {step}")
+        if not failed:
+            for key, folder in to_save:
+                self.save_cache(job, key, folder)
+        return result
+
+    def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path]:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        folder = job.checkout / options["path"]
+        key = options["key"]
+        prefixes = [line.strip() for line in options.get("restore-keys", "").splitlines() if line.strip()]
+        scopes = list(dict.fromkeys([job.ref, "refs/heads/main"]))
+        with self._cache_lock:
+            caches = list(self.caches)
+        for wanted, exact in [(key, True), *((prefix, False) for prefix in prefixes)]:
+            for scope in scopes:
+                found = [c for c in caches if c[0] == scope and (c[1] == wanted if exact else c[1].startswith(wanted))]
+                if found:
+                    shutil.copytree(found[-1][2], folder, dirs_exist_ok=True)
+                    return key, folder
+        return key, folder
+
+    def save_cache(self, job: Job, key: str, folder: Path) -> None:
+        if not folder.is_dir():
+            return  # GitHub warns that the path does not exist and saves nothing
+        with self._cache_lock:
+            if any(c[0] == job.ref and c[1] == key for c in self.caches):
+                return  # cache keys are immutable within a scope
+            saved = self.tmp / "caches" / str(len(self.caches))
+            shutil.copytree(folder, saved)
+            self.caches.append((job.ref, key, saved))
+
+    def upload(self, job: Job, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        target = self.artifacts / str(run_id) / options["name"]
+        source = job.checkout / options["path"]
+        if not source.exists():
+            assert options.get("if-no-files-found") == "ignore", f"nothing to upload at {source}"
+            return
+        target.mkdir(parents=True)  # artifact names are unique within a workflow run
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            shutil.copy2(source, target / source.name)
+
+    def download(self, step: dict[str, Any], contexts: dict[str, Any], run_id: int) -> None:
+        options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+        source = self.artifacts / (options.get("run-id") or str(run_id))
+        target = Path(options["path"])
+        found = sorted(source.glob(options.get("pattern") or options["name"]))
+        assert found, f"no artifact {options.get('pattern') or options['name']} in run {source.name}"
+        for artifact in found:
+            merge = options.get("merge-multiple") == "true" or "name" in options
+            shutil.copytree(artifact, target if merge else target / artifact.name, dirs_exist_ok=True)
+
+    def runner_env(self, job: Job, home: Path, runner_temp: Path) -> dict[str, str]:
+        return {
+            # setup-python + the install steps put this interpreter's scripts (evalgate, pytest) on PATH
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(home),
+            "LANG": "C.UTF-8",
+            "CI": "true",
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": job.event_name,
+            "GITHUB_EVENT_PATH": str(home / "event.json"),
+            "GITHUB_OUTPUT": str(home / "output"),
+            "GITHUB_STEP_SUMMARY": str(home / "summary.md"),
+            "GITHUB_API_URL": self.gh.api_url,
+            "GITHUB_REPOSITORY": self.gh.repo,
+            "GITHUB_SHA": job.sha,
+            "GITHUB_REF": job.ref,
+            "GITHUB_ACTOR": "octo-dev",
+            "GITHUB_WORKSPACE": str(job.checkout),
+            "RUNNER_TEMP": str(runner_temp),
+            # Short client timeouts and backoff so fault scenarios stay fast.
+            "EVALGATE_GITHUB_TIMEOUT": "2",
+            "EVALGATE_GITHUB_BACKOFF": "0.05",
+            "EVALGATE_GITHUB_MAX_WAIT": "5",
+            **job.extra_env,
+        }
+
+    def bash(self, script: str, path: Path, job: Job, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "event.json").write_text(json.dumps(job.payload), encoding="utf-8")
+        path.write_text(script, encoding="utf-8")
+        return subprocess.run(
+            [*BASH, str(path)], cwd=job.checkout, env=env, capture_output=True, text=True, timeout=300, check=False
+        )
+
+    def action(self, job: Job, home: Path, runner_temp: Path, given: dict[str, str]) -> StepRun:
+        """The composite action's steps, with ``given`` inputs (the rest take their defaults)."""
+        home.mkdir(parents=True)
+        contexts = self.contexts(job, runner_temp)
+        undeclared = set(given) - set(ACTION["inputs"])
+        assert not undeclared, f"inputs not declared in action.yml: {undeclared}"
+        inputs = {
+            name: given[name] if name in given else Expr(contexts).render(spec.get("default", ""))
+            for name, spec in ACTION["inputs"].items()
+        }
+        steps: dict[str, dict[str, Any]] = {
+            "python": {"outputs": {"python-path": sys.executable}},
+            "install": {"outputs": {"python": sys.executable}},
+        }
+        contexts |= {"inputs": inputs, "steps": steps}
+        env_base = self.runner_env(job, home, runner_temp) | {"GITHUB_ACTION_PATH": str(ROOT)}
+        output_file, summary_file = home / "output", home / "summary.md"
+        done = None
+        ran: list[str] = []
+        for step in ACTION["runs"]["steps"]:
+            if "if" in step and not Expr(contexts).value(str(step["if"])):
+                continue
+            if "uses" in step or step.get("id") in ("install", "install-suite"):
+                if step.get("id") == "install-suite":
+                    ran.append(step["id"])  # reached: it would install the suite's dependencies here
+                continue  # setup-python and the install steps: see the module docstring
+            ran.append(step["id"])
+            assert step.get("shell") == "bash"
+            assert "${{" not in step["run"], "expressions must reach run: through env:"
+            env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
+            output_file.write_text("", encoding="utf-8")
+            done = self.bash(step["run"], home / f"step-{step['id']}.sh", job, env_base | env)
+            steps[step["id"]] = {"outputs": read_output_file(output_file)}
+            if done.returncode != 0:
+                break
+        assert done is not None
+        outputs = {name: Expr(contexts).render(spec["value"]) for name, spec in ACTION["outputs"].items()}
+        summary = summary_file.read_text(encoding="utf-8") if summary_file.exists() else ""
+        for secret in (self.gh.write_token, self.gh.read_token):
+            assert secret not in done.stdout + done.stderr + summary, "the token leaked into the log"
+        return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]), steps=ran)
+
+
+# ------------------------------------------------------------------------------------------ the repository
+
+
+@dataclass
+class Origin:
+    path: Path
+    main_sha: str
+    baseline_results: Path  # the quickstart's full run at main_sha, for seeding stores directly
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
+    """A repository laid out like this one (examples/quickstart/...) with one commit on main. Its
+    config differs from the shipped one only in the store section: the store is chosen by the
+    environment (github-release in Actions) and the first full run seeds it."""
+    repo = tmp_path_factory.mktemp("origin")
+    git(repo, "init", "-q")
+    target = repo / "examples" / "quickstart"
+    shutil.copytree(ROOT / "examples" / "quickstart", target, ignore=shutil.ignore_patterns("baselines", "__pycache__"))
+    config = yaml.safe_load((target / "evalgate.yml").read_text(encoding="utf-8"))
+    config["baseline"] = {"on_missing": "seed", "tag": TAG}
+    (target / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "quickstart")
+    sha = git(repo, "rev-parse", "HEAD")
+    results = tmp_path_factory.mktemp("results") / "baseline.json"
+    subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", str(target / "evalgate.yml"), "-o", str(results)],
+        cwd=repo,
+        env={k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
+        check=True,
+        capture_output=True,
+    )
+    return Origin(repo, sha, results)
+
+
+@dataclass
+class World:
+    gh: GitHubServer
+    runner: Runner
+    origin: Origin
+    tmp: Path
+
+    def checkout(self, name: str) -> Path:
+        """A fresh clone (a runner's checkout with full history, like fetch-depth: 0)."""
+        path = self.tmp / "checkouts" / name
+        while path.exists():  # a second job with the same name gets its own runner
+            path = path.with_name(path.name + "+")
+        path.parent.mkdir(exist_ok=True)
+        git(self.tmp, "clone", "-q", str(self.origin.path), str(path))
+        return path
+
+    def commit(self, repo: Path, message: str) -> str:
+        (repo / "CHANGES.txt").open("a", encoding="utf-8").write(message + "\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-q", "-m", message)
+        return git(repo, "rev-parse", "HEAD")
+
+    def seed(self) -> None:
+        """The baseline of main's first commit, put in the release store directly, blessed as a
+        seeding gate stores it (evals.store.promotion)."""
+        store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
+        results = load_results(self.origin.baseline_results)
+        store.promote(results, sha=self.origin.main_sha, verdict="seed", reason=SEED_REASON, blessed=True)
+
+    def manifest(self) -> dict[str, Any]:
+        names = [a["name"] for a in self.gh.assets(TAG) if re.fullmatch(r"manifest-\d+\.json", a["name"])]
+        assert names, "no manifest in the release"
+        current = max(names, key=lambda n: int(re.findall(r"\d+", n)[0]))
+        return json.loads(self.gh.asset_data(TAG, current) or b"{}")
+
+    def latest_sha(self) -> str:
+        return self.manifest()["snapshots"][-1]["sha"]
+
+    def push(self, checkout: Path, sha: str, token: str | None = None) -> Job:
+        payload = {
+            "ref": "refs/heads/main",
+            "after": sha,
+            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
+        }
+        return Job("push", payload, checkout, sha, "refs/heads/main", token or self.gh.write_token)
+
+    def pull_request(
+        self, checkout: Path, head: str, *, base: str | None = None, fork: bool = False, number: int = PR
+    ) -> Job:
+        head_repo = "forker/evals" if fork else self.gh.repo
+        payload = {
+            "number": number,
+            "pull_request": {
+                "number": number,
+                "head": {"sha": head, "ref": "feature", "repo": {"full_name": head_repo}},
+                "base": {"sha": base or self.origin.main_sha, "ref": "main", "repo": {"full_name": self.gh.repo}},
+            },
+            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
+        }
+        self.gh.pulls[number] = payload["pull_request"]  # the PR as the API shows it now
+        token = self.gh.read_token if fork else self.gh.write_token
+        return Job("pull_request", payload, checkout, head, f"refs/pull/{number}/merge", token)
+
+
+class PullsServer(GitHubServer):
+    """The fake GitHub server plus ``GET /repos/{o}/{r}/pulls/{n}`` (docs.github.com/rest/pulls),
+    which ``evalgate comment`` reads to check a stored report against the PR's current head.
+    (tests/fakes/github_server.py does not serve it yet.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pulls: dict[int, dict[str, Any]] = {}
+
+    def _route(self, method: str, path: str, query: Any, headers: Any, body: bytes, token: Any, fault: Any) -> Any:
+        match = re.fullmatch(re.escape(f"{self.prefix}/repos/{self.repo}/pulls/") + r"(\d+)", path)
+        if not (match and method == "GET"):
+            return super()._route(method, path, query, headers, body, token, fault)
+        pull = self.pulls.get(int(match.group(1)))
+        return _ok({**pull, "state": "open"}) if pull else _error(404, "Not Found")
+
+
+@pytest.fixture
+def world(origin: Origin, tmp_path: Path) -> Iterator[World]:
+    with PullsServer() as gh:
+        yield World(gh, Runner(gh, tmp_path), origin, tmp_path)
+
+
+def regressed(job: Job) -> Job:
+    """The quickstart bot with its Korean handling broken (QUICKSTART_REGRESS=ko, see bot.py)."""
+    job.extra_env["QUICKSTART_REGRESS"] = "ko"
+    return job
+
+
+def our_comments(gh: GitHubServer, pr: int = PR) -> list[dict[str, Any]]:
+    return [c for c in gh.comments(pr) if "evalgate:gate=" in (c.get("body") or "")]

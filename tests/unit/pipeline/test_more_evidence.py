@@ -1,0 +1,265 @@
+"""gate.more_evidence end to end (docs/spec.md#more-evidence): a 25-case slice that got 28 points worse is
+inconclusive on the first look; with more evidence the gate re-runs that slice's cases on both
+sides — the baseline's from a git worktree of its commit — and fails naming the slice. Imported
+results have nothing to re-run; a suite outside git cannot re-run its baseline and says so."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from fakes.suites import git
+
+
+def _bot(repo: Path, broken: list[int], slow_s: float = 0.0, cost: float | None = None, ko_cost: float = 0) -> None:
+    """The bot answers the input back, except for ``broken`` ones; ko inputs take ``slow_s``; with
+    ``cost``, each answer reports it (ko answers ``ko_cost`` more)."""
+    wrong = sorted(f"q{i}" for i in broken)
+    out = "'wrong' if text in BROKEN else text"
+    price = f"{cost!r} + ({ko_cost!r} if int(text[1:]) >= 475 else 0)"
+    (repo / "bot.py").write_text(
+        f"import time\n\nBROKEN = set({wrong!r})\n\n\ndef answer(text):\n"
+        f"    if int(text[1:]) >= 475:\n        time.sleep({slow_s})\n"
+        + (f"    return {out}\n" if cost is None else f"    return {{'output': {out}, 'cost_usd': {price}}}\n"),
+        encoding="utf-8",
+    )
+
+
+def _suite(repo: Path, **gate) -> None:
+    config = {
+        "suite": "t",
+        "cases": "cases.jsonl",
+        "target": {"python": "bot:answer"},
+        "scorers": ["exact"],
+        "slices": ["language"],
+        **({"gate": gate} if gate else {}),
+    }
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def _gate(repo: Path, store: Path, *extra: str) -> tuple[int, dict, str]:
+    env = {**os.environ, "EVALGATE_HISTORY": "on"}  # the history records every look
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+         "--baseline-dir", str(store), *extra],
+        cwd=repo, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    path = repo / ".evalgate" / "out" / "comparison.json"
+    return done.returncode, json.loads(path.read_text()) if path.exists() else {}, done.stderr
+
+
+def _repo(tmp_path: Path, slow_s: float = 0.0, cost: float | None = None, ko_cost: float = 0) -> tuple[Path, Path]:
+    """500 cases (475 en, 25 ko); the baseline commit breaks 20 en cases, the candidate commit
+    20 other en cases (noise overall) and 7 of the 25 ko cases."""
+    repo, store = tmp_path / "repo", tmp_path / "store"
+    repo.mkdir()
+    cases = [
+        {"id": f"c{i:03d}", "input": f"q{i}", "expected": f"q{i}", "tags": {"language": "ko" if i >= 475 else "en"}}
+        for i in range(500)
+    ]
+    (repo / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases), encoding="utf-8")
+    _suite(repo)
+    _bot(repo, list(range(20)), cost=cost, ko_cost=ko_cost)
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "baseline")
+    _, comparison, err = _gate(repo, store, "--seed")
+    assert comparison["verdict"] == "no-baseline", err
+    _bot(repo, [*range(20, 40), *range(475, 482)], slow_s, cost, ko_cost)
+    git(repo, "commit", "-qam", "candidate")
+    return repo, store
+
+
+@pytest.mark.e2e
+def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
+    repo, store = _repo(tmp_path)
+    code, first, err = _gate(repo, store)
+    assert (code, first["verdict"]) == (0, "inconclusive"), err
+    ko = next(u for u in first["units"] if u["unit"] == "language=ko")
+    assert ko["verdict"] == "inconclusive" and ko["delta"] < -0.25
+
+    _suite(repo, more_evidence={"max_batches": 10})
+    code, c, err = _gate(repo, store, "--html", "page.html")
+    assert (code, c["verdict"]) == (1, "fail"), err
+    assert "language=ko" in c["reason"]
+    page = (repo / "page.html").read_text()
+    assert "More evidence: regressed after" in page and "weighted e-Holm" in page
+    me = c["more_evidence"]
+    assert me["ended"] == "fail"
+    assert me["first_look_alpha"] == pytest.approx(0.04) and me["sequential_alpha"] == pytest.approx(0.01)
+    assert len(me["looks"]) >= 2 and all(look["units"] == ["language=ko"] for look in me["looks"][1:])
+    assert me["attempts"] == 2 * 25 * (len(me["looks"]) - 1)
+    assert c["gate"]["alpha"] == pytest.approx(0.04)
+    # The candidate's results say which cases got which batches; only the ko cases got any.
+    results = json.loads((repo / ".evalgate" / "out" / "results.json").read_text())
+    assert [b["units"] for b in results["run"]["batches"]] == [["language=ko"]] * (len(me["looks"]) - 1)
+    batched = {c["id"] for c in results["cases"] if any(a["batch"] for a in c["attempts"])}
+    assert batched == {f"c{i:03d}" for i in range(475, 500)}
+    # The baseline side ran the baseline commit's bot: its ko cases pass there.
+    base = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").read_text())
+    assert all(a["passed"] for case in base["cases"] for a in case["attempts"])
+    assert git(repo, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    # The history records every look.
+    db = sqlite3.connect(repo / ".evalgate" / "history.sqlite")
+    looks = db.execute("SELECT look, units, cases, attempts, outcome FROM gate_looks ORDER BY look").fetchall()
+    assert looks[-1][-1] == "fail" and [row[0] for row in looks] == list(range(len(me["looks"])))
+    assert looks[1][1:4] == ("language=ko", 25, 50)
+    report = (repo / ".evalgate" / "out" / "report.md").read_text()
+    assert "More evidence: regressed after" in report and "these cases got worse" in report
+
+    # Run again on the same first look (--results): the batch files are reused, same verdict.
+    code, again, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
+    assert (code, again["verdict"]) == (1, "fail"), err
+    assert "reusing candidate-1.json" in err
+    assert [(look["look"], look["outcome"]) for look in again["more_evidence"]["looks"]] == [
+        (look["look"], look["outcome"]) for look in me["looks"]
+    ]
+
+
+@pytest.mark.e2e
+def test_the_budget_ends_still_inconclusive(tmp_path):
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 1})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    assert c["more_evidence"]["summary"].startswith("still inconclusive after 1 batch")
+    assert "still inconclusive after 1 batch" in c["reason"]
+
+
+@pytest.mark.e2e
+def test_the_gates_limits_count_the_batches_too(tmp_path):
+    """limits.max_cost_usd caps what the whole gate spends: the candidate's run ($5: 500 answers
+    at $0.01) and every batch on both sides ($0.50 a batch: 25 ko cases twice). Each batch side is
+    its own run, which used to get the whole limit again: the batches ran past it unseen."""
+    repo, store = _repo(tmp_path, cost=0.01)
+    config = yaml.safe_load((repo / "evalgate.yml").read_text())
+    config["limits"] = {"max_cost_usd": 5.75}  # the run and one batch; the next would pass it
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    me = c["more_evidence"]
+    assert len(me["looks"]) == 2 and me["attempts"] == 50
+    assert me["spend"]["cost_usd"] == pytest.approx(0.5) == me["cost_usd"]
+    assert me["summary"] == (
+        "still inconclusive after 1 batch (limits.max_cost_usd $5.75 reached by the gate ($5.50 spent; the next "
+        "batch needs about $0.50 more))"
+    )
+    # Each side of the batch ran under what was left ($0.75, then $0.50), and completed.
+    sides = sorted((repo / ".evalgate" / "out" / "more-evidence").glob("*-1.json"))
+    assert [json.loads(p.read_text())["run"]["status"] for p in sides] == ["success", "success"]
+    # The Spend section counts the batches, as a row of their own.
+    report = (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    assert "more evidence &#36;0.50 for 50 attempts" in report
+    assert "| more evidence (both sides) | 50 |" in report
+
+
+@pytest.mark.e2e
+def test_a_batch_that_runs_out_of_the_limit_is_not_used(tmp_path):
+    """The estimate goes by the first run's mean cost per attempt; ko answers cost 10× the rest,
+    so a ko batch costs far more than estimated and its candidate side reaches what was left."""
+    repo, store = _repo(tmp_path, cost=0.01, ko_cost=0.09)  # the run: 475 × $0.01 + 25 × $0.10 = $7.25
+    config = yaml.safe_load((repo / "evalgate.yml").read_text())
+    config["limits"] = {"max_cost_usd": 8.25}  # $1 left: the estimate ($0.73) fits, the batch ($5) does not
+    config["gate"] = {"more_evidence": {"max_batches": 10}}
+    (repo / "evalgate.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    me = c["more_evidence"]
+    assert [look["outcome"] for look in me["looks"]] == ["continue", "inconclusive"]
+    assert me["summary"].startswith("still inconclusive after 0 batches (limits.max_cost_usd $8.25 reached by the gate")
+    assert me["summary"].endswith("during batch 1, whose attempts are not used)")
+    candidate_side = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "candidate-1.json").read_text())
+    assert candidate_side["run"]["limit"]["value"] == pytest.approx(1.0)  # what was left, not $8.25
+    assert not (repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").exists()
+
+
+@pytest.mark.e2e
+def test_with_no_slice_worse_than_the_tolerance_no_batch_runs_and_the_summary_says_so(tmp_path):
+    """The candidate breaks 20 other en cases: overall is inconclusive, but no slice looks worse than
+    −δ, so looks_worse has nothing to re-run. The summary said "still inconclusive after 0 batches
+    (... any more)", as if batches had run."""
+    repo, store = _repo(tmp_path)
+    _bot(repo, list(range(20, 40)))
+    git(repo, "commit", "-qam", "candidate without the ko regression")
+    _suite(repo, more_evidence={"max_batches": 3})
+    code, c, err = _gate(repo, store)
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
+    summary = c["more_evidence"]["summary"]
+    assert summary == (
+        "no batch was run: no slice looks worse than −δ (the tolerance); only `select: all` can take overall to pass"
+    )
+    assert "any more" not in c["reason"] and "after 0 batches" not in c["reason"]
+    assert summary in err
+
+
+@pytest.mark.e2e
+def test_imported_results_have_nothing_to_re_run(tmp_path):
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 3})
+    junit = tmp_path / "junit.xml"
+    junit.write_text('<testsuite name="s"><testcase classname="a" name="b"/></testsuite>', encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+         "--baseline-dir", str(store), "--results", str(junit), "--results-format", "junit"],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "nothing to re-run" in done.stderr
+
+
+@pytest.mark.e2e
+def test_without_git_the_baseline_side_cannot_run_and_the_first_look_keeps_its_alpha(tmp_path):
+    repo, store = _repo(tmp_path)
+    subprocess.run(["rm", "-rf", str(repo / ".git")], check=True)
+    _suite(repo, more_evidence={"max_batches": 3})
+    _, c, err = _gate(repo, store)
+    assert c["verdict"] == "inconclusive", err
+    assert c["gate"]["alpha"] == 0.05
+    assert c["more_evidence"]["ended"] == "not-run"
+    assert "not in a git checkout" in c["more_evidence"]["summary"]
+    assert any("more evidence not run" in w for w in c["warnings"])
+    # One wording everywhere, naming the config relative to the working folder: the report's warning
+    # said ". is not in a git checkout" and its more-evidence heading the absolute /tmp/... folder.
+    why = "evalgate.yml is not in a git checkout, so the baseline's commit"
+    report = (repo / ".evalgate" / "out" / "report.md").read_text()
+    for text in (c["more_evidence"]["summary"], c["more_evidence"]["baseline_side"], *c["warnings"], report, err):
+        assert str(tmp_path) not in text
+    assert report.count(why) == 3 and why in err
+
+
+@pytest.mark.e2e
+def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):
+    repo, store = _repo(tmp_path, slow_s=0.4)
+    _suite(repo, more_evidence={"max_batches": 10})
+    command = [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+               "--baseline-dir", str(store)]  # fmt: skip
+    gate = subprocess.Popen(command, cwd=repo, stderr=subprocess.PIPE, text=True)
+    seen, batch = [], False
+    for line in gate.stderr:
+        seen.append(line)
+        batch = batch or "more evidence: batch 1:" in line
+        # The batch's child has finished a case and has others in flight (a fixed sleep after the
+        # batch started raced the child's start on a loaded machine).
+        if batch and "/25 cases" in line:
+            gate.send_signal(signal.SIGTERM)
+            break
+    rest = gate.stderr.read()
+    assert gate.wait(timeout=120) == 3, "".join(seen) + rest
+    c = json.loads((repo / ".evalgate" / "out" / "comparison.json").read_text())
+    assert c["verdict"] == "incomplete" and c["more_evidence"]["ended"] == "incomplete", "".join(seen) + rest
+    assert "did not complete on the candidate side (cancelled" in c["reason"]
+    partial = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "candidate-1.json").read_text())
+    assert partial["run"]["status"] == "cancelled" and 0 < partial["run"]["completed_cases"] < 25
+
+    code, done, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
+    assert (code, done["verdict"]) == (1, "fail"), err
+    assert "resuming candidate-1.json" in err
+    assert "language=ko" in done["reason"]
