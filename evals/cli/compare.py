@@ -45,6 +45,7 @@ def main(args: argparse.Namespace) -> int:
     if args.baseline and not Path(args.baseline).exists():
         raise InputFileError(args.baseline, "file not found", "omit --baseline on a first run: verdict no-baseline")
     candidate, baseline, blessed = load_runs(args.candidate, args.baseline, args.blessed)
+    assert candidate is not None  # --candidate is required
     from evals.history.flaky import known_flaky
 
     ref = BaselineRef(source=str(args.baseline)) if args.baseline else None

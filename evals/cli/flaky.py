@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+
+if TYPE_CHECKING:
+    from evals.history.engine import Engine
+    from evals.run.smoke import CaseHistory
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +47,7 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_PASS
     from evals.history import read_history
 
-    def read(engine):
+    def read(engine: Engine) -> tuple[CaseHistory, dict[str, dict[str, str]]]:
         history = case_history(engine, config.suite, config.config_hash(), last=args.last)
         return history, latest_slices(engine, config.suite, config.config_hash())
 

@@ -66,7 +66,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("mode compare gates a results file you bring: pass --results FILE (input `results`)")
     try:
         config, given = load_config_or_defaults(options)
-        outcome = run_gate(config, activity, options, candidate=given)
+        outcome = run_gate(config, activity, options, given=given)
     except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
         report_failure(exc, activity)
         print(f"evalgate gate: {log_value(str(exc), limit=None)}")

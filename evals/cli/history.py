@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+
+if TYPE_CHECKING:
+    from evals.history.engine import Engine
+    from evals.suite.config import SuiteConfig
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +122,7 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_PASS
 
 
-def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
+def _sync(engine: Engine, config: SuiteConfig | None, args: argparse.Namespace, where: str) -> int:
     from evals.cli.options import store_options
     from evals.common.errors import EXIT_INFRA
     from evals.history.record import Writer
@@ -125,6 +130,7 @@ def _sync(engine, config, args: argparse.Namespace, where: str) -> int:
     from evals.store.selection import open_store_for
     from evals.suite.overrides import with_overrides
 
+    assert config is not None  # read with required=True for sync
     store = open_store_for(with_overrides(config, store_options(args)))
     report = sync_store(Writer(engine), store)
     print(

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
-from evals.run.execution import execute, say
+from evals.run.execution import WrittenRun, execute, say
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config
 from evals.suite.options import RunOptions
@@ -66,6 +66,7 @@ def main(args: argparse.Namespace) -> int:
         attempt_offset=options.attempt_offset,
         cache=not options.no_cache,
     )
+    assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if options.summary or options.html or results.errored_cases:
         from evals.history.settings import history_url

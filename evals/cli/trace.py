@@ -7,8 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+
+if TYPE_CHECKING:
+    from evals.results.model import CaseResult
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -71,7 +75,7 @@ def default_results() -> str:
     return newer
 
 
-def _from_history(args: argparse.Namespace):  # -> tuple[CaseResult, str]
+def _from_history(args: argparse.Namespace) -> tuple[CaseResult, str]:
     from evals.history import open_history
     from evals.history.engine import sqlite_path
     from evals.history.settings import history_url, optional_config, why_no_history

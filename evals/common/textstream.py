@@ -24,6 +24,7 @@ class TextStreamWrapper(io.TextIOBase):
     def isatty(self) -> bool:
         return self.inner.isatty()
 
+    # Read-only, as on io.TextIOWrapper; typeshed gives TextIOBase a writable attribute instead.
     @property
     def encoding(self) -> str:  # type: ignore[override]
         return getattr(self.inner, "encoding", "utf-8")

@@ -50,7 +50,9 @@ from evals.suite.overrides import apply_tolerance_override, parse_tolerance
 # ---------------------------------------------------------------------------------------- compare
 
 
-def _gate_config(config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]):
+def _gate_config(
+    config: SuiteConfig | None, tolerance: float | str | None, tables: list[RunTable]
+) -> tuple[dict[str, MetricSpec], GateSpec, list[str], Literal["warn", "fail", "seed"], int, int]:
     if config is None:
         metrics = {default_metric(tables): MetricSpec(tolerance=0.02 if tolerance is None else tolerance)}
         return metrics, GateSpec(), slice_keys_of(tables), "warn", 20, 300

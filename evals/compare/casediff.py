@@ -16,7 +16,7 @@ import numpy as np
 
 from evals.compare.flaky import attempt_flip_rate
 from evals.compare.metrics import RunTable, metric_def, named_scores, scan
-from evals.compare.model import CaseDiff, CaseDiffEntry, UnitResult
+from evals.compare.model import CaseDiff, CaseDiffEntry, FlakyBasis, UnitResult
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run
 from evals.results.model import CaseResult, Results
@@ -75,11 +75,12 @@ def _trajectories(baseline: list[str] | None, candidate: list[str] | None) -> di
     """The two tool sequences and where they part, when either side called a tool."""
     if not baseline and not candidate:
         return {}
-    known = baseline is not None and candidate is not None
     return {
         "baseline_tools": baseline,
         "candidate_tools": candidate,
-        "tools_diverge_at": first_divergence(baseline, candidate) if known else None,  # type: ignore[arg-type]
+        "tools_diverge_at": first_divergence(baseline, candidate)
+        if baseline is not None and candidate is not None
+        else None,
     }
 
 
@@ -173,6 +174,7 @@ def case_diff(
         def num(x: float) -> float | None:
             return None if np.isnan(x) else float(x)
 
+        basis: FlakyBasis
         rate, basis = flaky.get(c_case.id), "history"
         if not rate and within[k] > 0:
             rate, basis = float(within[k]), "attempts"

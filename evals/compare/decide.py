@@ -206,9 +206,9 @@ def bad_side(u: UnitResult) -> tuple[float, str]:
     intervals = [("CI", u.ci_low, u.ci_high), ("smoothed interval", u.smoothed_low, u.smoothed_high)]
     worst: tuple[float, str] | None = None
     for name, low, high in intervals:
-        end = low if u.direction == "higher" else high
         if low is None or high is None:
             continue
+        end = low if u.direction == "higher" else high
         if worst is None or sign * end < worst[0]:
             worst = (sign * end, f"{name} {fmt(low)} to {fmt(high)}")
     assert worst is not None  # gate_verdict checks the reported interval exists first

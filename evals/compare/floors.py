@@ -17,7 +17,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from evals.compare.metrics import MetricDef, RunTable
-from evals.compare.model import FloorResult
+from evals.compare.model import Bound, FloorResult
 from evals.compare.paired import is_binary
 from evals.compare.pairing import unit_indices
 from evals.compare.runs import Run
@@ -42,7 +42,8 @@ def check_floors(
     out: list[FloorResult] = []
     for d in defs:
         spec = specs[d.name]
-        limits = [(bound, limit) for bound, limit in (("min", spec.min), ("max", spec.max)) if limit is not None]
+        given: tuple[tuple[Bound, float | None], ...] = (("min", spec.min), ("max", spec.max))
+        limits = [(bound, limit) for bound, limit in given if limit is not None]
         if not limits:
             continue
         values = table.values(d)

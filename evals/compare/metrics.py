@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from evals.compare.model import Direction
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
 from evals.results.spend import Spend
@@ -35,7 +36,7 @@ class MetricDef:
     name: str
     column: str  # which per-case column holds its values
     percentile: float | None  # None: the unit value is a mean
-    direction: str
+    direction: Direction
     # Per-case values lie in [0, 1] (rates and scores); False for latency, tokens and cost,
     # whose scale the data must tell (it sets the floor under a small unit's SE).
     bounded: bool = True

@@ -13,7 +13,7 @@ Conventions every consumer relies on:
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,12 +22,16 @@ from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
 from evals.suite.config import GateRule
 
-COMPARISON_VERSION = 1
+COMPARISON_VERSION: Final = 1
 
 Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "incompatible"]
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
 Method = Literal["mcnemar-mid-p", "mcnemar", "clt", "bootstrap", "bootstrap-t", "stratified-ht"]
 Direction = Literal["higher", "lower"]
+CiMethod = Literal["bootstrap", "smoothed", "stratified-t"]
+Bound = Literal["min", "max"]
+FlakyBasis = Literal["history", "attempts"]
+LookOutcome = Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
 
 
 class _Model(BaseModel):
@@ -75,7 +79,7 @@ class UnitResult(_Model):
     tolerance: float = Field(description="δ in absolute units for this unit (relative tolerances resolved).")
     ci_low: float | None = None
     ci_high: float | None = None
-    ci_method: Literal["bootstrap", "smoothed", "stratified-t"] | None = Field(
+    ci_method: CiMethod | None = Field(
         default=None,
         description="bootstrap: paired percentile interval; smoothed: Agresti–Min interval, used for binary units "
         "under 100 cases, where the bootstrap interval is often a point; stratified-t: the t interval of the "
@@ -131,7 +135,7 @@ class FloorResult(_Model):
     slice_key: str | None = None
     slice_value: str | None = None
     metric: str
-    bound: Literal["min", "max"]
+    bound: Bound
     limit: float = Field(description="The configured floor or ceiling.")
     value: float = Field(description="The candidate's value on the unit.")
     ci_low: float
@@ -184,7 +188,7 @@ class CaseDiffEntry(_Model):
         description="How often two tries of this case disagree, when it is known to be flaky: from the history's "
         "runs of the same config, else from the attempts of either run (docs/spec.md#flaky-cases).",
     )
-    flaky_basis: Literal["history", "attempts"] | None = Field(default=None, description="Where flaky_rate is from.")
+    flaky_basis: FlakyBasis | None = Field(default=None, description="Where flaky_rate is from.")
 
     @property
     def flaky_note(self) -> str | None:
@@ -328,7 +332,7 @@ class EvidenceLook(_Model):
         default_factory=dict, description="Per gated metric: overall's e-value against 'the drop is at least δ'."
     )
     passed: bool = False
-    outcome: Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
+    outcome: LookOutcome
 
 
 class MoreEvidence(_Model):

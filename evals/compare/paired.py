@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from evals.compare.metrics import MetricDef
-from evals.compare.model import UnitResult
+from evals.compare.model import CiMethod, Method, UnitResult
 from evals.compare.sampling import Strata, stratified_mean, stratified_test, t_quantile
 from evals.compare.stats import (
     bootstrap_mean,
@@ -109,7 +110,7 @@ def paired_test(
     n = int(base.size)
     sign = 1.0 if d_.direction == "higher" else -1.0
     confidence = 1.0 - 2.0 * gate.alpha
-    common = {
+    common: dict[str, Any] = {
         "unit": unit.name,
         "slice_key": unit.key,
         "slice_value": unit.value,
@@ -161,6 +162,7 @@ def paired_test(
     s_low, s_high = center - half, center + half
     if d_.bounded:
         s_low, s_high = max(s_low, -1.0), min(s_high, 1.0)
+    method: Method
     if d_.percentile is not None:
         method = "bootstrap"
         p_worse, p_better = bootstrap_p_worse(dist, margin)
@@ -177,7 +179,7 @@ def paired_test(
         assert spreads is not None
         method = "bootstrap-t"
         p_worse, p_better = bootstrap_t_p(dist, spreads, float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), margin)
-    interval = "bootstrap"
+    interval: CiMethod = "bootstrap"
     if binary and n < SMALL_BINARY_CASES:
         low, high, interval = s_low, s_high, "smoothed"
     raw_low, raw_high = (low, high) if sign > 0 else (-high, -low)
@@ -213,7 +215,7 @@ def _stratified(
     base: np.ndarray,
     cand: np.ndarray,
     strata: Strata,
-    common: dict,
+    common: dict[str, Any],
     gate: GateSpec,
 ) -> Tested:
     """The test of a mean on a smoke run drawn with inclusion probabilities: the stratified

@@ -53,7 +53,7 @@ def own_units(results: Run, slice_keys: list[str]) -> list[UnitSummary]:
     gate with no baseline can still say (``evalgate run``'s summary table)."""
     from evals.results.summary import summarize as summarize_results
 
-    return summarize_results(results, slice_keys).units  # type: ignore[arg-type]  # LazyResults reads alike
+    return summarize_results(results, slice_keys).units
 
 
 def _cost_and_speed(table: RunTable) -> dict[str, float | None]:

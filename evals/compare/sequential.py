@@ -25,7 +25,7 @@ import numpy as np
 
 from evals.compare.evidence import LAMBDAS, e_holm, log_e, log_wealth
 from evals.compare.metrics import MetricDef, metric_def, named_scores, scan
-from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, UnitResult
+from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, LookOutcome, UnitResult
 from evals.compare.pairing import pair, unit_indices
 from evals.results.model import Results
 from evals.suite.config import MoreEvidenceSpec, SuiteConfig
@@ -212,7 +212,7 @@ class Evidence:
         cost_usd: float | None,
         failing: list[Member],
         passed: bool,
-        outcome: str,
+        outcome: LookOutcome,
     ) -> EvidenceLook:
         failing_keys = {(m.metric.name, m.unit) for m in failing}
         shown = [m for m in self.members if m.testable]

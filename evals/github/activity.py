@@ -23,17 +23,15 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pydantic import BaseModel
 
 from evals.common.errors import InputFileError, UsageError
-from evals.suite.options import MODES
+from evals.suite.options import MODES, Kind, Mode
 
 if TYPE_CHECKING:
     from evals.github.client import GitHubClient
-
-Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 
@@ -98,6 +96,10 @@ def _get(data: Any, *keys: str) -> Any:
     return data
 
 
+def _is_mode(mode: str) -> TypeGuard[Mode]:
+    return mode in MODES
+
+
 def detect(
     mode: str = "auto",
     *,
@@ -107,7 +109,7 @@ def detect(
 ) -> Activity:
     """Choose the activity for ``mode`` from the event in ``env``. ``pr_number`` overrides the
     payload's (``mode: comment`` in a ``workflow_run`` job names the PR explicitly)."""
-    if mode not in MODES:
+    if not _is_mode(mode):
         raise UsageError(f"unknown mode {mode!r}: use one of {', '.join(MODES)}")
     in_actions = env.get("GITHUB_ACTIONS") == "true"
     event = read_event(env) if in_actions else {}

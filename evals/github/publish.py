@@ -211,17 +211,17 @@ def publish_result(
 ) -> dict[str, str]:
     """Step summary (after ``headline``, markdown the caller escaped), annotations and the sticky
     comment. Each may fail; none changes the verdict."""
-    from evals.report.ci_outputs import annotations
+    from evals.report.ci_outputs import annotation_lines
     from evals.report.files import render
-    from evals.report.markdown import MAX_CHARS
+    from evals.report.markdown import SUMMARY_MAX_CHARS
 
     outputs: dict[str, str] = {}
     try:
-        room = MAX_CHARS["summary"] - len(headline.encode("utf-8"))
+        room = SUMMARY_MAX_CHARS - len(headline.encode("utf-8"))
         write_step_summary(headline + render(comparison, config, "summary", max_chars=room))
     except (OSError, EvalgateError) as exc:
         warn(f"could not write the step summary: {exc}")
-    emit_annotations(annotations(comparison))
+    emit_annotations(annotation_lines(comparison))
     if not (comment and activity.is_pr and client is not None):
         return outputs
     body = (out_dir / "comment.md").read_text(encoding="utf-8")

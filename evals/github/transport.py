@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
@@ -188,7 +189,7 @@ class Transport:
         params: dict[str, Any] | None = {"per_page": PER_PAGE}
         next_url: str | None = url
         while next_url:
-            response, page = self._with_retries(op, lambda u=next_url, p=params: self._get_page(u, op, p))
+            response, page = self._with_retries(op, partial(self._get_page, next_url, op, params))
             if not isinstance(page, list):
                 raise GitHubError(f"{op.what}: expected a list, got {type(page).__name__}", status=response.status_code)
             yield from page

@@ -74,7 +74,8 @@ class Engine(ABC):
     def _applied(self) -> set[int]: ...
 
     @abstractmethod
-    def _apply(self, migration: Migration) -> None: ...
+    def _apply(self, migration: Migration) -> bool:
+        """False when a concurrent ``init`` applied it first."""
 
     @abstractmethod
     def close(self) -> None: ...
@@ -83,7 +84,7 @@ class Engine(ABC):
         """Apply what is missing; returns what was applied (empty: already up to date)."""
         done = self._applied()
         todo = [m for m in migrations(self.name) if m.version not in done]
-        applied = []
+        applied: list[Migration] = []
         for migration in todo:
             if self._apply(migration):
                 applied.append(migration)

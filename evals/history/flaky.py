@@ -25,7 +25,7 @@ from evals.run.smoke import CaseHistory
 
 if TYPE_CHECKING:
     from evals.history.engine import Engine
-    from evals.results.model import Results
+    from evals.results.model import Results, ResultsView
     from evals.suite.config import SuiteConfig
 
 # Whole runs read: the history size of the informative smoke simulation (docs/spec.md#informative-smoke), recent enough
@@ -113,7 +113,7 @@ def smoke_history(config: SuiteConfig) -> CaseHistory | None:
     return read_history(config, lambda engine: case_history(engine, config.suite, config.config_hash()))
 
 
-def known_flaky(config: SuiteConfig | None, candidate: Results | None = None) -> dict[str, float]:
+def known_flaky(config: SuiteConfig | None, candidate: ResultsView | None = None) -> dict[str, float]:
     """The flip rates the case diff marks flips with: from this config's history, or none.
     ``candidate``: the run being gated or compared, never counted in its own flip rates — it is in
     the history already (the gate's suite run recorded it), and a case it broke would otherwise

@@ -51,12 +51,12 @@ def plot(trends: Trends, out: Path) -> Path:
             label=unit,
             zorder=3,
         )
-        banded = [(x, v) for x, v in points if v.low is not None and v.high is not None]
+        banded = [(x, v.low, v.high) for x, v in points if v.low is not None and v.high is not None]
         if banded:
             ax.fill_between(
-                [x for x, _ in banded],
-                [v.low for _, v in banded],
-                [v.high for _, v in banded],
+                [x for x, _, _ in banded],
+                [low for _, low, _ in banded],
+                [high for _, _, high in banded],
                 color=colour,
                 alpha=0.12,
                 linewidth=0,

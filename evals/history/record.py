@@ -29,12 +29,11 @@ from evals.results.masking import mask_secrets, mask_text
 from evals.results.trace import TraceEvent, tool_pairs
 
 if TYPE_CHECKING:
-    from evals.compare.lazyload import LazyResults
     from evals.compare.model import Comparison, EvidenceLook
     from evals.results.manifest import SnapshotInfo
-    from evals.results.model import Attempt, CaseResult, Results
+    from evals.results.model import Attempt, CaseResult, ResultsView
 
-    Run = Results | LazyResults
+    Run = ResultsView
 
 EXCERPT_CHARS = 1000
 ERROR_CHARS = 2000
@@ -71,7 +70,9 @@ LOOK_COLUMNS = (
 )  # fmt: skip
 
 
-def _look_row(gate_id: int, look: EvidenceLook) -> tuple:
+def _look_row(
+    gate_id: int, look: EvidenceLook
+) -> tuple[int, int, str, int, int, float | None, str, str | None, float | None]:
     top = max(look.values, key=lambda v: v.e_value, default=None)
     unit = f"{top.metric} on {top.unit}" if top else None
     return (

@@ -66,7 +66,7 @@ def short_sha(sha: str | None) -> str | None:
 
 @dataclass
 class Value:
-    value: float | None
+    value: float
     low: float | None = None
     high: float | None = None
     n: int | None = None

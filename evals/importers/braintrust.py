@@ -26,6 +26,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     canonical_json,
@@ -38,7 +39,7 @@ from evals.importers.common import (
 )
 from evals.results.infra import error_kind
 from evals.results.masking import mask_text
-from evals.results.model import CaseResult, TargetInfo, json_problem
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo, json_problem
 
 FORMAT = "braintrust"
 _ID_MAX_CHARS = 120
@@ -105,7 +106,7 @@ class _Trace:
     def __init__(self, root: dict[str, Any], children: list[dict[str, Any]]):
         self.root = root
         scores: dict[str, float | None] = {}
-        root_scores = root.get("scores") if isinstance(root.get("scores"), dict) else {}
+        root_scores = as_object(root.get("scores"))
         self.reasons: dict[str, str] = {}
         self.errors: dict[str, str] = {}
         for child in children:
@@ -115,14 +116,14 @@ class _Trace:
             if isinstance(child.get("scores"), dict):
                 for key, value in child["scores"].items():
                     scores.setdefault(key, value)
-            meta = child.get("metadata") if isinstance(child.get("metadata"), dict) else {}
+            meta = as_object(child.get("metadata"))
             reason = next((meta[k] for k in _REASON_KEYS if isinstance(meta.get(k), str) and meta[k]), None)
             if reason:
                 self.reasons[name] = reason
             if child.get("error"):
                 self.errors[name] = str(child["error"])
         scores.update(root_scores)
-        meta = root.get("metadata") if isinstance(root.get("metadata"), dict) else {}
+        meta = as_object(root.get("metadata"))
         for name, trace in (meta.get("scorer_errors") or {}).items():
             self.errors.setdefault(str(name), str(trace))
         self.scores = scores
@@ -130,18 +131,18 @@ class _Trace:
         self.children = children
 
     def tokens(self) -> tuple[int | None, int | None]:
-        metrics = self.root.get("metrics") if isinstance(self.root.get("metrics"), dict) else {}
+        metrics = as_object(self.root.get("metrics"))
         if "prompt_tokens" in metrics or "completion_tokens" in metrics:
             return metrics.get("prompt_tokens"), metrics.get("completion_tokens")
         llm = [c.get("metrics") or {} for c in self.children if _span_type(c) == "llm"]
         if not llm:
             return None, None
-        prompt = [m.get("prompt_tokens") for m in llm if isinstance(m.get("prompt_tokens"), int)]
-        completion = [m.get("completion_tokens") for m in llm if isinstance(m.get("completion_tokens"), int)]
+        prompt = [m["prompt_tokens"] for m in llm if isinstance(m.get("prompt_tokens"), int)]
+        completion = [m["completion_tokens"] for m in llm if isinstance(m.get("completion_tokens"), int)]
         return (sum(prompt) if prompt else None), (sum(completion) if completion else None)
 
 
-def _attempt(trace: _Trace, main: str, binary: bool):
+def _attempt(trace: _Trace, main: str, binary: bool) -> Attempt:
     root = trace.root
     value = as_number(trace.scores.get(main))
     error = None
@@ -158,7 +159,7 @@ def _attempt(trace: _Trace, main: str, binary: bool):
         error = make_error(kind, f"scorer {main!r} raised {_last_line(traceback)}")
     elif value is not None and binary:
         passed = value == 1.0
-    metrics = root.get("metrics") if isinstance(root.get("metrics"), dict) else {}
+    metrics = as_object(root.get("metrics"))
     start, end = as_number(metrics.get("start")), as_number(metrics.get("end"))
     tokens_in, tokens_out = trace.tokens()
     metadata: dict[str, Any] = {}
@@ -194,7 +195,7 @@ def _fmt(value: Any) -> str:
 
 def _case_key(root: dict[str, Any]) -> tuple[str, str]:
     """(grouping key, readable id) of a root span."""
-    origin = root.get("origin") if isinstance(root.get("origin"), dict) else {}
+    origin = as_object(root.get("origin"))
     if isinstance(origin.get("id"), str) and origin["id"]:
         return f"origin:{origin['id']}", origin["id"]
     value = root.get("input")
@@ -214,7 +215,7 @@ def _tags(trace: _Trace) -> dict[str, Any]:
     return found
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     traces: list[_Trace] = []
     experiments: set[str] = set()
     projects: set[str] = set()
@@ -223,7 +224,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
         rows = _rows(path)
         n_rows += len(rows)
         children: dict[Any, list[dict[str, Any]]] = {}
-        roots = []
+        roots: list[dict[str, Any]] = []
         for row in rows:
             (roots if _is_root(row) else children.setdefault(row.get("root_span_id"), [])).append(row)
             if isinstance(row.get("experiment_id"), str):

@@ -135,6 +135,12 @@ def as_number(value: Any) -> float | None:
     return None
 
 
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one: a missing or malformed member of a
+    producer's file reads as absent rather than failing the import."""
+    return value if isinstance(value, dict) else {}
+
+
 def unit_interval(value: float | None) -> float | None:
     return value if value is not None and 0.0 <= value <= 1.0 else None
 

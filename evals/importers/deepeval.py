@@ -23,6 +23,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     canonical_json,
@@ -33,7 +34,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "deepeval"
 _REASON_MAX_CHARS = 4000
@@ -104,7 +105,7 @@ def _from_api(path: Path, where: str, raw: Any, conversational: bool = False) ->
         "expected": raw.get("expectedOutcome") if conversational else raw.get("expectedOutput"),
         "success": raw.get("success"),
         "metrics": [_metric(m, f"{where}.metricsData[{j}]", path) for j, m in enumerate(metrics)],
-        "metadata": raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {},
+        "metadata": as_object(raw.get("metadata")),
         "tags": raw.get("tags") if isinstance(raw.get("tags"), list) else [],
         "seconds": as_number(raw.get("completionTime")),
         "tokens_in": raw.get("inputTokenCount"),
@@ -132,7 +133,7 @@ def _from_result(path: Path, index: int, raw: Any) -> dict[str, Any]:
         "expected": raw.get("expected_output"),
         "success": raw.get("success"),
         "metrics": [_metric(m, f"{where}.metrics_data[{j}]", path) for j, m in enumerate(metrics)],
-        "metadata": raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {},
+        "metadata": as_object(raw.get("metadata")),
         "tags": [],
         "seconds": None,
         "tokens_in": None,
@@ -148,7 +149,7 @@ def metric_errored(metric: dict[str, Any]) -> bool:
     return metric["error"] is not None or metric["score"] is None or metric["success"] is None
 
 
-def _attempt(case: dict[str, Any], chosen: str | None):
+def _attempt(case: dict[str, Any], chosen: str | None) -> Attempt:
     metrics = case["metrics"]
     if chosen is not None:
         deciding = [m for m in metrics if m["name"] == chosen]
@@ -234,7 +235,7 @@ def _ids(cases: list[dict[str, Any]]) -> list[str]:
     return ids
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     runs = [(path, *_run(path)) for path in inputs]
     chosen = options.metric
     if chosen is not None:
@@ -253,11 +254,11 @@ def import_files(inputs: list[Path], options: ImportOptions):
                 tags[case_id] = _tags(case)
             results[case_id].attempts.append(_attempt(case, chosen))
     slices = choose_slices(tags, options.slice_keys)
-    for case_id, case in results.items():
-        case.slices = slices[case_id]
+    for case_id, result in results.items():
+        result.slices = slices[case_id]
 
     run = runs[0][2]
-    hyper = run.get("hyperparameters") if isinstance(run.get("hyperparameters"), dict) else {}
+    hyper = as_object(run.get("hyperparameters"))
     model = hyper.get("model") if isinstance(hyper.get("model"), str) else None
     test_file = run.get("testFile")
     suite = Path(test_file).stem if isinstance(test_file, str) and test_file else run.get("identifier") or "deepeval"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import xml.etree.ElementTree as ET
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,7 @@ def _sniff_dir(path: Path) -> str | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _walk(root: Path, depth: int):
+def _walk(root: Path, depth: int) -> Iterator[Path]:
     for child in root.iterdir():
         if child.is_dir() and depth > 1:
             yield from _walk(child, depth - 1)

@@ -19,6 +19,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     load_json,
@@ -28,7 +29,7 @@ from evals.importers.common import (
     numeric_scores,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, ErrorKind, RunStatus, TargetInfo
+from evals.results.model import Attempt, CaseResult, ErrorKind, Results, RunStatus, TargetInfo
 
 FORMAT = "harbor"
 DEFAULT_REWARD_KEY = "reward"
@@ -155,11 +156,11 @@ def _seconds(start: Any, end: Any) -> float | None:
     return delta.total_seconds() if delta.total_seconds() >= 0 else None
 
 
-def _attempt(trial: dict[str, Any], reward_key: str | None):
+def _attempt(trial: dict[str, Any], reward_key: str | None) -> Attempt:
     rewards = (trial.get("verifier_result") or {}).get("rewards") or {}
     exception = trial.get("exception_info") if isinstance(trial.get("exception_info"), dict) else None
-    agent = trial.get("agent_result") if isinstance(trial.get("agent_result"), dict) else {}
-    timing = trial.get("agent_execution") if isinstance(trial.get("agent_execution"), dict) else {}
+    agent = as_object(trial.get("agent_result"))
+    timing = as_object(trial.get("agent_execution"))
     seconds = _seconds(timing.get("started_at"), timing.get("finished_at")) if timing else None
     if seconds is None:
         seconds = _seconds(trial.get("started_at"), trial.get("finished_at"))
@@ -198,14 +199,14 @@ def _reward_key(trials: list[tuple[Path, dict[str, Any]]], options: ImportOption
     return keys[0]
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     trials, jobs = _collect(inputs)
     reward_key = _reward_key(trials, options)
     cases: dict[str, CaseResult] = {}
     for _path, trial in sorted(trials, key=lambda pt: (str(pt[1].get("started_at") or ""), pt[1]["trial_name"])):
         task = str(trial["task_name"])
         if task not in cases:
-            task_id = trial.get("task_id") if isinstance(trial.get("task_id"), dict) else {}
+            task_id = as_object(trial.get("task_id"))
             cases[task] = new_case(task, input_value=task_id or None)
             # A task directory is pinned by its checksum: the pairing hash of the case.
             cases[task].hash = f"sha256:{trial['task_checksum']}" if trial.get("task_checksum") else None

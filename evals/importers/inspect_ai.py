@@ -29,6 +29,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     choose_slices,
@@ -38,7 +39,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, RunStatus, TargetInfo, inflate_limit, inflated_too_large
+from evals.results.model import Attempt, CaseResult, Results, RunStatus, TargetInfo, inflate_limit, inflated_too_large
 
 FORMAT = "inspect_ai"
 ZIP_METHOD_ZSTD = 93
@@ -297,7 +298,7 @@ def _primary(scorer_names: list[str], options: ImportOptions, path: Path) -> str
     return options.metric
 
 
-def _attempt(sample: dict[str, Any], primary: str | None, binary: bool):
+def _attempt(sample: dict[str, Any], primary: str | None, binary: bool) -> Attempt:
     flat = _flat_scores(sample.get("scores") or {})
     named = {k: f for k, v in flat.items() if (f := value_to_float(v)) is not None}
     raw = flat.get(primary) if primary else None
@@ -307,7 +308,7 @@ def _attempt(sample: dict[str, Any], primary: str | None, binary: bool):
         message = str(sample["error"].get("message") or "sample error")
         last_line = (str(sample["error"].get("traceback") or "").strip().splitlines() or [""])[-1]
         error = make_error(error_kind(f"{message}\n{last_line}"), message)
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    output = as_object(sample.get("output"))
     usage = [u for u in (sample.get("model_usage") or {}).values() if isinstance(u, dict)]
     if not usage and isinstance(output.get("usage"), dict):
         # inspect before model_usage (0.3.4x and older) kept only the final generation's usage.
@@ -333,7 +334,7 @@ def _attempt(sample: dict[str, Any], primary: str | None, binary: bool):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     logs = [(path, *_read_log(path)) for path in inputs]
     seen: dict[str, Path] = {}
     for path, header, _samples in logs:
@@ -387,7 +388,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
     for path, raw_status, header in statuses:
         if raw_status != "success":
             status = _STATUS.get(raw_status, "error") if status == "success" else status
-            error = header.get("error") if isinstance(header.get("error"), dict) else {}
+            error = as_object(header.get("error"))
             reason = error.get("message") or ("the log was never finished" if raw_status == "started" else None)
             messages.append(f"{path.name}: {raw_status}" + (f": {reason}" if reason else ""))
     first = logs[0][1]

@@ -27,7 +27,7 @@ from evals.importers.common import (
     read_text,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult
+from evals.results.model import CaseResult, Results
 
 FORMAT = "junit"
 _OUTCOME_RANK = {"passed": 0, "failure": 1, "error": 2}
@@ -83,7 +83,7 @@ def _properties(testcase: ET.Element) -> dict[str, str]:
     }
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     cases: dict[str, CaseResult] = {}
     tags: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []

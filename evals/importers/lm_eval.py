@@ -32,7 +32,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.importers.detect import sniff
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import CaseResult, Results, TargetInfo
 
 FORMAT = "lm_eval"
 _SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[\d.:\-]+)\.jsonl$")
@@ -203,7 +203,7 @@ def _provenance(results_files: list[Path]) -> dict[str, Any]:
     return merged
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     samples_files, results_files = _collect(inputs)
     run = _provenance(results_files)
     n_samples = run.get("n-samples") or {}

@@ -15,6 +15,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     iter_jsonl,
@@ -25,7 +26,7 @@ from evals.importers.common import (
 )
 from evals.importers.detect import sniff
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "openai_evals"
 
@@ -53,18 +54,16 @@ def _event_order(event: dict[str, Any]) -> tuple[int, str]:
     return (number if isinstance(number, int) else 1 << 62, str(event.get("created_at") or ""))
 
 
-def _attempts(events: list[dict[str, Any]]):
+def _attempts(events: list[dict[str, Any]]) -> tuple[list[Attempt], Any, Any]:
     by_type: dict[str, list[dict[str, Any]]] = {}
     for event in sorted(events, key=_event_order):
-        by_type.setdefault(str(event["type"]), []).append(
-            event.get("data") if isinstance(event.get("data"), dict) else {}
-        )
+        by_type.setdefault(str(event["type"]), []).append(as_object(event.get("data")))
     samplings = by_type.get("sampling", [])
     graded = by_type.get("match") or by_type.get("metrics") or []
     out = []
     for index, data in enumerate(graded):
         sampling = samplings[index] if index < len(samplings) else {}
-        usage = sampling.get("usage") if isinstance(sampling.get("usage"), dict) else {}
+        usage = as_object(sampling.get("usage"))
         correct = data.get("correct")
         scores = {k: v for k, v in numeric_scores(data).items() if k != "correct"}
         out.append(
@@ -90,7 +89,7 @@ def _attempts(events: list[dict[str, Any]]):
     return out, prompt, expected
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     spec: dict[str, Any] = {}
     reports = []
     events_by_sample: dict[str, list[dict[str, Any]]] = {}
@@ -139,6 +138,6 @@ def import_files(inputs: list[Path], options: ImportOptions):
     )
 
 
-def _natural(sample_id: str) -> tuple:
+def _natural(sample_id: str) -> tuple[tuple[int, int, str], ...]:
     """'x.s1.10' after 'x.s1.9'."""
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in sample_id.split("."))

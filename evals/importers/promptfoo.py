@@ -17,6 +17,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     canonical_json,
@@ -28,7 +29,7 @@ from evals.importers.common import (
     numeric_scores,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult, TargetInfo
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "promptfoo"
 SUPPORTED_VERSION = 3
@@ -102,10 +103,10 @@ def _case_ids(groups: dict[str, list[dict[str, Any]]], many_providers: bool, man
     }
 
 
-def _attempt(row: dict[str, Any]):
-    response = row.get("response") if isinstance(row.get("response"), dict) else {}
+def _attempt(row: dict[str, Any]) -> Attempt:
+    response = as_object(row.get("response"))
     usage = response.get("tokenUsage") or row.get("tokenUsage") or {}
-    grading = row.get("gradingResult") if isinstance(row.get("gradingResult"), dict) else {}
+    grading = as_object(row.get("gradingResult"))
     error = None
     if row.get("failureReason") == FAILURE_ERROR:
         message = str(row.get("error") or response.get("error") or "promptfoo reported an error")
@@ -128,7 +129,7 @@ def _attempt(row: dict[str, Any]):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     files = [(path, *_rows(path)) for path in inputs]
     groups: dict[str, list[dict[str, Any]]] = {}
     for _path, _data, rows in files:

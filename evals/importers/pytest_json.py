@@ -22,6 +22,7 @@ from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
     as_number,
+    as_object,
     attempt,
     build_results,
     choose_slices,
@@ -31,7 +32,7 @@ from evals.importers.common import (
     not_format,
 )
 from evals.results.infra import error_kind
-from evals.results.model import CaseResult
+from evals.results.model import Attempt, CaseResult, Results, RunStatus
 
 FORMAT = "pytest_json"
 OUTCOMES = ("passed", "failed", "error", "skipped", "xfailed", "xpassed")
@@ -68,7 +69,7 @@ def _exception(stage: dict[str, Any]) -> str:
     """The exception line of a stage (``crash.message``, else the traceback's last ``E`` line):
     what says whether it was infrastructure. The traceback's source lines do not count (the
     ``getaddrinfo`` call inside ``socket.create_connection`` is no DNS failure)."""
-    crash = stage.get("crash") if isinstance(stage.get("crash"), dict) else {}
+    crash = as_object(stage.get("crash"))
     if crash.get("message"):
         return str(crash["message"])
     lines = [line[1:].strip() for line in str(stage.get("longrepr") or "").splitlines() if line.startswith("E ")]
@@ -76,7 +77,7 @@ def _exception(stage: dict[str, Any]) -> str:
 
 
 def _stage_text(stage: dict[str, Any]) -> str:
-    crash = stage.get("crash") if isinstance(stage.get("crash"), dict) else {}
+    crash = as_object(stage.get("crash"))
     message = str(crash.get("message") or "")
     longrepr = str(stage.get("longrepr") or "")
     return f"{message}\n{longrepr}".strip() if longrepr and longrepr != message else message or longrepr
@@ -92,7 +93,7 @@ def _markers(test: dict[str, Any], root: str) -> list[str]:
         if "[" in part:
             base, _, param = part.partition("[")
             names.update({base, param.rstrip("]")})
-    keywords = test.get("keywords") if isinstance(test.get("keywords"), list) else []
+    keywords = test["keywords"] if isinstance(test.get("keywords"), list) else []
     return sorted({k for k in keywords if isinstance(k, str) and k and k not in names and k not in _BUILTIN_MARKS})
 
 
@@ -112,7 +113,7 @@ def _tags(test: dict[str, Any], root: str) -> tuple[dict[str, Any], dict[str, An
     return default, named
 
 
-def _attempt(test: dict[str, Any]):
+def _attempt(test: dict[str, Any]) -> Attempt:
     outcome = test["outcome"]
     stages = {s: test[s] for s in _STAGES if isinstance(test.get(s), dict)}
     seconds = [as_number(stage.get("duration")) for stage in stages.values()]
@@ -135,7 +136,7 @@ def _attempt(test: dict[str, Any]):
     )
 
 
-def import_files(inputs: list[Path], options: ImportOptions):
+def import_files(inputs: list[Path], options: ImportOptions) -> Results:
     cases: dict[str, CaseResult] = {}
     default_tags: dict[str, dict[str, Any]] = {}
     named_tags: dict[str, dict[str, Any]] = {}
@@ -183,7 +184,7 @@ def import_files(inputs: list[Path], options: ImportOptions):
     for node, case in cases.items():
         case.slices = slices[node]
     n_left_out = sum(len(v) for v in left_out.values())
-    status = "success"
+    status: RunStatus = "success"
     message = None
     if collection_errors:
         status = "error"

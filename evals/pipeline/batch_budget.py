@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from evals.results.model import Results
-from evals.results.spend import Spend, limit_amount, spend_of
+from evals.results.spend import LimitName, Spend, limit_amount, spend_of
 from evals.suite.limits import LimitsSpec
 
 
@@ -63,7 +63,7 @@ class BatchBudget:
         self.batches = self.batches.plus(spend)
         return spend
 
-    def _left(self) -> dict[str, float | None]:
+    def _left(self) -> dict[LimitName, float | None]:
         lim = self.limits
         return {
             "max_cost_usd": lim.max_cost_usd - (self.spent.cost_usd or 0.0) if lim.max_cost_usd is not None else None,
@@ -76,20 +76,23 @@ class BatchBudget:
     def refusal(self, cases: int) -> str | None:
         """Why a batch of ``cases`` cases must not start, or None."""
         left = self._left()
-        for key, what in (("max_cost_usd", 0), ("max_tokens", 1)):
-            if left[key] is None:
+        paid: tuple[tuple[LimitName, int], ...] = (("max_cost_usd", 0), ("max_tokens", 1))
+        for key, what in paid:
+            room = left[key]
+            if room is None:
                 continue
             per = [p[what] for p in self._per]
             known = [p for p in per if p is not None]
             # A side with no paid attempt to go by costs what the other side's did.
             estimate = cases * sum(p if p is not None else max(known, default=0.0) for p in per)
-            if left[key] <= 0 or estimate > left[key]:
-                return self.reached(key, estimate if left[key] > 0 else None)
-        if left["max_duration_s"] is not None and left["max_duration_s"] <= 0:
+            if room <= 0 or estimate > room:
+                return self.reached(key, estimate if room > 0 else None)
+        duration = left["max_duration_s"]
+        if duration is not None and duration <= 0:
             return self.reached("max_duration_s")
         return None
 
-    def reached(self, key: str, estimate: float | None = None) -> str:
+    def reached(self, key: LimitName, estimate: float | None = None) -> str:
         """``limits.max_cost_usd $5 reached by the gate ($5.10 spent; the next batch needs about $0.50 more)``."""
         value = getattr(self.limits, key)
         spent = {

@@ -24,8 +24,8 @@ from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
 from evals.compare.casediff import case_diff_of
 from evals.compare.ladder import exit_code_for
-from evals.compare.model import Comparison, MoreEvidence
-from evals.compare.sequential import ESTIMAND, Evidence, mark_failing
+from evals.compare.model import Comparison, LookOutcome, MoreEvidence
+from evals.compare.sequential import ESTIMAND, Evidence, Member, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.candidate import content_digest, run_suite
@@ -277,14 +277,14 @@ def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | st
         select=spec.select,
         max_batches=spec.max_batches,
         max_cost_usd=spec.max_cost_usd,
-        baseline_side=side.description if ran else str(side),
+        baseline_side=side.description if isinstance(side, BaselineSide) else side,
         ended="not-run",
         summary=why,
         estimand=ESTIMAND,
     )
 
 
-def _outcome(comparison: Comparison, failing: list, passed: bool) -> str:
+def _outcome(comparison: Comparison, failing: list[Member], passed: bool) -> LookOutcome:
     if failing:
         return "fail"
     if passed:
@@ -311,7 +311,7 @@ def _still(batches: int, why: str) -> str:
 
 
 def _conclude(
-    comparison: Comparison, record: MoreEvidence, evidence: Evidence, failing: list, batches: int, outcome: str
+    comparison: Comparison, record: MoreEvidence, evidence: Evidence, failing: list[Member], batches: int, outcome: str
 ) -> None:
     plural = "batch" if batches == 1 else "batches"
     if outcome == "fail":

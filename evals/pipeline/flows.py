@@ -66,18 +66,19 @@ def run_gate(
     activity: Activity,
     options: GateOptions,
     *,
-    candidate: tuple[Results, Path] | None = None,
+    given: tuple[Results, Path] | None = None,
 ) -> GateOutcome:
-    """The gate after the config is known; ``candidate`` when the caller already has it. The steps,
+    """The gate after the config is known; ``given``: the candidate and its file, when the caller
+    already has them. The steps,
     in order: read the baselines (first: a corrupt or unreachable store, or definitions that
     changed, fail before a costly suite run), obtain the candidate, compare (with more evidence
     when the first look is inconclusive), record it in the history, write the report files,
     publish (inside Actions), promote when the gate allows it."""
     out_dir = out_dir_of(options)
     client = github_client(activity)
-    runs_suite = candidate is None and not options.results
+    runs_suite = given is None and not options.results
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
-    results, results_path = candidate or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
+    results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:
         _say_brought_errors(results, config)
     comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)

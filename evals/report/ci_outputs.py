@@ -19,7 +19,7 @@ def _unit_sentence(u: UnitResult) -> str:
     )
 
 
-def annotations(comparison: Comparison) -> list[str]:
+def annotation_lines(comparison: Comparison) -> list[str]:
     """GitHub workflow-command lines: an error per blocking regressed unit, a warning per advisory
     one, and one line for a verdict that is not a plain pass. Escaped per GitHub's rules."""
     c = comparison

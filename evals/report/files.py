@@ -10,13 +10,14 @@ from evals.results.model import atomic_write
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
+    from evals.report.markdown import Kind
     from evals.suite.config import SuiteConfig
 
 
-def render(comparison: Comparison, config: SuiteConfig | None, kind: str, *, max_chars: int | None = None) -> str:
+def render(comparison: Comparison, config: SuiteConfig | None, kind: Kind, *, max_chars: int | None = None) -> str:
     from evals.report.markdown import options_from_config, render_markdown
 
-    return render_markdown(comparison, kind=kind, max_chars=max_chars, **options_from_config(config))  # type: ignore[arg-type]
+    return render_markdown(comparison, kind=kind, max_chars=max_chars, **options_from_config(config))
 
 
 def write_report_files(comparison: Comparison, config: SuiteConfig, out_dir: Path) -> dict[str, Path]:
@@ -97,7 +98,8 @@ def write_outputs(
     options = report_module.options_from_config(config)
     if template:
         options["template"] = Path(template)
-    for path, kind in ((report, "comment"), (summary, "summary")):
+    sized: tuple[tuple[str | None, Kind], ...] = ((report, "comment"), (summary, "summary"))
+    for path, kind in sized:
         if path:
             text = report_module.render_markdown(comparison, kind=kind, **options)
             atomic_write(Path(path), text.encode("utf-8"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeGuard
 
 from markupsafe import Markup
 
@@ -32,7 +32,7 @@ def is_rate(metric: str) -> bool:
     return bool(metric) and metric_def(metric).bounded
 
 
-def finite(x: float | None) -> bool:
+def finite(x: float | None) -> TypeGuard[float]:
     return x is not None and math.isfinite(x)
 
 
@@ -191,7 +191,7 @@ def filters() -> dict[str, Callable[..., Any]]:
     }
 
 
-def unit_order(u: UnitResult) -> tuple:
+def unit_order(u: UnitResult) -> tuple[bool, bool, float]:
     # Blocking before advisory, overall first, then the worst change.
     worse = -(u.delta or 0.0) if u.direction == "higher" else (u.delta or 0.0)
     return (not u.blocking, u.unit != "overall", -worse)

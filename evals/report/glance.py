@@ -164,7 +164,7 @@ def unit_state(u: UnitResult) -> str:
     return "no-change" if u.verdict == "inconclusive" and u.no_change_seen else u.verdict
 
 
-def severity_order(u: UnitResult) -> tuple:
+def severity_order(u: UnitResult) -> tuple[int, bool, bool, float, str]:
     """Worst first: regressed, inconclusive, improved, no change, unchanged; then blocking before
     advisory, overall first, the largest change."""
     worse = -(u.delta or 0.0) if u.direction == "higher" else (u.delta or 0.0)

@@ -128,7 +128,7 @@ def _unit_rows(c: Comparison) -> list[dict[str, Any]]:
 
 def _diff_rows(c: Comparison) -> list[dict[str, Any]]:
     d = c.case_diff
-    rows = []
+    rows: list[dict[str, Any]] = []
     for change, entries, total, failing in (
         ("pass → fail", d.pass_to_fail, d.n_pass_to_fail, True),
         ("fail → pass", d.fail_to_pass, d.n_fail_to_pass, False),

@@ -38,7 +38,8 @@ from evals.results.model import atomic_write
 from evals.suite.config import SuiteConfig
 
 Kind = Literal["comment", "summary", "full"]
-MAX_CHARS = {"comment": 65_536, "summary": 1_048_576, "full": None}
+SUMMARY_MAX_CHARS = 1_048_576  # GitHub's limit on a step's summary
+MAX_CHARS: dict[Kind, int | None] = {"comment": 65_536, "summary": SUMMARY_MAX_CHARS, "full": None}
 DEFAULT_TEMPLATE = "report.md.j2"
 # Flipped cases shown with their excerpts before any fold: a reviewer sees what broke without a click.
 TOP_CASES = 3
@@ -389,7 +390,6 @@ def render_markdown(
     ``template``: a user ``.md.j2`` file, given the same context and filters as ours."""
     limit = MAX_CHARS[kind] if max_chars is None else max_chars
     tpl = _load_template(template)
-    options = {"kind": kind, "max_chars": limit, "full_report": full_report}
     tiers = _tiers(max_cases, excerpt_chars)
 
     def render(tier: Tier, case_entries: int | None = None) -> str:
@@ -399,7 +399,9 @@ def render_markdown(
             max_cases=max_cases,
             excerpt_chars=excerpt_chars,
             case_entries=case_entries,
-            **options,
+            kind=kind,
+            max_chars=limit,
+            full_report=full_report,
         )
         return _render(tpl, context, template)
 
@@ -413,6 +415,7 @@ def render_markdown(
         fitted = _fit_case_entries(render, tier, text, limit, floor)
         if fitted is not None:
             return fitted
+    assert limit is not None  # without a limit the first tier was returned
     return _hard_cut(text, limit, full_report)
 
 

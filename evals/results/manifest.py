@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.common.errors import UsageError
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION: Final = 1
 # The store's file names (docs/baseline-store.md, "Layout").
 LEGACY_NAME = "baseline.json"
 MANIFEST_RE = re.compile(r"^manifest-(\d+)\.json$")

@@ -11,10 +11,10 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
 
@@ -22,7 +22,7 @@ from evals.common.errors import InputFileError, UsageError
 from evals.results.spend import JudgeUsage, LimitStop
 from evals.results.trace import TraceEvent, check_events
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION: Final = 1
 OUTPUT_LIMIT_BYTES = 8 * 1024
 INFLATE_LIMIT_ENV = "EVALGATE_MAX_INFLATED_MB"
 DEFAULT_INFLATE_LIMIT_MB = 1024
@@ -221,6 +221,18 @@ class Results(_Model):
         return {c.id: c for c in self.cases}
 
 
+class ResultsView(Protocol):
+    """A run as its readers (the summary, the history) see it: ``Results``, or a run whose cases
+    are made as they are read (``evals.compare.lazyload.LazyResults`` from a file,
+    ``evals.run.execution.WrittenRun`` from what a run just wrote)."""
+
+    @property
+    def run(self) -> RunInfo: ...
+
+    @property
+    def cases(self) -> Sequence[CaseResult]: ...
+
+
 # ---------------------------------------------------------------------------------------- helpers
 
 
@@ -235,7 +247,7 @@ def case_hash(input_value: Any, expected: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str | None, bool]:
+def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str, bool]:
     """Store at most ``limit`` bytes of an output. Returns (stored, sha256 of the full text,
     truncated?). Non-string outputs that fit are kept as they are (JSON values)."""
     text = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
@@ -302,6 +314,7 @@ def _inflated(raw: bytes) -> Iterator[bytes]:
     start = 0
     while start < len(raw):
         member = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        data: memoryview | bytes
         pos, data = start, view[start:start]
         while not member.eof:
             if not data:
@@ -314,7 +327,9 @@ def _inflated(raw: bytes) -> Iterator[bytes]:
                 raise EOFError("compressed data ended before the end-of-stream marker")
             yield chunk
         # The next member starts where this one's data ended; members may be padded with zeros.
-        start = _ZERO_PADDING.match(raw, pos - len(member.unused_data)).end()
+        padding = _ZERO_PADDING.match(raw, pos - len(member.unused_data))
+        assert padding is not None  # \0* matches everywhere, if only the empty string
+        start = padding.end()
 
 
 def gunzip(raw: bytes, where: str | Path) -> bytes:

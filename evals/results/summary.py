@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from evals.results.model import CaseResult, Results, RunInfo
+from evals.results.model import CaseResult, ResultsView, RunInfo
 from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
@@ -59,7 +59,21 @@ class RunStatus(BaseModel):
     completed_cases: int
 
 
-def run_fields(run: RunInfo) -> dict[str, Any]:
+class RunFields(TypedDict):
+    """The keyword arguments :func:`run_fields` gives both summaries."""
+
+    suite: str
+    status: str
+    complete: bool
+    total_cases: int
+    completed_cases: int
+    subset: str | None
+    shard: str | None
+    message: str | None
+    limit: LimitStop | None
+
+
+def run_fields(run: RunInfo) -> RunFields:
     """What both summaries take from the run record as it is: :class:`RunStatus` and the subset,
     shard, message and limit that stopped it."""
     return {
@@ -162,7 +176,7 @@ def _unit(name: str, rows: list[tuple[float | None, float | None, bool]], ids: S
     )
 
 
-def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> ResultsSummary:
+def summarize(results: ResultsView, slice_keys: Iterable[str] | None = None) -> ResultsSummary:
     """The summary of ``results``, per value of each of ``slice_keys`` (default: every key a case carries)."""
     from evals.results.infra import infra_cause
 
@@ -198,9 +212,9 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
             judge_hits += isinstance(judge, dict) and judge.get("cached") is True
             if a.error is not None:
                 kinds[a.error.kind] += 1
-                key = (a.error.kind, without_case_id(a.error.message, case.id))
-                messages[key] += 1
-                seen = message_cases.setdefault(key, [])
+                message = (a.error.kind, without_case_id(a.error.message, case.id))
+                messages[message] += 1
+                seen = message_cases.setdefault(message, [])
                 if not seen or seen[-1] != case.id:  # a case's attempts are adjacent
                     seen.append(case.id)
                 if a.error.kind == "infra":
@@ -242,7 +256,9 @@ def summarize(results: Results, slice_keys: Iterable[str] | None = None) -> Resu
     )
 
 
-def _common_messages(raw: Counter[tuple[str, str]], cases: Mapping[tuple[str, str], list[str]]) -> dict:
+def _common_messages(
+    raw: Counter[tuple[str, str]], cases: Mapping[tuple[str, str], list[str]]
+) -> dict[str, Any]:  # the keyword arguments of ResultsSummary
     """``error_messages`` and ``distinct_error_messages`` from the count of each (kind, message)
     and the cases each came from."""
     from evals.results.masking import mask_text

@@ -85,7 +85,10 @@ def environment_proxy(url: str) -> str | None:
     parts = urllib.parse.urlsplit(url)
     proxies = urllib.request.getproxies_environment()
     proxy = proxies.get(parts.scheme) or proxies.get("all")
-    if not proxy or urllib.request.proxy_bypass_environment(parts.hostname or "", proxies):
+    # The checker is wrong here: CPython's urllib.request has proxy_bypass_environment, but
+    # typeshed leaves it out as undocumented.
+    bypass = urllib.request.proxy_bypass_environment  # type: ignore[attr-defined]
+    if not proxy or bypass(parts.hostname or "", proxies):
         return None
     proxy = proxy if "://" in proxy else f"http://{proxy}"
     if not proxy.startswith(("http://", "https://")):
@@ -118,6 +121,7 @@ class Connection(asyncio.Protocol):
     # ----------------------------------------------------------------------- asyncio callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # create_connection hands its protocol a Transport; asyncio.Protocol's signature says BaseTransport.
         self.transport = transport  # type: ignore[assignment]
         # Asks whether the idle socket has something to read: the server's EOF, a reset, or bytes
         # no request asked for — never something to send a request after. Made once per connection.
@@ -357,7 +361,7 @@ class KeepAlivePool:
                         )
                     assert self._tls is not None
                     transport = await loop.start_tls(transport, connection, self._tls, server_hostname=self.host)
-                    connection.transport = transport  # type: ignore[assignment]
+                    connection.transport = transport
             return connection
         except BaseException as exc:  # also a cancellation: no half-made connection stays open
             if transport is not None:
@@ -365,7 +369,7 @@ class KeepAlivePool:
             if isinstance(exc, TimeoutError):
                 raise ConnectTimeout(f"no connection to {where} within {self.connect_timeout_s:g}s") from None
             if isinstance(exc, OSError):  # refused, unreachable, DNS, TLS (ssl.SSLError)
-                raise ConnectError(f"{where}: {exc or type(exc).__name__}") from None
+                raise ConnectError(f"{where}: {str(exc) or type(exc).__name__}") from None
             raise
 
     async def aclose(self) -> None:

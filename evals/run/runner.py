@@ -104,12 +104,14 @@ class Runner:
         # An answer must say what it cost; a crash or a timeout has no answer to say it with (its
         # cost, if any, is unknown in the report, but it is no sign of a target that never reports).
         answered = (
-            attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+            attempt
+            if attempt is not None and not attempt.cached and (attempt.error is None or attempt.error.kind == "scorer")
+            else None
         )
         # A judge that was paid must say what it cost too (an endpoint without usage, or no prices).
         judge = attempt.judge_usage if attempt is not None else None
         if limits.max_cost_usd is not None:
-            target_untold = answered and attempt.cost_usd is None  # type: ignore[union-attr]
+            target_untold = answered is not None and answered.cost_usd is None
             if target_untold or (judge is not None and judge.cost_usd is None):
                 stop = LimitStop(
                     limit="max_cost_usd", value=limits.max_cost_usd, unknown=True, spend=total,
@@ -124,7 +126,7 @@ class Runner:
                 )
                 return
         if limits.max_tokens is not None:
-            untold = answered and attempt.tokens_in is None and attempt.tokens_out is None  # type: ignore[union-attr]
+            untold = answered is not None and answered.tokens_in is None and answered.tokens_out is None
             if untold or (judge is not None and judge.tokens is None):
                 self._limit_reached(
                     LimitStop(
@@ -150,7 +152,7 @@ class Runner:
 
     async def run(self, cases: Sequence[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
         """Run every attempt of ``cases``; ``on_case`` gets each case as soon as all its attempts are done."""
-        self._stop, self._abort = asyncio.Event(), asyncio.Event()
+        stop, abort = self._stop, self._abort = asyncio.Event(), asyncio.Event()
         self.reason, self.limit, self.spent, self._clock = "done", None, Spend(), time.monotonic()
         n = self.settings.attempts
         # A case's attempts are next to each other: a limit stop finishes the started cases first.
@@ -161,20 +163,21 @@ class Runner:
 
         async def worker() -> None:
             try:
-                while self._queue and not self._stop.is_set():
+                while self._queue and not stop.is_set():
                     case, index = self._queue.popleft()
                     self._started.add(case.id)
                     attempt = await self.attempt(case, self.settings.attempt_offset + index)
                     self._account(attempt)
                     slot = slots[case.id]
                     slot[index] = attempt
-                    if all(a is not None for a in slot):
+                    done = [a for a in slot if a is not None]
+                    if len(done) == n:
                         del slots[case.id]  # reported: the run keeps no case's attempts
-                        on_case(self.case_result(case, slot))  # type: ignore[arg-type]
+                        on_case(self.case_result(case, done))
             except Exception:
                 # A bug or a full disk: stop the others now rather than after the whole suite.
-                self._stop.set()
-                self._abort.set()
+                stop.set()
+                abort.set()
                 raise
 
         workers = [asyncio.create_task(worker()) for _ in range(min(self.settings.concurrency, len(self._queue)))]
@@ -190,8 +193,9 @@ class Runner:
                 task.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
         for task in workers:
-            if not task.cancelled() and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]  # a bug in the runner: do not hide it
+            error = None if task.cancelled() else task.exception()
+            if error is not None:
+                raise error  # a bug in the runner: do not hide it
         if self.limit is not None:  # what was spent in the end: the attempts that finished after it count
             total = self.spent.plus(self.settings.spent_before or Spend())
             measure = {
@@ -209,12 +213,13 @@ class Runner:
         all_done = asyncio.gather(*workers, return_exceptions=True)
         stopped = asyncio.create_task(self._stop.wait())
         aborted = asyncio.create_task(self._abort.wait())
+        # Futures of different results: typed as such, a set of them would be a set[object].
+        done_or_stopped: set[asyncio.Future[Any]] = {all_done, stopped}
+        done_or_aborted: set[asyncio.Future[Any]] = {all_done, aborted}
         try:
-            await asyncio.wait({all_done, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(done_or_stopped, return_when=asyncio.FIRST_COMPLETED)
             if not all_done.done():
-                await asyncio.wait(
-                    {all_done, aborted}, timeout=self.settings.grace_s, return_when=asyncio.FIRST_COMPLETED
-                )
+                await asyncio.wait(done_or_aborted, timeout=self.settings.grace_s, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stopped.cancel()
             aborted.cancel()

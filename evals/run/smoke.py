@@ -154,7 +154,9 @@ def neyman_allocation(sizes: Sequence[int], spreads: Sequence[float], total: int
 COLLAPSE: tuple[dict[str, str], ...] = ({}, {"pass": "settled", "fail": "settled"}, dict.fromkeys(KINDS, "all"))
 
 
-def _strata(cases: list[Case], slices: list[str], history: CaseHistory, merge: dict[str, str]):
+def _strata(
+    cases: list[Case], slices: list[str], history: CaseHistory, merge: dict[str, str]
+) -> tuple[dict[str, list[Case]], dict[str, float]]:
     strata: dict[str, list[Case]] = {}
     sums: dict[str, list[float]] = {}
     for case in cases:

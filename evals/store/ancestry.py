@@ -52,7 +52,7 @@ def resolve(repo: Path | None, rev: str) -> str | None:
 
 def is_shallow(repo: Path | None) -> bool:
     lines = _lines(_git(repo, "rev-parse", "--is-shallow-repository"))
-    return bool(lines) and lines[0] == "true"
+    return bool(lines and lines[0] == "true")
 
 
 def ancestors(start: str, *, repo: Path | None, limit: int = DEFAULT_LIMIT) -> Ancestry:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from evals.results.manifest import MANIFEST_RE
 from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
@@ -86,7 +86,7 @@ class ReleaseBlobs(Blobs):
         from evals.github.transport import NotFound
 
         try:
-            return self.client.download_asset(blob.handle, expected_size=blob.size)  # type: ignore[arg-type]
+            return self.client.download_asset(_asset(blob), expected_size=blob.size)
         except NotFound:
             raise BlobGone(blob.name) from None
 
@@ -193,12 +193,12 @@ class ReleaseBlobs(Blobs):
         if blob.handle is None:
             return  # a burned generation: nothing is stored under it
         if self._draft_assets.pop(blob.name, None) is not None:
-            self.client.delete_asset(blob.handle)  # type: ignore[arg-type]
+            self.client.delete_asset(_asset(blob))
             return
         release = self._release_of.get(blob.name)
         if release is None or release.tag_name == self.tag:
             if not (self._main is not None and self._main.immutable):  # immutable: nothing can be removed
-                self.client.delete_asset(blob.handle)  # type: ignore[arg-type]
+                self.client.delete_asset(_asset(blob))
             return
         doomed = self._doomed.setdefault(release.id, set())
         doomed.add(blob.name)
@@ -208,6 +208,12 @@ class ReleaseBlobs(Blobs):
 
 def _content_type(name: str) -> str:
     return "application/gzip" if name.endswith(".gz") else "application/json"
+
+
+def _asset(blob: Blob) -> Asset:
+    """The asset a blob of this store stands for: ``_asset_blob`` makes each with its asset as the
+    handle (a ``Blob``'s handle is whatever its backend needs, so typed ``object``)."""
+    return cast("Asset", blob.handle)
 
 
 def _parse(text: str | None) -> datetime | None:

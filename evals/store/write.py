@@ -11,11 +11,12 @@ import gzip
 import hashlib
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from evals.common.errors import InfraError, InputFileError
 from evals.common.gitinfo import uncommitted_changes
@@ -107,6 +108,14 @@ def _dirty_reason(sha: str, uncommitted: list[str]) -> str | None:
     return f"uncommitted changes at HEAD {sha[:12]}: {_listing(uncommitted)}" if uncommitted else None
 
 
+class _Loaded(Protocol):
+    """What the writer reads of ``load``'s answer (evals.store.baseline.LoadedBaseline, which
+    imports this module)."""
+
+    @property
+    def results(self) -> Results: ...
+
+
 class StoreWriter:
     """The writing half of a store; the class it is mixed into reads (``_read_state``, ``_decode``)."""
 
@@ -117,9 +126,12 @@ class StoreWriter:
     settle_s: float
     in_actions: bool
     folder: Path | None  # a local store's folder: its files are no uncommitted change of the code
-    _read_state: Any
-    _decode: Any
-    load: Any
+    # The reading half's methods the writer calls (evals.store.baseline.BaselineStore), typed so
+    # that those calls are checked.
+    _read_state: Callable[[], StoreState]
+    _read_manifest: Callable[[Blob, int], tuple[Manifest | None, str]]
+    _decode: Callable[[str, bytes, str | None], Results]
+    load: Callable[..., _Loaded]  # (info, *, state=None): a Callable cannot spell the keyword
 
     def promote(
         self,

@@ -15,9 +15,14 @@ if TYPE_CHECKING:
     from evals.suite.yamlsource import Located
 
 CacheableKind = Literal["openai", "python", "command"]
+
 # Kinds whose code is not in the key: only the user's cache.key says when their answers change.
 KEYED_KINDS = ("python", "command")
 DEFAULT_MAX_BYTES = 512 << 20
+
+
+def _openai_only() -> list[CacheableKind]:  # a def, not a lambda: mypy types the lambda's list as list[str]
+    return ["openai"]
 
 
 class CacheSpec(StrictModel):
@@ -30,7 +35,7 @@ class CacheSpec(StrictModel):
         "folder to give actions/cache.",
     )
     targets: list[CacheableKind] = Field(
-        default_factory=lambda: ["openai"],
+        default_factory=_openai_only,
         description="Target kinds served from the cache (a kind or a list). openai is keyed by its exact request; "
         "python and command only with `key` set, since their code is not in the key; [] for none.",
     )

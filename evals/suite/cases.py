@@ -238,7 +238,7 @@ def _read_yaml(path: Path) -> Iterator[Case]:
         raise InputFileError(path, TOO_DEEP) from None
     finally:
         loader.dispose()
-    if data is None:
+    if root is None or data is None:
         return
     if not isinstance(data, list):
         raise InputFileError(path, "a YAML case file must be a list of mappings (- id: ...)")
@@ -357,6 +357,7 @@ class _CsvColumns:
                 raise InputFileError(where, f"CSV column {column!r}: unknown suffix ':{kind}' (only ':json')")
             section, dot, key = name.partition(".")
             is_json = kind == "json"
+            field: tuple[str, str | None, bool]
             if section in ("id", "input", "expected") and not dot and not (is_json and section == "id"):
                 field = (section, None, is_json)
             elif section in ("tags", "metadata") and dot and key and not (is_json and section == "tags"):
@@ -428,10 +429,10 @@ def filter_cases(cases: list[Case], patterns: list[str]) -> list[Case]:
     no case is an error that says what exists."""
     groups: dict[str | None, list[str]] = {}
     for pattern in patterns:
-        key, sep, value = pattern.partition("=")
-        if sep and (not key.strip() or not value.strip()):
+        name, sep, value = pattern.partition("=")
+        if sep and (not name.strip() or not value.strip()):
             raise UsageError(f"--filter {pattern!r}: expected an id glob or KEY=VALUE")
-        groups.setdefault(key.strip() if sep else None, []).append(value.strip() if sep else pattern)
+        groups.setdefault(name.strip() if sep else None, []).append(value.strip() if sep else pattern)
     keys = [k for k in groups if k is not None]
     require_slice_keys(keys, {k for c in cases for k in c.tags}, where="--filter", asked_in="--filter")
     for key, globs in groups.items():

@@ -241,9 +241,13 @@ class BaselineSpec(StrictModel):
     drift_guard: bool = True
 
 
+def _backoff_s() -> list[float]:  # a def, not a lambda: mypy types the lambda's list as list[int]
+    return [1, 2, 4, 8, 16]
+
+
 class RetrySpec(StrictModel):
     max: Annotated[int, Field(ge=0)] = 5
-    backoff_s: list[Annotated[float, Field(ge=0)]] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    backoff_s: list[Annotated[float, Field(ge=0)]] = Field(default_factory=_backoff_s)
     max_retry_after_s: Annotated[float, Field(ge=0)] = 60
 
 

@@ -20,7 +20,10 @@ from evals.common.errors import UsageError
 
 DEFAULT_OUT_DIR = ".evalgate/out"
 DEFAULT_GRACE_S = 5.0
-MODES = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
+# What a gate does (evals.github.activity picks it from the event for mode auto).
+Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
+Mode = Literal["auto", Kind]
+MODES: tuple[Mode, ...] = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
 
 
 @dataclass(frozen=True)
@@ -223,7 +226,7 @@ class GateOptions(CandidateOptions):
     """``evalgate gate`` (and every mode of the action)."""
 
     mode: Annotated[
-        Literal[MODES],  # type: ignore[valid-type]
+        Mode,
         flag(
             "--mode",
             choices=MODES,

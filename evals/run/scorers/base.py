@@ -76,14 +76,16 @@ class Scorer:
     trajectory: Callable[[Sequence[Any] | None, Case], Score] | None = None  # (set instead of fn)
 
     def __call__(self, output: Any, case: Case, events: Sequence[Any] | None = None) -> Score:
-        if self.fn is None and self.trajectory is None:
-            raise ScorerError(f"scorer {self.name!r} is async: score with score_attempt_async")
         try:
-            return self.trajectory(events, case) if self.trajectory is not None else self.fn(output, case)  # type: ignore[misc]
+            if self.trajectory is not None:
+                return self.trajectory(events, case)
+            if self.fn is not None:
+                return self.fn(output, case)
         except ScorerError:
             raise
         except Exception as exc:
             raise ScorerError(f"scorer {self.name!r} failed on case {case.id!r}: {type(exc).__name__}: {exc}") from exc
+        raise ScorerError(f"scorer {self.name!r} is async: score with score_attempt_async")
 
     async def aclose(self) -> None:
         close = getattr(self.afn, "aclose", None)

@@ -426,11 +426,11 @@ def _build(spec: ScorerSpec, root: Path, cache: ResponseCache | None = None) -> 
 
         if spec.name not in TRAJECTORY:
             raise UsageError(f"unknown scorer {spec.name!r}: built-ins are {', '.join([*BUILTINS, *TRAJECTORY])}")
-        params_model, make_trajectory = TRAJECTORY[spec.name]
+        trajectory_params, make_trajectory = TRAJECTORY[spec.name]
         try:
-            return Scorer(spec.name, None, trajectory=make_trajectory(params_model.model_validate(spec.params)))
+            return Scorer(spec.name, None, trajectory=make_trajectory(trajectory_params.model_validate(spec.params)))
         except ValidationError as exc:
-            raise UsageError(f"scorer {spec.name!r}: {_params_problem(exc, params_model)}") from None
+            raise UsageError(f"scorer {spec.name!r}: {_params_problem(exc, trajectory_params)}") from None
     params_model, make, extras = BUILTINS[spec.name]
     try:
         return Scorer(spec.name, make(params_model.model_validate(spec.params)), extras)

@@ -220,7 +220,8 @@ class CommandProcessTarget(Target):
             # them the last holders of its pipes.
             kill_session(pid)
             kill_marked(ATTEMPT_ENV, mark, spare=frozenset({pid}))
-            await asyncio.wait([protocol.exited, *streams], timeout=PIPE_GRACE_S)
+            ending: list[asyncio.Future[Any]] = [protocol.exited, *streams]
+            await asyncio.wait(ending, timeout=PIPE_GRACE_S)
             for task in [*streams, feeder]:
                 task.cancel()
             transport.close()  # a pipe some unkillable holder keeps open is closed on our side
@@ -271,18 +272,18 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         raise UsageError(
             f"{config.path or 'config'}: no target: to run the suite, add target: with python:, command: or openai:"
         )
-    serves = cache is not None and config.cache is not None and config.cache.serves
+    serves = config.cache.serves if config.cache is not None else None
     if isinstance(spec, PythonTarget):
         try:
             target: Target = PythonCallableTarget(spec, config.root, config.concurrency)
         except UsageError as exc:  # a misspelt module or function: point at the line to fix
             raise UsageError(f"{config.where('target', 'python')}: {exc}") from None
-        if serves and serves("python"):
+        if cache is not None and serves is not None and serves("python"):
             target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path})
         return target
     if isinstance(spec, CommandTarget):
         target = CommandProcessTarget(spec, config.root, config.where("target", "command"))
-        if serves and serves("command"):
+        if cache is not None and serves is not None and serves("command"):
             # The environment's names only: its values may be secrets (cache.key covers them).
             identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env)}
             target = CachedTarget(target, cache, identity)
@@ -293,5 +294,5 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         config.timeout_s,
         config.retries,
         lambda: config.where("target", "openai", "tools"),
-        cache=cache if serves and serves("openai") else None,
+        cache=cache if serves is not None and serves("openai") else None,
     )

@@ -171,7 +171,7 @@ class OpenAIChatTarget(Target):
         for step in range(1, limit + 1):
             body = self.request_body(messages)
             key = self.cache.key("openai", {"url": self.url, "body": body}) if self.cache is not None else None
-            data = self.cache.get(key) if key is not None else None
+            data = self.cache.get(key) if self.cache is not None and key is not None else None
             if data is not None and not _stored_completion(data):
                 data = None  # an entry of another shape (only a hand-made file can be): asked again
             if data is not None:
@@ -185,7 +185,7 @@ class OpenAIChatTarget(Target):
                     self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
                 )
                 data = self._completion(reply)
-                if key is not None:  # only a complete answer is ever stored: errors raised above
+                if self.cache is not None and key is not None:  # only a complete answer is stored: errors raised above
                     self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
             message, finish, fingerprint = self._take(data, usage)
             content = _text(message.get("content"))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from evals.common import escape
 from evals.compare.analysis import compare
-from evals.report.ci_outputs import annotations, junit_xml
+from evals.report.ci_outputs import annotation_lines, junit_xml
 from evals.report.markdown import render_markdown
 from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 
@@ -231,7 +231,7 @@ def test_hostile_slice_name_is_still_named(evil_comparison) -> None:
 
 
 def test_annotations_from_hostile_data_stay_single_commands(evil_comparison) -> None:
-    lines = annotations(evil_comparison)
+    lines = annotation_lines(evil_comparison)
     assert lines and all("\n" not in line and "\r" not in line for line in lines)
     for line in lines:
         m = re.fullmatch(r"::(error|warning) title=([^:]*)::(.*)", line)

@@ -17,7 +17,7 @@ from fakes.mdcheck import problems
 from evals.common.errors import InputFileError
 from evals.compare.analysis import compare
 from evals.compare.model import Comparison
-from evals.report.ci_outputs import annotations, junit_xml
+from evals.report.ci_outputs import annotation_lines, junit_xml
 from evals.report.markdown import render_markdown, write_reports
 from evals.results.manifest import BaselineRef, SnapshotInfo
 from evals.results.model import Results, parse_results
@@ -497,13 +497,13 @@ def test_missing_user_template(tmp_path: Path, regression) -> None:
 
 
 def test_annotations(regression: Comparison) -> None:
-    lines = annotations(regression)
+    lines = annotation_lines(regression)
     assert lines[0].startswith("::error title=evalgate%3A pass_rate regressed on overall::pass_rate on overall: ")
     assert any("regressed on language=ko" in line for line in lines)
     assert lines[-1].startswith("::error title=evalgate%3A fail::")
     assert all("%25" in line for line in lines[:-1])  # "90.0%" is escaped as data
     passing = compare(results(BASE, base_pass), results(CAND, base_pass))
-    assert annotations(passing) == []
+    assert annotation_lines(passing) == []
 
 
 def test_junit_xml(regression: Comparison) -> None:

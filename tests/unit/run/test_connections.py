@@ -22,7 +22,14 @@ import pytest
 from fakes.suites import echo_cases, load_suite
 
 from evals.common.errors import UsageError
-from evals.run.connections import ConnectionLost, ConnectTimeout, KeepAlivePool, ProtocolError, environment_proxy
+from evals.run.connections import (
+    ConnectError,
+    ConnectionLost,
+    ConnectTimeout,
+    KeepAlivePool,
+    ProtocolError,
+    environment_proxy,
+)
 from evals.run.execution import execute
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "LocalServer"], Awaitable[None]]
@@ -294,6 +301,19 @@ def test_connecting_has_its_own_timeout() -> None:
     finally:
         for sock in [listener, *fillers]:
             sock.close()
+
+
+def test_a_connect_error_without_a_message_names_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An OSError may carry no text: the message names its class rather than ending after the
+    colon (an exception is always truthy, so ``exc or name`` never fell back to the name)."""
+
+    async def refuse(*args: object, **kwargs: object) -> None:
+        raise ConnectionRefusedError()
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "create_connection", refuse)
+    pool = KeepAlivePool("http://127.0.0.1:9/v1", {})
+    with pytest.raises(ConnectError, match=r"^127\.0\.0\.1:9: ConnectionRefusedError$"):
+        post_all(pool, bodies(1))
 
 
 async def forward_proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: LocalServer) -> None:
