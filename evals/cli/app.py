@@ -81,6 +81,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_command(args)
     except SystemExit as exc:  # argparse: --help is 0, a usage error is 2
         return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    except EvalgateError as exc:  # an option's EVALGATE_* variable that says nothing it can take
+        print(f"evalgate: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     finally:
         closedpipe.flush()  # what is still buffered fails here, ignored, not at exit (which would exit 120)
 

@@ -7,11 +7,12 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from evals.cli.options import add_store_options
+from evals.cli.options import add_store_options, store_options
 from evals.common.errors import UsageError
 from evals.results.model import save_results
 from evals.store.selection import open_store_for
 from evals.suite.config import load_config
+from evals.suite.overrides import with_overrides
 
 if TYPE_CHECKING:
     from evals.results.manifest import SnapshotInfo
@@ -32,8 +33,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    store = open_store_for(config, args)
+    config = with_overrides(load_config(args.config), store_options(args))
+    store = open_store_for(config)
     if args.action == "list":
         snapshots = store.list().snapshots
         if not snapshots:

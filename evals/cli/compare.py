@@ -33,11 +33,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     # The library (numpy, scipy, pydantic's models) loads here, not for --help or a usage error.
     from evals.common.errors import InputFileError
-    from evals.compare.analysis import compare, load_runs, parse_tolerance
+    from evals.compare.analysis import compare, load_runs
     from evals.compare.compatibility import reset_command
     from evals.report.files import write_outputs
     from evals.results.manifest import BaselineRef
     from evals.suite.config import load_config
+    from evals.suite.overrides import parse_tolerance
 
     # Checked before the (possibly large) files are read; compare() applies it.
     tolerance = None if args.tolerance is None else parse_tolerance(args.tolerance)
@@ -58,7 +59,7 @@ def main(args: argparse.Namespace) -> int:
         baseline_ref=ref,
         blessed_ref=BaselineRef(source=str(args.blessed)) if args.blessed else None,
         inconclusive=args.inconclusive,
-        reset_command=reset_command(args.candidate, *(["--config", args.config] if args.config else [])),
+        reset_command=reset_command(args.candidate, config=args.config),
         flaky=known_flaky(config, candidate),  # never the candidate's own outcomes
     )
     from evals.history import record_comparison

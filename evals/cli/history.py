@@ -123,13 +123,15 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _sync(engine: Engine, config: SuiteConfig | None, args: argparse.Namespace, where: str) -> int:
+    from evals.cli.options import store_options
     from evals.common.errors import EXIT_INFRA
     from evals.history.record import Writer
     from evals.history.sync import sync_store
     from evals.store.selection import open_store_for
+    from evals.suite.overrides import with_overrides
 
     assert config is not None  # read with required=True for sync
-    store = open_store_for(config, args)
+    store = open_store_for(with_overrides(config, store_options(args)))
     report = sync_store(Writer(engine), store)
     print(
         f"history {where}: {report.snapshots} snapshot(s) in {store.source}; added {report.added_runs} run(s) and "

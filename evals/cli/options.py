@@ -1,57 +1,67 @@
-"""Command-line options that several commands share: the suite and candidate of ``gate`` and
-``reset``, and the baseline store of ``gate``, ``reset``, ``promote``, ``baseline`` and
-``history sync``. What the options mean is read by the library (``evals.pipeline.candidate``,
-``evals.store.selection``); only their spelling is here."""
+"""The command-line parsers of the typed options (``evals.suite.options``): each declared option
+becomes its argparse flag here, and a parsed command line becomes the model the library reads.
+An option with an ``EVALGATE_*`` variable takes its default from it, which is how the GitHub
+Action's inputs reach ``evalgate gate`` (action.yml sets the variables, no shell builds flags)."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
-from evals.pipeline.candidate import DEFAULT_OUT_DIR
+from evals.common.errors import UsageError
+from evals.suite.options import Flag, Options, StoreOptions, flags_of, is_list, value_type
+
+M = TypeVar("M", bound=Options)
 
 
-def add_candidate_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared by gate and reset: which suite, which candidate, where the files go."""
-    parser.add_argument("--config", default="evalgate.yml", help="suite config (default: ./evalgate.yml)")
-    parser.add_argument("--results", metavar="FILE", help="gate this results file instead of running the suite")
-    parser.add_argument(
-        "--results-format",
-        metavar="FORMAT",
-        help="--results is another harness's output: import it first (a format of `evalgate import`, or auto)",
-    )
-    parser.add_argument(
-        "--slice-key",
-        dest="slice_keys",
-        action="append",
-        default=[],
-        metavar="KEY",
-        help="also slice by this case tag (an imported file's metadata/var key); repeatable, added to the config's "
-        "slices:",
-    )
-    parser.add_argument(
-        "--sha",
-        metavar="COMMIT",
-        help="the commit (or any stable label) the candidate stands for when promoted or reset, and its name in "
-        "the history outside git; default: "
-        "GITHUB_SHA, the results' run.git_sha, the checkout's HEAD, else (outside git) a digest of the results",
-    )
-    parser.add_argument(
-        "--out-dir", default=DEFAULT_OUT_DIR, help=f"where reports and results are written (default {DEFAULT_OUT_DIR})"
-    )
-    parser.add_argument(
-        "--no-cache",
-        action="store_true",
-        help="pay for every answer again: the suite runs this command starts do not use the response cache "
-        "(config cache:; the same as EVALGATE_CACHE=off)",
-    )
-    add_store_options(parser)
+def add_options(parser: argparse.ArgumentParser, model: type[Options], env: Mapping[str, str] = os.environ) -> None:
+    """One argparse flag per option of ``model`` (nested models included), in declaration order."""
+    for name, decl, annotation, default in flags_of(model):
+        kind = value_type(annotation)
+        # On by default or unset (--summary, --promote): --no-... turns it off; else a plain switch.
+        negatable = kind is bool and default is not False
+        given = env.get(decl.env, "").strip() if decl.env else ""
+        if given:
+            default = _from_env(decl, kind, given)
+        extra: dict[str, Any] = {"dest": name, "help": decl.help}
+        if decl.required and default is None:
+            extra["required"] = True
+        if kind is bool:
+            extra["action"] = argparse.BooleanOptionalAction if negatable else "store_true"
+        else:
+            if is_list(annotation):
+                extra["action"] = "append"
+            if kind is not str:
+                extra["type"] = kind
+            extra["metavar"] = decl.metavar
+            extra["choices"] = decl.choices
+        if default is not None or kind is bool:
+            extra["default"] = list(default) if isinstance(default, list) else default
+        parser.add_argument(*decl.flags, **extra)
+
+
+def _from_env(decl: Flag, kind: Any, text: str) -> Any:
+    if decl.from_env is not None:
+        return decl.from_env(text)
+    if decl.choices is not None and text not in decl.choices:
+        raise UsageError(f"{decl.env}={text!r}: {decl.name} is one of {', '.join(decl.choices)}")
+    try:
+        return kind(text)
+    except ValueError:
+        what = {int: "a whole number", float: "a number"}.get(kind, kind.__name__)
+        raise UsageError(f"{decl.env}={text!r}: {decl.name} takes {what}") from None
+
+
+def options_of(model: type[M], args: argparse.Namespace) -> M:
+    """The typed options of a parsed command line."""
+    return model.from_values(vars(args))
 
 
 def add_store_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--store",
-        choices=("local", "github-release"),
-        help="baseline store (default: the config's baseline.store; github-release inside Actions, else local)",
-    )
-    parser.add_argument("--baseline-tag", metavar="TAG", help="release tag of the github-release store")
-    parser.add_argument("--baseline-dir", metavar="DIR", help="folder of the local store (default: baseline.path)")
+    add_options(parser, StoreOptions)
+
+
+def store_options(args: argparse.Namespace) -> StoreOptions:
+    return options_of(StoreOptions, args)

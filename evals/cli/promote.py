@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from evals.cli.options import add_store_options
+from evals.cli.options import add_store_options, store_options
 from evals.common.errors import EXIT_FAIL, EXIT_PASS, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import actor_name
@@ -15,6 +15,7 @@ from evals.results.model import load_results
 from evals.store.promotion import promote_candidate
 from evals.store.selection import load_baselines, open_store_for
 from evals.suite.config import load_config
+from evals.suite.overrides import with_overrides
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -31,8 +32,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    store = open_store_for(config, args)
+    config = with_overrides(load_config(args.config), store_options(args))
+    store = open_store_for(config)
     candidate = mask_results(load_results(args.results))  # the baseline asset: masked if another harness wrote it
     if args.comparison:
         from evals.report.files import parse_comparison

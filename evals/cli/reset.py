@@ -4,29 +4,29 @@ scorer or metric definitions changed) and the way to accept a deliberate behavio
 blessed snapshot is also what the drift guard compares later candidates with.
 
 The comparison with the previous baseline is still computed and reported — a reset should show
-what it accepts — but it does not gate. The work is ``evals.pipeline.flows.run_reset``."""
+what it accepts — but it does not gate. The work is ``evals.pipeline.reset.run_reset``."""
 
 from __future__ import annotations
 
 import argparse
 
-from evals.cli.options import add_candidate_options
+from evals.cli.options import add_options, options_of
 from evals.github.activity import detect
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import no_cache_for_suite_runs
 from evals.pipeline.exposure import guard_pull_request_target
-from evals.pipeline.flows import run_reset
+from evals.pipeline.reset import run_reset
+from evals.suite.options import ResetOptions
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    add_candidate_options(parser)
-    parser.add_argument("--reason", required=True, help="why (recorded in the manifest with the actor)")
-    parser.add_argument("--actor", help="who resets (default: GITHUB_ACTOR, else the OS user)")
+    add_options(parser, ResetOptions)
 
 
 def main(args: argparse.Namespace) -> int:
+    options = options_of(ResetOptions, args)
     isolate_token()
-    no_cache_for_suite_runs(args)
-    activity = detect("reset", reason=args.reason)
-    guard_pull_request_target(activity, runs_suite=not args.results)
-    return run_reset(args, activity)
+    no_cache_for_suite_runs(options)
+    activity = detect("reset", reason=options.reason)
+    guard_pull_request_target(activity, runs_suite=not options.results)
+    return run_reset(options, activity, actor=options.actor)

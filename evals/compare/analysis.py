@@ -11,79 +11,41 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
-
 from evals import __version__
-from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, UsageError
 from evals.compare.casediff import case_diff, case_ranks
-from evals.compare.compatibility import first_baseline_hint, incompatibility
+from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
 from evals.compare.errored import errored_reason, errors_warning
-from evals.compare.floors import check_floors, floor_sentence
+from evals.compare.floors import check_floors, floor_sentence, subset_floors
+from evals.compare.ladder import Facts, exit_code_for, special_verdict, with_breached_floors
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
 from evals.compare.model import (
     CaseDiff,
     Comparison,
     DriftCheck,
-    FloorResult,
     GateConfig,
     MetricGate,
     ProvenanceChange,
+    RunSummary,
     UnitResult,
-    Verdict,
 )
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
-from evals.compare.runs import Run, own_units, provenance_diff, summarize
+from evals.compare.preconditions import require_comparable
+from evals.compare.runs import Run, own_units, provenance_diff, run_summary
 from evals.compare.sampling import Strata
-from evals.compare.spending import limit_reason, unmeasured
+from evals.compare.spending import unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
 from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
-from evals.suite.slices import require_slice_keys
-
-# Metrics whose values are rates in [0, 1]: the ones `--tolerance` applies to (and every pass@k).
-RATE_METRICS = ("pass_rate", "score", "error_rate")
-
-
-def is_rate_metric(name: str) -> bool:
-    """A metric whose values are rates in [0, 1]: ``pass_rate``, ``score``, ``error_rate``, ``pass@k``."""
-    return name in RATE_METRICS or name.startswith("pass@")
-
-
-def apply_tolerance_override(config: SuiteConfig, tolerance: float | str) -> SuiteConfig:
-    """The ``--tolerance`` rule of ``evalgate compare`` and ``evalgate gate``: a copy of ``config``
-    whose rate metrics (:func:`is_rate_metric`) get this tolerance; latency, tokens, cost and named
-    scores keep theirs, since an absolute band in rate units means nothing in milliseconds or
-    dollars. ``tolerance`` is absolute (``0.02``, ``"0.02"``) or relative (``"5%"``). The input
-    config is not changed, and neither is ``config_hash()`` (tolerances are not part of it).
-    Raises ``UsageError`` for anything else (negative, NaN, ``"abc"``)."""
-    checked = parse_tolerance(tolerance)
-    metrics = {
-        name: spec.model_copy(update={"tolerance": checked}) if is_rate_metric(name) else spec
-        for name, spec in config.metrics.items()
-    }
-    return config.model_copy(update={"metrics": metrics})
-
-
-def parse_tolerance(tolerance: float | str) -> float | str:
-    hint = 'use a number >= 0 (0.02) or a percentage ("5%")'
-    try:
-        if isinstance(tolerance, str):
-            raw = tolerance.strip()
-            value: float | str = raw if raw.endswith("%") else float(raw)
-        else:
-            value = float(tolerance)
-        return MetricSpec(tolerance=value).tolerance
-    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
-        raise UsageError(f"--tolerance {tolerance!r}: {hint}") from None
-
+from evals.suite.overrides import apply_tolerance_override, parse_tolerance
 
 # ---------------------------------------------------------------------------------------- compare
 
@@ -114,18 +76,6 @@ def _inputs(
     ]
 
 
-def exit_code_for(verdict: Verdict, policy: str, on_missing: str) -> int:
-    if verdict == "pass":
-        return EXIT_PASS
-    if verdict == "inconclusive":
-        return EXIT_FAIL if policy == "fail" else EXIT_PASS
-    if verdict == "no-baseline":
-        return EXIT_FAIL if on_missing == "fail" else EXIT_PASS
-    if verdict == "incomplete":
-        return EXIT_INFRA
-    return EXIT_FAIL
-
-
 def compare(
     baseline: Run | None,
     candidate: Run,
@@ -145,24 +95,97 @@ def compare(
     rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
     of the one metric gated (default 0.02). ``flaky``: the history's flip rate of its known-flaky
     cases (``evals.history.flaky.flip_rates``), which the case diff marks. ``reset_command``: the
-    command that would bless this candidate, named in a ``no-baseline`` reason."""
+    command that would bless this candidate, named in a ``no-baseline`` reason.
+
+    The steps: scan both runs into tables; the settings in force (:func:`_gate_config`); the
+    preconditions (``evals.compare.preconditions``); the two runs' summaries and what tells them
+    apart (:func:`_sides`); the special verdicts (``evals.compare.ladder``); the paired tests of
+    every unit (:func:`_tested_units`); the case diff; the absolute floors; the drift guard."""
     if tolerance is not None:
         tolerance = parse_tolerance(tolerance)
     names = named_scores(metric_def(name) for name in config.metrics) if config else []
     ct = scan(candidate.cases, len(candidate.cases), names)
     bt = scan(baseline.cases, len(baseline.cases), names) if baseline is not None else None
-    specs, gate, slice_keys, on_missing, limit, excerpt = _gate_config(config, tolerance, [t for t in (ct, bt) if t])
+    tables = [t for t in (ct, bt) if t]
+    specs, gate, slice_keys, on_missing, limit, excerpt = _gate_config(config, tolerance, tables)
     policy = inconclusive or gate.inconclusive
     defs = [metric_def(name, spec) for name, spec in specs.items()]
     if config is not None:
-        _require_same_suite(config, candidate, baseline)
-        _require_named_scores(config, defs, [t for t in (ct, bt) if t])
-        _require_attempts_for_pass_at_k(config, defs, [t for t in (ct, bt) if t], [candidate, baseline])
-        # Results files (from `run` or imported) get the check `run` makes on the case files.
-        filled = [t for t in (ct, bt) if t and t.ids]
-        if filled and config.slices:
-            require_slice_keys(config.slices, slice_keys_of(filled), where=config.where("slices"))
-    gate_model = GateConfig(
+        require_comparable(config, defs, candidate, baseline, tables)
+    gate_model = _gate_model(gate, policy, defs, specs, slice_keys, config)
+    cand_summary = run_summary(candidate, ct)
+    subset = bool(candidate.run.subset or candidate.run.shard)
+    warnings: list[str] = []
+    sides = _sides(baseline, candidate, bt, ct, gate, subset, warnings) if baseline is not None and bt else None
+    errored = errored_reason(
+        candidate,
+        cand_summary,
+        max_error_rate=gate.max_error_rate,
+        first_run=baseline is None,
+        reset_command=reset_command,
+    )
+    facts = Facts(
+        candidate=cand_summary,
+        cases=len(ct.ids),
+        max_error_rate=gate.max_error_rate,
+        has_baseline=baseline is not None,
+        incompatible=sides.incompatible if sides else None,
+        errored=errored,
+        on_missing=on_missing,
+        reset_command=reset_command,
+    )
+    special = special_verdict(facts)
+    units: list[UnitResult] = []
+    if sides is not None and not sides.incompatible:
+        assert bt is not None  # with `sides`
+        units = _tested_units(candidate, bt, ct, sides.pairing, defs, specs, gate, gate_model, slice_keys, warnings)
+        if not errored and (said := errors_warning(candidate, cand_summary, max_error_rate=gate.max_error_rate)):
+            warnings.append(said)
+        warnings += _power_warnings(units, defs, gate)
+        warnings += unmeasured(defs, specs, bt, ct)
+    # No special verdict means a baseline that compares: the statistics decide.
+    verdict, reason = special or gate_verdict(units)
+    diff = CaseDiff(limit=limit, added=list(ct.ids), n_added=len(ct.ids))
+    if sides is not None:
+        assert baseline is not None and bt is not None  # with `sides`
+        # After the verdicts: the failing slices' cases are listed first (evals.compare.casediff).
+        ranks = case_ranks(ct, sides.pairing, units, slice_keys) if units else None
+        diff = case_diff(baseline, candidate, bt, ct, sides.pairing, limit, excerpt, flaky or {}, ranks)
+    floors = subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
+    verdict, reason = with_breached_floors(verdict, reason, [f for f in floors if f.verdict == "breached"])
+    warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
+    drift = _drift_guard(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset, warnings)
+    return Comparison(
+        verdict=verdict,
+        reason=reason,
+        exit_code=exit_code_for(verdict, policy, on_missing),
+        gate=gate_model,
+        units=units,
+        floors=floors,
+        case_diff=diff,
+        provenance=sides.provenance if sides else [],
+        baseline=baseline_ref,
+        baseline_run=sides.summary if sides else None,
+        candidate_run=cand_summary,
+        candidate_units=own_units(candidate, slice_keys) if baseline is None and ct.ids else [],
+        drift=drift,
+        drift_ok=drift.ok if drift else True,
+        warnings=warnings,
+        evalgate_version=__version__,
+        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
+
+
+def _gate_model(
+    gate: GateSpec,
+    policy: Literal["warn", "fail"],
+    defs: list[MetricDef],
+    specs: dict[str, MetricSpec],
+    slice_keys: list[str],
+    config: SuiteConfig | None,
+) -> GateConfig:
+    """The parameters in force, as the comparison records them."""
+    return GateConfig(
         alpha=gate.alpha,
         power=gate.power,
         slice_alpha_share=gate.slice_alpha_share,
@@ -180,167 +203,82 @@ def compare(
         slice_keys=slice_keys,
         id=config.gate.id if config is not None and config.gate.id not in (None, config.suite) else None,
     )
-    cand_summary = summarize(candidate, ct)
-    warnings: list[str] = []
-    subset = bool(candidate.run.subset or candidate.run.shard)
-    units: list[UnitResult] = []
-    provenance: list[ProvenanceChange] = []
-    base_summary = None
-    diff = CaseDiff(limit=limit, added=list(ct.ids), n_added=len(ct.ids))
-    why_incompatible = None
-    if baseline is not None and bt is not None:
-        base_summary = summarize(baseline, bt)
-        provenance = provenance_diff(baseline, candidate)
-        pairing = pair(bt, ct, subset)
-        why_incompatible = incompatibility(
-            baseline, candidate, pairing, max_removed_share=gate.max_removed_share, baseline_cases=len(bt.ids)
-        )
-        if not base_summary.complete:
-            warnings.append(
-                f"the baseline run is partial ({base_summary.status}, "
-                f"{base_summary.completed_cases}/{base_summary.total_cases} cases)"
-            )
-        b_start, c_start = _instant(baseline.run.started_at), _instant(candidate.run.started_at)
-        if b_start and c_start and b_start > c_start:
-            warnings.append(
-                f"the baseline run started after the candidate ({baseline.run.started_at} vs "
-                f"{candidate.run.started_at}): are the baseline and the candidate the right way round?"
-            )
 
-    # Errors a pass rate cannot say (every attempt, or above max_error_rate on a first run): fail.
-    errored = errored_reason(
-        candidate,
-        cand_summary,
-        max_error_rate=gate.max_error_rate,
-        first_run=baseline is None,
-        reset_command=reset_command,
+
+@dataclass
+class _Sides:
+    """The baseline side of a comparison: its summary, the pairing, what differs, why not comparable."""
+
+    summary: RunSummary
+    pairing: Pairing
+    provenance: list[ProvenanceChange]
+    incompatible: str | None
+
+
+def _sides(
+    baseline: Run, candidate: Run, bt: RunTable, ct: RunTable, gate: GateSpec, subset: bool, warnings: list[str]
+) -> _Sides:
+    summary = run_summary(baseline, bt)
+    provenance = provenance_diff(baseline, candidate)
+    pairing = pair(bt, ct, subset)
+    why = incompatibility(
+        baseline, candidate, pairing, max_removed_share=gate.max_removed_share, baseline_cases=len(bt.ids)
     )
-    verdict: Verdict
-    if not cand_summary.complete and cand_summary.limit is not None:
-        verdict, reason = "incomplete", limit_reason(cand_summary.limit, cand_summary)
-    elif not cand_summary.complete:
-        verdict, reason = (
-            "incomplete",
-            (
-                f"candidate run is partial: status {cand_summary.status}, "
-                f"{cand_summary.completed_cases}/{cand_summary.total_cases} cases completed"
-                + (f" ({cand_summary.message})" if cand_summary.message else "")
-            ),
+    if not summary.complete:
+        warnings.append(
+            f"the baseline run is partial ({summary.status}, {summary.completed_cases}/{summary.total_cases} cases)"
         )
-    elif ct.ids and cand_summary.attempts == 0:
-        verdict, reason = (
-            "incomplete",
-            (
-                f"the candidate's {len(ct.ids)} cases hold no attempt (its header says {cand_summary.status}, "
-                f"{cand_summary.completed_cases}/{cand_summary.total_cases} completed): nothing was measured; "
-                "run the suite again, or re-import the harness's results"
-            ),
+    b_start, c_start = _instant(baseline.run.started_at), _instant(candidate.run.started_at)
+    if b_start and c_start and b_start > c_start:
+        warnings.append(
+            f"the baseline run started after the candidate ({baseline.run.started_at} vs "
+            f"{candidate.run.started_at}): are the baseline and the candidate the right way round?"
         )
-    elif cand_summary.infra_error_rate > gate.max_error_rate:
-        verdict, reason = (
-            "incomplete",
-            (
-                f"candidate infra error rate {cand_summary.infra_error_rate:.1%} is above max_error_rate "
-                f"{gate.max_error_rate:.1%}: {cand_summary.infra_errors} of {cand_summary.attempts} attempts got no "
-                "answer (connection, 429 or 5xx after retries) — fix the endpoint or its rate limits and re-run"
-            ),
-        )
-    elif errored and (baseline is None or not why_incompatible):
-        verdict, reason = "fail", errored
-    elif baseline is None:
-        verdict, reason = (
-            "no-baseline",
-            f"no baseline to compare with (first run?); on_missing is {on_missing}"
-            + (f": {first_baseline_hint(reset_command)}" if on_missing != "seed" else "")
-            + "; `evalgate plan` shows which drops and tolerances this suite can certify, per slice",
-        )
-    elif why_incompatible:
-        verdict, reason = "incompatible", why_incompatible
-    else:
-        verdict, reason = "pass", ""
-    if baseline is not None and bt is not None and not why_incompatible:
-        inputs = _inputs(defs, specs, bt, ct, pairing)
-        trajectory = trajectory_input(bt, ct, pairing)
-        if trajectory is not None:  # advisory: reported with the others, never gated (evals.compare.trajectory)
-            inputs.append(trajectory)
-            gate_model.metrics.append(trajectory_gate_entry())
-        strata = _strata(candidate, ct, pairing, warnings)
-        units = decide(inputs, unit_indices(ct, pairing.cand_rows, slice_keys), gate, strata=strata)
-        if verdict == "pass":
-            verdict, reason = gate_verdict(units)
-        if not errored and (said := errors_warning(candidate, cand_summary, max_error_rate=gate.max_error_rate)):
-            warnings.append(said)
-        warnings += _power_warnings(units, defs, gate)
-        warnings += unmeasured(defs, specs, bt, ct)
-    if baseline is not None and bt is not None:
-        # After the verdicts: the failing slices' cases are listed first (evals.compare.casediff).
-        ranks = case_ranks(ct, pairing, units, slice_keys) if units else None
-        diff = case_diff(baseline, candidate, bt, ct, pairing, limit, excerpt, flaky or {}, ranks)
-    floors = _subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
-    if breached := [f for f in floors if f.verdict == "breached"]:
-        verdict, reason = _floor_verdict(verdict, reason, breached)
-    warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
+    return _Sides(summary, pairing, provenance, why)
 
-    drift = None
-    if blessed is not None and not (
-        blessed.run.config_hash and candidate.run.config_hash and blessed.run.config_hash != candidate.run.config_hash
-    ):
-        drift = _drift(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset)
-    elif blessed is not None:
+
+def _tested_units(
+    candidate: Run,
+    bt: RunTable,
+    ct: RunTable,
+    pairing: Pairing,
+    defs: list[MetricDef],
+    specs: dict[str, MetricSpec],
+    gate: GateSpec,
+    gate_model: GateConfig,
+    slice_keys: list[str],
+    warnings: list[str],
+) -> list[UnitResult]:
+    """Every metric on every unit, paired and tested (``evals.compare.decide``); the advisory
+    trajectory unit joins them, reported and never gated (``evals.compare.trajectory``)."""
+    inputs = _inputs(defs, specs, bt, ct, pairing)
+    trajectory = trajectory_input(bt, ct, pairing)
+    if trajectory is not None:
+        inputs.append(trajectory)
+        gate_model.metrics.append(trajectory_gate_entry())
+    strata = _strata(candidate, ct, pairing, warnings)
+    return decide(inputs, unit_indices(ct, pairing.cand_rows, slice_keys), gate, strata=strata)
+
+
+def _drift_guard(
+    blessed: Run | None,
+    ref: BaselineRef | None,
+    candidate: Run,
+    ct: RunTable,
+    defs: list[MetricDef],
+    specs: dict[str, MetricSpec],
+    gate: GateSpec,
+    subset: bool,
+    warnings: list[str],
+) -> DriftCheck | None:
+    """The drift guard, when there is a blessed baseline scored with the candidate's definitions."""
+    if blessed is None:
+        return None
+    hashes = (blessed.run.config_hash, candidate.run.config_hash)
+    if all(hashes) and hashes[0] != hashes[1]:
         warnings.append("the blessed baseline has another config_hash: drift guard skipped")
-
-    return Comparison(
-        verdict=verdict,
-        reason=reason,
-        exit_code=exit_code_for(verdict, policy, on_missing),
-        gate=gate_model,
-        units=units,
-        floors=floors,
-        case_diff=diff,
-        provenance=provenance,
-        baseline=baseline_ref,
-        baseline_run=base_summary,
-        candidate_run=cand_summary,
-        candidate_units=own_units(candidate, slice_keys) if baseline is None and ct.ids else [],
-        drift=drift,
-        drift_ok=drift.ok if drift else True,
-        warnings=warnings,
-        evalgate_version=__version__,
-        created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    )
-
-
-def _subset_floors(floors: list[FloorResult], candidate: Run, warnings: list[str]) -> list[FloorResult]:
-    """A smoke subset is no even sample of the suite: an informative draw over-samples uncertain
-    cases in every unit, a stratified one over-samples small slices, which biases overall. A floor
-    judged where the subset biases it cannot fail the gate (the full run on the default branch
-    judges it); it is said once, as a warning, whatever it found."""
-    run = candidate.run
-    if not run.subset:
-        return floors
-    informative = run.sample is not None
-    biased = [f for f in floors if informative or f.unit == "overall"]
-    if not biased:
-        return floors
-    where = "every unit" if informative else "overall"
-    found = [f for f in biased if f.verdict != "met"]
-    said = f"; it would read: {'; '.join(floor_sentence(f) for f in found[:3])}" if found else ""
-    warnings.append(
-        f"absolute floors on {where} are not judged on the {run.subset} subset, which does not sample the suite "
-        f"evenly: the full run judges them{said}"
-    )
-    return [f for f in floors if f not in biased]
-
-
-def _floor_verdict(verdict: Verdict, reason: str, breached: list[FloorResult]) -> tuple[Verdict, str]:
-    """A breached floor fails the gate beside the relative test, with or without a baseline; a
-    partial or incompatible candidate keeps that verdict (it says more about what to do)."""
-    if verdict in ("incomplete", "incompatible"):
-        return verdict, reason
-    shown = "; ".join(floor_sentence(f) for f in breached[:3])
-    more = f"; and {len(breached) - 3} more (comparison.json)" if len(breached) > 3 else ""
-    what = f"absolute floor breached: {shown}{more}"
-    return "fail", f"{reason}; {what}" if verdict == "fail" and reason else what
+        return None
+    return _drift(blessed, ref, candidate, ct, defs, specs, gate, subset)
 
 
 def _strata(candidate: Run, ct: RunTable, pairing: Pairing, warnings: list[str]) -> Strata | None:
@@ -372,53 +310,6 @@ def _instant(stamp: str | None) -> datetime | None:
     except ValueError:
         return None
     return when if when is None or when.tzinfo else when.replace(tzinfo=UTC)
-
-
-def _require_same_suite(config: SuiteConfig, candidate: Run, baseline: Run | None) -> None:
-    """A candidate of another suite than the config's and its baseline's is the wrong file, not
-    a change a reset should accept (a reset refuses it): exit 2, as the reset says."""
-    suite = candidate.run.suite
-    if config.path is None or baseline is None or suite == config.suite or baseline.run.suite != config.suite:
-        return
-    raise UsageError(
-        f"the candidate is a run of suite {suite!r} but {config.path.name} (and its baseline) is suite "
-        f"{config.suite!r}: compare a run of this suite, or name the run after it "
-        f"(`evalgate import --suite {config.suite} ...`)"
-    )
-
-
-def _require_named_scores(config: SuiteConfig, defs: list[MetricDef], tables: list[RunTable]) -> None:
-    """A named score that no case of either run records compares nothing: a typo, or a scorer that
-    does not record it. The config check cannot see this for ``python:`` scorers; the runs can."""
-    filled = [t for t in tables if t.ids]
-    for d in defs:
-        if filled and d.column.startswith("score:") and all(np.isnan(t.values(d)).all() for t in filled):
-            raise UsageError(
-                f"{config.where('metrics', d.name)}: metric {d.name!r} is a named score that no case of the runs "
-                "records (check the spelling against the keys your scorers put in `scores`)"
-            )
-
-
-def _require_attempts_for_pass_at_k(
-    config: SuiteConfig, defs: list[MetricDef], tables: list[RunTable], runs: list[Run | None]
-) -> None:
-    """``pass@k`` needs k judged attempts of a case; with fewer in every case of both runs, and
-    runs made with fewer than k attempts a case, it has no value to compare, and a gate on it would
-    be ``inconclusive`` whatever the runs did. (Runs made with k attempts whose attempts failed as
-    infra are the verdict's to judge: ``incomplete``.)"""
-    filled = [t for t in tables if t.ids]
-    declared = max((r.run.attempts_per_case or 0 for r in runs if r is not None), default=0)
-    for d in defs:
-        if not (filled and d.column.startswith("pass@")):
-            continue
-        k = int(d.column.removeprefix("pass@"))
-        most = max((int(np.nanmax(t.columns["pass_n"], initial=0)) for t in filled), default=0)
-        if most < k and declared < k:
-            raise UsageError(
-                f"{config.where('metrics', d.name)}: metric {d.name!r} needs at least {k} judged attempts of a "
-                f"case, and no case of the runs has more than {most}: set attempts: {k} (or more) and run again, "
-                "or gate on pass@1"
-            )
 
 
 def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSpec) -> list[str]:

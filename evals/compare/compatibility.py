@@ -13,6 +13,7 @@ from typing import Any
 from evals.compare.pairing import Pairing
 from evals.compare.runs import Run
 from evals.results.model import RunInfo
+from evals.suite.options import ResetOptions, StoreOptions, reset_argv
 
 
 def reset_hint(env: Mapping[str, str] = os.environ) -> str:
@@ -22,10 +23,23 @@ def reset_hint(env: Mapping[str, str] = os.environ) -> str:
     return 'a reset accepts it: `evalgate reset --reason "..."` (on GitHub: the workflow\'s workflow_dispatch reset)'
 
 
-def reset_command(results: str | os.PathLike[str], *flags: str | os.PathLike[str]) -> str:
-    """The command that blesses the very results file a comparison just read (``flags``: the
-    config and store it was read with), so the first baseline costs no second run."""
-    return shlex.join(["evalgate", "reset", *map(str, flags), "--results", str(results), "--reason", "first baseline"])
+def reset_command(
+    results: str | os.PathLike[str],
+    *,
+    config: str | None = None,
+    sha: str | None = None,
+    store: StoreOptions | None = None,
+) -> str:
+    """The command that blesses the very results file a comparison just read, with the config
+    (when there is a file) and store it was read with, so the first baseline costs no second run."""
+    options = ResetOptions(
+        config=config or ResetOptions.model_fields["config"].default,
+        results=str(results),
+        reason="first baseline",
+        sha=sha,
+        store=store or StoreOptions(),
+    )
+    return shlex.join(["evalgate", "reset", *reset_argv(options, always=("config",) if config else ())])
 
 
 def first_baseline_hint(reset_command: str | None = None, env: Mapping[str, str] = os.environ) -> str:

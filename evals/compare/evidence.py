@@ -1,5 +1,5 @@
 """Anytime-valid statistics for "more evidence" (docs/spec.md#more-evidence): a betting e-process per unit, weighted
-e-Holm across units, and the anytime-valid upper bound on the mean drop.
+e-Holm across units.
 
 Observations are per-case paired *drops* ``y = base − cand`` in [−1, 1], oriented by the caller
 (positive = the candidate is worse; lower-is-better metrics are flipped before they get here).
@@ -46,12 +46,10 @@ y = +1 for "not_worse"). The grid's top end is safe only for 1 + s·δ < 1/0.93;
 before the data), so validity and additivity are unchanged; at |δ| ≤ 0.0215 (the gate's default
 0.02 included) nothing is clipped and the wealth is exactly Π(1 + λ s (y − δ)) over ``LAMBDAS``.
 Clipped or not, every bet's wealth is monotone in δ (increasing for "not_worse", decreasing for
-"worse"), which ``drop_upper_bound``'s bisection relies on.
-
-**The confidence bound** (Howard, Ramdas, McAuliffe & Sekhon 2021, "Time-uniform, nonparametric,
-nonasymptotic confidence sequences", Ann. Stat. 49(2)): inverting the "not_worse" e-process over
-δ' gives a time-uniform upper confidence sequence for the mean drop; ``pass`` needs it below δ
-(overall's anytime-valid lower bound of the delta above −δ).
+"worse"), so the "not_worse" e-process rejecting at δ is the time-uniform upper confidence
+sequence for the mean drop lying below δ (Howard, Ramdas, McAuliffe & Sekhon 2021,
+"Time-uniform, nonparametric, nonasymptotic confidence sequences", Ann. Stat. 49(2)): what
+``pass`` needs, overall's anytime-valid lower bound of the delta above −δ.
 """
 
 from __future__ import annotations
@@ -186,31 +184,3 @@ def e_holm(log_e_values: np.ndarray, weights: np.ndarray, level: float) -> np.nd
     out = np.empty_like(rejected_sorted)
     np.put_along_axis(out, order, rejected_sorted, axis=-1)
     return out
-
-
-def drop_upper_bound(y: ArrayLike, level: float, *, tol: float = 1e-4) -> float:
-    """The anytime-valid upper confidence bound on the mean drop E[y] at ``level`` (Howard et al.
-    2021): the smallest δ′ in [−1, 1] with exp(log_e(log_wealth(y, δ′, "not_worse"))) ≥ 1/level,
-    found by bisection to within ``tol`` (the wealth is monotone in δ′, so the returned point is
-    on the rejecting side), or 1.0 if none. ``pass`` needs drop_upper_bound < δ (overall's
-    anytime-valid lower bound of the delta above −δ). ``y`` is one sample, shape (n,)."""
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"level must be in (0, 1), not {level}")
-    values = np.asarray(y, dtype=float).ravel()
-    threshold = -math.log(level)
-
-    def rejects(d: float) -> bool:
-        return bool(log_e(log_wealth(values, d, "not_worse")) >= threshold)
-
-    lo, hi = -1.0, 1.0
-    if not rejects(hi):
-        return 1.0
-    if rejects(lo):
-        return -1.0
-    while hi - lo > tol:
-        mid = 0.5 * (lo + hi)
-        if rejects(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi

@@ -20,6 +20,7 @@ from evals.compare.metrics import MetricDef, RunTable
 from evals.compare.model import Bound, FloorResult
 from evals.compare.paired import is_binary
 from evals.compare.pairing import unit_indices
+from evals.compare.runs import Run
 from evals.compare.stats import bootstrap_mean, bootstrap_percentile_delta, norm_ppf, percentile_interval
 from evals.results.summary import wilson
 from evals.suite.config import GateSpec, MetricSpec
@@ -109,3 +110,25 @@ def floor_sentence(f: FloorResult) -> str:
         f"{f.metric} on {f.unit} {could}{side} {f.limit:g}: {f.value:.4g} "
         f"({level} CI {f.ci_low:.4g} to {f.ci_high:.4g}, {f.n:,} cases)"
     )
+
+
+def subset_floors(floors: list[FloorResult], candidate: Run, warnings: list[str]) -> list[FloorResult]:
+    """A smoke subset is no even sample of the suite: an informative draw over-samples uncertain
+    cases in every unit, a stratified one over-samples small slices, which biases overall. A floor
+    judged where the subset biases it cannot fail the gate (the full run on the default branch
+    judges it); it is said once, as a warning, whatever it found."""
+    run = candidate.run
+    if not run.subset:
+        return floors
+    informative = run.sample is not None
+    biased = [f for f in floors if informative or f.unit == "overall"]
+    if not biased:
+        return floors
+    where = "every unit" if informative else "overall"
+    found = [f for f in biased if f.verdict != "met"]
+    said = f"; it would read: {'; '.join(floor_sentence(f) for f in found[:3])}" if found else ""
+    warnings.append(
+        f"absolute floors on {where} are not judged on the {run.subset} subset, which does not sample the suite "
+        f"evenly: the full run judges them{said}"
+    )
+    return [f for f in floors if f not in biased]

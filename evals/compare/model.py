@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
-from evals.results.summary import UnitSummary
+from evals.results.summary import RunStatus, UnitSummary
+from evals.suite.config import GateRule
 
 COMPARISON_VERSION: Final = 1
 
@@ -46,19 +47,12 @@ class MetricGate(_Model):
     gate: bool = Field(description="False: reported, never blocking.")
 
 
-class GateConfig(_Model):
-    """The decision parameters in force (config ``gate:`` and ``metrics:``, or the CLI defaults)."""
+class GateConfig(GateRule):
+    """The decision parameters in force (config ``gate:`` and ``metrics:``, or the CLI defaults):
+    the rule's own (:class:`GateRule`, with their defaults) and what the comparison applied them to."""
 
-    alpha: float
-    power: float
-    slice_alpha_share: float = Field(default=0.5, description="Share of α the slices get; overall gets the rest.")
-    slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
-        default="cases", description="How a slice key's share of α is split among its values."
-    )
-    target_mde: float = Field(default=0.10, description="Report only: units whose MDE is above it are underpowered.")
-    inconclusive: Literal["warn", "fail"]
-    max_error_rate: float = Field(description="Largest share of attempts with an infra error before 'incomplete'.")
     max_age_days: int = Field(default=30, description="baseline.max_age_days: older baselines get a warning.")
+    # As gate.bootstrap_resamples and gate.seed (GateSpec): always recorded, so without a default here.
     bootstrap_resamples: int
     seed: int
     metrics: list[MetricGate]
@@ -235,12 +229,11 @@ class CaseDiff(_Model):
     n_outside_subset: int = Field(default=0, description="Baseline cases not in a smoke/subset candidate.")
 
 
-class RunSummary(_Model):
-    suite: str
-    status: str
-    complete: bool
-    total_cases: int
-    completed_cases: int
+class RunSummary(RunStatus):
+    """A run as the comparison reads it: :class:`RunStatus`, then its provenance, errors, cost and speed."""
+
+    model_config = ConfigDict(extra="forbid")
+
     cases_in_file: int
     started_at: str | None = None
     ended_at: str | None = None

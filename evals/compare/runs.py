@@ -11,22 +11,20 @@ from evals.compare.lazyload import LazyResults
 from evals.compare.metrics import RunTable
 from evals.compare.model import ProvenanceChange, RunSummary
 from evals.results.model import Results
-from evals.results.summary import UnitSummary
+from evals.results.summary import UnitSummary, run_fields
 
 # A results file as compare reads it: validated models, or the lean form the CLI loads.
 Run = Results | LazyResults
 
 
-def summarize(results: Run, table: RunTable) -> RunSummary:
+def run_summary(results: Run, table: RunTable) -> RunSummary:
+    """The comparison's summary of one run, from its scanned table (``evals.results.summary.summarize`` is
+    the summary of a run on its own, with its units' CIs and error messages)."""
     run = results.run
     counts = {k.removeprefix("error:"): v for k, v in table.counts.items() if k.startswith("error:")}
     attempts = table.counts["attempts"]
     return RunSummary(
-        suite=run.suite,
-        status=run.status,
-        complete=run.is_complete,
-        total_cases=run.total_cases,
-        completed_cases=run.completed_cases,
+        **run_fields(run),
         cases_in_file=len(results.cases),
         started_at=run.started_at,
         ended_at=run.ended_at,
@@ -36,9 +34,6 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         config_hash=run.config_hash,
         model=run.target.model if run.target else None,
         attempts_per_case=run.attempts_per_case,
-        subset=run.subset,
-        shard=run.shard,
-        message=run.message,
         attempts=attempts,
         error_counts=counts,
         error_rate=sum(counts.values()) / attempts if attempts else 0.0,
@@ -48,7 +43,6 @@ def summarize(results: Run, table: RunTable) -> RunSummary:
         cases_with_infra_retries=table.counts["cases_with_infra_retries"],
         errored_cases=int(table.errored.sum()),
         spend=table.spend,
-        limit=run.limit,
         cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )

@@ -23,18 +23,15 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from pydantic import BaseModel
 
 from evals.common.errors import InputFileError, UsageError
+from evals.suite.options import MODES, Kind, Mode
 
 if TYPE_CHECKING:
     from evals.github.client import GitHubClient
-
-Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
-Mode = Literal["auto", Kind]
-MODES: tuple[Mode, ...] = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
 
 _PR_EVENTS = ("pull_request", "pull_request_target")
 

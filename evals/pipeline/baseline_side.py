@@ -35,14 +35,15 @@ LEARNT = {"system_fingerprint"}  # what the server told the run, not configurati
 @dataclass
 class BaselineSide:
     """How the baseline's batches run: ``evalgate run --config config_path`` from ``cwd``, with
-    ``extra`` flags. ``key`` names this side in the batch files' state (a commit, or the recorded
-    target's digest), so files of another baseline are never reused."""
+    ``target`` (``--target FILE``) when it is not the config's own. ``key`` names this side in the
+    batch files' state (a commit, or the recorded target's digest), so files of another baseline
+    are never reused."""
 
     key: str
     config_path: Path
     cwd: Path
     description: str
-    extra: tuple[str, ...] = ()
+    target: str | None = None
     scratch: Path | None = None  # a temp folder of ours, removed at the end
     worktree_of: Path | None = None  # the checkout whose worktree ``scratch`` holds
 
@@ -152,7 +153,7 @@ def _recorded_target(config: SuiteConfig, config_path: Path, baseline: Results) 
         config_path=config_path.resolve(),
         cwd=Path.cwd(),
         description=f"re-run from the baseline's recorded openai target ({target.model} at {params['base_url']})",
-        extra=("--target", str(scratch / "target.json")),
+        target=str(scratch / "target.json"),
         scratch=scratch,
     )
 

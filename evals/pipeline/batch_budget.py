@@ -105,11 +105,10 @@ class BatchBudget:
             return said + ")"
         return f"{said}; the next batch needs about {limit_amount(key, estimate)} more)"
 
-    def caps(self) -> list[str]:
-        """``evalgate run`` flags for the next batch side: what is left of each limit."""
-        flags = []
+    def caps(self) -> dict[str, float | None]:
+        """The limits of the next batch side's ``evalgate run`` (``RunOptions``): what is left of each."""
+        caps: dict[str, float | None] = {}
         for key, left in self._left().items():
             if left is not None:
-                amount = max(left, 1e-9) if key != "max_tokens" else max(int(left), 1)
-                flags += [f"--{key.replace('_', '-')}", f"{amount:.10g}" if key != "max_tokens" else str(amount)]
-        return flags
+                caps[key] = max(left, 1e-9) if key != "max_tokens" else max(int(left), 1)
+        return caps

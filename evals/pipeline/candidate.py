@@ -5,14 +5,13 @@ of the suite in a child process that never sees the GitHub token; and the config
 
 from __future__ import annotations
 
-import argparse
 import collections
 import os
 import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
@@ -22,98 +21,91 @@ from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.run.cache import CACHE_ENV
 from evals.suite.config import MetricSpec, SuiteConfig, load_config
+from evals.suite.options import CandidateOptions, RunOptions, run_argv
+from evals.suite.overrides import with_overrides
 
-DEFAULT_OUT_DIR = ".evalgate/out"
 
-
-def out_dir_of(args: argparse.Namespace) -> Path:
-    out_dir = Path(args.out_dir)
+def out_dir_of(options: CandidateOptions) -> Path:
+    out_dir = Path(options.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     return out_dir
 
 
-def no_cache_for_suite_runs(args: argparse.Namespace) -> None:
+def no_cache_for_suite_runs(options: CandidateOptions) -> None:
     """``--no-cache`` of a gate or a reset: every suite run it starts — the candidate, and the
     more-evidence batches on both sides — is a child ``evalgate run``, which inherits this."""
-    if getattr(args, "no_cache", False):
+    if options.no_cache:
         os.environ[CACHE_ENV] = "off"
 
 
-def load_config_or_defaults(args: argparse.Namespace) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
-    """The suite config; or, when results are brought (``--results``) and there is no config file,
-    defaults derived from those results (which are then already loaded, and returned too)."""
-    if getattr(args, "sha", None):  # the store would refuse it only after the whole suite has run
+def load_config_or_defaults(options: CandidateOptions) -> tuple[SuiteConfig, tuple[Results, Path] | None]:
+    """The suite config with the command line's overrides; or, when results are brought
+    (``--results``) and there is no config file, defaults derived from those results (which are
+    then already loaded, and returned too)."""
+    if options.sha:  # the store would refuse it only after the whole suite has run
         from evals.results.manifest import snapshot_name
 
-        snapshot_name(args.sha)
-    flag_keys = list(dict.fromkeys(getattr(args, "slice_keys", None) or []))
+        snapshot_name(options.sha)
     given = None
-    if not args.results or Path(args.config).exists():
-        config = load_config(args.config)
-        config.slices = list(dict.fromkeys([*config.slices, *flag_keys]))
+    if not options.results or Path(options.config).exists():
+        config = load_config(options.config)
     else:
+        flag_keys = list(dict.fromkeys(options.slice_keys))
         # Said loudly: a mistyped --config path lands here too.
-        given = load_given(args, out_dir_of(args), flag_keys or None)
-        console.info(f"no {args.config}: gating {given[1]} with the default settings")
-        config = config_for_results(given[0])
-        if flag_keys:
-            config.slices = flag_keys
-    if getattr(args, "seed", False):
-        config.baseline = config.baseline.model_copy(update={"on_missing": "seed"})
-    return config, given
+        given = load_given(options, out_dir_of(options), flag_keys or None)
+        console.info(f"no {options.config}: gating {given[1]} with the default settings")
+        config = config_for_results(given[0], slices=flag_keys or None)
+    return with_overrides(config, options), given
 
 
-def gate_reset_command(args: argparse.Namespace, results_path: Path) -> str:
+def gate_reset_command(options: CandidateOptions, results_path: Path) -> str:
     """The reset that blesses the run this gate compared: the same config, commit and store."""
     from evals.compare.compatibility import reset_command
 
-    flags = ["--config", args.config] if Path(args.config).exists() else []
-    for flag, dest in (("--sha", "sha"), ("--store", "store"), ("--baseline-tag", "baseline_tag")):
-        if getattr(args, dest, None):
-            flags += [flag, getattr(args, dest)]
-    if getattr(args, "baseline_dir", None):
-        flags += ["--baseline-dir", args.baseline_dir]
-    return reset_command(results_path, *flags)
+    config = options.config if Path(options.config).exists() else None
+    return reset_command(results_path, config=config, sha=options.sha, store=options.store)
 
 
-def config_for_results(results: Results) -> SuiteConfig:
+def config_for_results(results: Results, slices: list[str] | None = None) -> SuiteConfig:
     """The settings ``evalgate compare`` uses without a config, as a config: the run's own metric
     (pass_rate, or score when nothing says passed) and every slice key in the file. The first run
     is not seeded (``on_missing: warn``, as with a config): a broken run would become the blessed
-    baseline unseen. ``evalgate reset --results FILE``, or ``gate --seed``, stores it."""
+    baseline unseen. ``evalgate reset --results FILE``, or ``gate --seed``, stores it. ``slices``:
+    the ones asked for (``--slice-key``) instead of every key in the file."""
     from evals.compare.metrics import default_metric, slice_keys_of
 
     return SuiteConfig(
         suite=results.run.suite,
         cases=[],
-        slices=slice_keys_of([results]),
+        slices=slices or slice_keys_of([results]),
         metrics={default_metric([results]): MetricSpec()},
     )
 
 
 def obtain_candidate(
-    config: SuiteConfig, args: argparse.Namespace, out_dir: Path, *, smoke: bool
+    config: SuiteConfig, options: CandidateOptions, out_dir: Path, *, smoke: bool
 ) -> tuple[Results, Path]:
     """The candidate results and the file they are in: ``--results``, else a fresh run written to
     the out dir. Every slice the config asks for (with ``--slice-key``) must be carried by a case."""
-    if args.results:
-        return load_given(args, out_dir, config.slices or None)
+    if options.results:
+        return load_given(options, out_dir, config.slices or None)
     path = out_dir / "results.json"
-    results = run_suite(Path(args.config), path, smoke=smoke)
+    results = run_suite(RunOptions(config=options.config, output=str(path), smoke=smoke))
     _require_slices(results, path, config.slices)
     return results, path
 
 
-def load_given(args: argparse.Namespace, out_dir: Path, slice_keys: list[str] | None = None) -> tuple[Results, Path]:
+def load_given(options: CandidateOptions, out_dir: Path, slice_keys: list[str] | None = None) -> tuple[Results, Path]:
     """``--results``, imported into the out dir first when ``--results-format`` names another harness
     (slicing by ``slice_keys`` — the config's ``slices:`` and ``--slice-key`` — when given, else by the
     format's default keys)."""
-    given = Path(args.results)
-    if args.results_format and args.results_format != "evalgate":
+    assert options.results is not None  # the callers' `if options.results`
+    given = Path(options.results)
+    if options.results_format and options.results_format != "evalgate":
         from evals.importers import import_results
 
         results = import_results(
-            args.results_format, [given], slice_keys=slice_keys, slices_asked_in="slices: or --slice-key"
+            options.results_format, [given], slice_keys=slice_keys, slices_asked_in="slices: or --slice-key"
         )
         path = out_dir / "results.json"
         save_results(results, path)
@@ -138,17 +130,9 @@ def _require_slices(results: Results, path: Path, keys: list[str]) -> None:
         require_slice_keys(missing, offered - set(missing), where=where, asked_in="slices: or --slice-key")
 
 
-def run_suite(
-    config_path: Path,
-    output: Path,
-    *,
-    smoke: bool,
-    env: Mapping[str, str] = os.environ,
-    extra: Sequence[str] = (),
-    resume: bool = False,
-    cwd: Path | None = None,
-) -> Results:
-    """Run the suite as ``python -P -m evals run`` in a child process and read what it wrote.
+def run_suite(options: RunOptions, *, env: Mapping[str, str] = os.environ, cwd: Path | None = None) -> Results:
+    """Run the suite as ``python -P -m evals run`` with ``options`` (without its summary table, with
+    progress as lines) in a child process and read what it wrote.
 
     The suite is user code (a python target runs in the runner's process) and this process may
     hold the GitHub token (in its client, and in the environment the action gave it). So the code
@@ -157,13 +141,13 @@ def run_suite(
     process is made non-dumpable first, so the child cannot read the token from
     ``/proc/<our pid>/environ``. A partial run (exit 3 with a results file) is still returned:
     the comparison says ``incomplete``."""
-    if not resume:
+    output = Path(options.output)
+    if not options.resume:
         output.unlink(missing_ok=True)  # never gate on an earlier gate's file
+    quiet = options.model_copy(update={"summary": False, "progress": "lines"})
     # -P: `evals` is ours, not a package of that name in the user's checkout (python targets put
     # their own folders on sys.path explicitly, evals.run.targets.code.import_callable).
-    command = [sys.executable, "-P", "-m", "evals", "run", "--config", str(config_path), "--output", str(output)]
-    command.append("--no-summary")
-    command += ["--progress", "lines", *(["--smoke"] if smoke else []), *(["--resume"] if resume else []), *extra]
+    command = [sys.executable, "-P", "-m", "evals", "run", *run_argv(quiet)]
     seal_process()
     # Its own process group: a Ctrl-C on a terminal reaches it once, through `_relay`, not twice.
     # `evalgate run` writes nothing to stdout; what does is the suite's code or a tool it starts
@@ -200,6 +184,7 @@ def _relay(child: subprocess.Popen[str]) -> str:
     suite wrote); stop signals we receive are passed on, so a cancelled job's run ends as
     ``cancelled`` with its results written. Returns the child's last line. Once the child has
     exited its output gets :data:`OUTPUT_GRACE_S` to end; then the gate goes on without it."""
+
     tail: collections.deque[str] = collections.deque(maxlen=1)
 
     def pump() -> None:

@@ -15,14 +15,14 @@ infra errors) ends the gate ``incomplete``: never a pass."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
-from evals.compare.analysis import exit_code_for
 from evals.compare.casediff import case_diff_of
+from evals.compare.ladder import exit_code_for
 from evals.compare.model import Comparison, LookOutcome, MoreEvidence
 from evals.compare.sequential import ESTIMAND, Evidence, Member, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
@@ -30,6 +30,7 @@ from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.candidate import content_digest, run_suite
 from evals.results import console
 from evals.results.model import BatchInfo, Results, load_results, save_results
+from evals.suite.options import RunOptions
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
@@ -69,7 +70,8 @@ def _batch_file(
     ids: list[str],
     offset: int,
     cwd: Path,
-    flags: Sequence[str] = (),
+    target: str | None = None,
+    caps: Mapping[str, float | None] | None = None,
 ) -> Results:
     """One side of one batch, reusing a complete file of an earlier gate on the same first look
     (:func:`start_folder`) and resuming a partial one."""
@@ -91,8 +93,9 @@ def _batch_file(
             source="gate",
         )
     resume = earlier is not None and earlier.run.total_cases == len(ids)
-    extra = ["--ids", str(ids_file), "--attempts", "1", "--attempt-offset", str(offset), *flags]
-    return run_suite(config_path, path, smoke=False, extra=extra, resume=resume, cwd=cwd)
+    batch = {"ids": str(ids_file), "attempts": 1, "attempt_offset": offset, "target": target, **(caps or {})}
+    options = RunOptions.model_validate({"config": str(config_path), "output": str(path), "resume": resume, **batch})
+    return run_suite(options, cwd=cwd)
 
 
 def start_folder(out_dir: Path, candidate: Results, baseline_key: str) -> Path:
@@ -186,14 +189,14 @@ def gather(
         ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
         cand = _batch_file(
             "candidate", config_path.resolve(), folder / f"candidate-{number}.json", ids_file, ids, offset, Path.cwd(),
-            budget.caps(),
+            caps=budget.caps(),
         )  # fmt: skip
         paid = budget.add(cand)
         base = None
         if cand.run.is_complete:
             base = _batch_file(
                 "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.cwd,
-                [*side.extra, *budget.caps()],
+                target=side.target, caps=budget.caps(),
             )  # fmt: skip
             paid = paid.plus(budget.add(base))
         offset += 1

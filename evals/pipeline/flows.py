@@ -1,25 +1,23 @@
-"""The gate and the reset after the event is known (docs/spec.md#data-flow): config → baselines (read
-first, so a broken store costs no suite run) → candidate → compare → report files → publish →
-promote (gate) or bless (reset). ``evalgate gate`` and ``evalgate reset`` are thin commands over
-these two functions."""
+"""The gate after the event is known (docs/spec.md#data-flow): config → baselines (read first, so
+a broken store costs no suite run) → candidate → compare → report files → publish → promote, each a
+named step of :func:`run_gate`; and mode run (:func:`run_only`). ``evalgate gate`` is a thin
+command over them; the reset is ``evals.pipeline.reset``."""
 
 from __future__ import annotations
 
-import argparse
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, InfraError, UsageError
-from evals.common.escape import inline, log_value
-from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
+from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageError
+from evals.common.escape import log_value
+from evals.github.activity import Activity, actor_name, github_client
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
 from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
 from evals.pipeline.candidate import (
     candidate_sha,
     gate_reset_command,
-    load_config_or_defaults,
     obtain_candidate,
     out_dir_of,
     run_suite,
@@ -30,11 +28,12 @@ from evals.results import console
 from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.config import SuiteConfig, load_config
+from evals.suite.options import CandidateOptions, GateOptions, RunOptions
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
     from evals.github.client import GitHubClient
-    from evals.store.baseline import LoadedBaseline
+    from evals.store.baseline import BaselineStore, LoadedBaseline
 
 
 @dataclass
@@ -65,26 +64,69 @@ def nothing_measured(results: Results) -> str | None:
 def run_gate(
     config: SuiteConfig,
     activity: Activity,
-    args: argparse.Namespace,
+    options: GateOptions,
     *,
     given: tuple[Results, Path] | None = None,
 ) -> GateOutcome:
     """The gate after the config is known; ``given``: the candidate and its file, when the caller
-    already has them. The baselines are read first: a corrupt or unreachable store fails before a
-    (costly) suite run."""
-    from evals.github.stored_report import write_comment_meta
-    from evals.store.promotion import promote_candidate
-
-    out_dir = out_dir_of(args)
+    already has them. The steps,
+    in order: read the baselines (first: a corrupt or unreachable store, or definitions that
+    changed, fail before a costly suite run), obtain the candidate, compare (with more evidence
+    when the first look is inconclusive), record it in the history, write the report files,
+    publish (inside Actions), promote when the gate allows it."""
+    out_dir = out_dir_of(options)
     client = github_client(activity)
-    if given is None and not args.results:
+    runs_suite = given is None and not options.results
+    store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
+    results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
+    if options.results:
+        _say_brought_errors(results, config)
+    comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)
+    _record(comparison, results, baselines.baseline, store, config, activity, options)
+    paths = _write_files(comparison, results, results_path, config, activity, options, out_dir)
+    exit_code = comparison.exit_code  # the verdict's: a promotion never changes it
+    outputs = {
+        "verdict": comparison.verdict,
+        "report-path": str(paths["report"]),
+        "comparison-path": str(paths["comparison"]),
+        "results-path": str(results_path),
+        "baseline-sha": _baseline_sha(baselines.baseline),
+        "comment-url": "",
+        "promoted": "false",
+    }
+    if activity.in_actions:
+        comment = options.comment == "on"
+        published = publish_result(comparison, config, activity, client, comment=comment, out_dir=out_dir)
+        outputs.update(published)
+        set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
+    if _wants_promotion(comparison, config, activity, options):
+        promoted = _promote(comparison, results, store, baselines, config, activity, options)
+        if promoted is not None:
+            outputs["promoted"] = "true" if promoted else "false"
+            if activity.in_actions:
+                set_outputs_safely({"promoted": outputs["promoted"]})
+    return GateOutcome(comparison, exit_code, paths, baselines.baseline, outputs)
+
+
+def _read_baselines(
+    config: SuiteConfig,
+    activity: Activity,
+    options: GateOptions,
+    client: GitHubClient | None,
+    out_dir: Path,
+    *,
+    runs_suite: bool,
+) -> tuple[BaselineStore, Baselines]:
+    """The store and its baselines, before any candidate is run; a suite whose definitions changed
+    since the baseline stops here (``incompatible``), before a case is run."""
+    if runs_suite:
         guard_suite_job(activity, config, client)
-    if config.gate.more_evidence.enabled and getattr(args, "results_format", None):
-        raise UsageError(nothing_to_rerun(config, args.results_format))
-    store = open_store_for(config, args, client=client)
+    if config.gate.more_evidence.enabled and options.results_format:
+        raise UsageError(nothing_to_rerun(config, options.results_format))
+    store = open_store_for(config, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
-    if given is None and not args.results and baseline is not None:
+    if runs_suite and baseline is not None:
         from evals.compare.compatibility import definitions_incompatibility
 
         why = definitions_incompatibility(
@@ -92,40 +134,56 @@ def run_gate(
         )
         if why:
             stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
-            stop.report = report_not_run(stop, config, baselines, args, activity, out_dir)
+            stop.report = report_not_run(stop, config, baselines, options, activity, out_dir)
             raise stop
-    candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=activity.kind == "smoke")
-    if args.results and any(a.error for case in candidate.cases for a in case.attempts):
-        # A suite run prints these itself; brought results would otherwise show only counts.
-        from evals.results.summary import error_lines, summarize
+    return store, baselines
 
-        for line in error_lines(summarize(candidate, config.slices)):
-            console.info(log_value(line.strip(), limit=None), source="gate")
-    from evals.history import record_comparison, record_promotion, store_trends
+
+def _say_brought_errors(candidate: Results, config: SuiteConfig) -> None:
+    """A suite run prints its errors' most common messages itself; brought results would otherwise
+    show only counts."""
+    if not any(a.error for case in candidate.cases for a in case.attempts):
+        return
+    from evals.results.summary import error_lines, summarize
+
+    for line in error_lines(summarize(candidate, config.slices)):
+        console.info(log_value(line.strip(), limit=None), source="gate")
+
+
+def _compare(
+    config: SuiteConfig,
+    activity: Activity,
+    options: GateOptions,
+    baselines: Baselines,
+    candidate: Results,
+    results_path: Path,
+    ran_suite: bool,
+) -> tuple[Comparison, Results]:
+    """The comparison, and the candidate it judged (with the batches of more evidence, if any ran)."""
     from evals.history.flaky import known_flaky
 
+    baseline = baselines.baseline
     # Read before more evidence can change the candidate: the run left out of its own flip rates
     # is the one the history holds (the suite run recorded it), found by its digest.
     flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        ran_suite = not args.results and given is None
-        look_config, side, candidate = more_evidence_setup(config, args, candidate, baseline, activity, ran_suite)
+        look_config, side, candidate = more_evidence_setup(config, options, candidate, baseline, activity, ran_suite)
     try:
         comparison = baselines.compare(
-            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(args, results_path)
+            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(options, results_path)
         )
-        # A side is only set up against a baseline.
-        if isinstance(side, BaselineSide) and baseline is not None and comparison.verdict == "inconclusive":
+        if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
+            assert baseline is not None  # a side is prepared only against one
             comparison = gather(
                 comparison,
                 candidate=candidate,
                 candidate_path=results_path,
                 baseline=baseline.results,
                 config=config,
-                config_path=Path(args.config),
+                config_path=Path(options.config),
                 side=side,
-                out_dir=out_dir,
+                out_dir=out_dir_of(options),
                 alpha=config.gate.alpha,
                 flaky=flaky,
             )
@@ -134,6 +192,19 @@ def run_gate(
     finally:
         if isinstance(side, BaselineSide):
             remove_baseline_side(side)
+    return comparison, candidate
+
+
+def _record(
+    comparison: Comparison,
+    candidate: Results,
+    baseline: LoadedBaseline | None,
+    store: BaselineStore,
+    config: SuiteConfig,
+    activity: Activity,
+    options: GateOptions,
+) -> None:
+    from evals.history import record_comparison, store_trends
 
     record_comparison(
         comparison,
@@ -141,78 +212,91 @@ def run_gate(
         baseline.results if baseline else None,
         config=config,
         actor=activity.actor,
-        candidate_sha=getattr(args, "sha", None),  # outside git, what names the run in `history show`
+        candidate_sha=options.sha,  # outside git, what names the run in `history show`
         baseline_snapshot=baseline.ref.snapshot if baseline else None,  # the history learns it is a baseline
     )
     store_trends(comparison, candidate, store, config=config)
+
+
+def _write_files(
+    comparison: Comparison,
+    candidate: Results,
+    results_path: Path,
+    config: SuiteConfig,
+    activity: Activity,
+    options: GateOptions,
+    out_dir: Path,
+) -> dict[str, Path]:
+    """The report files in the out dir (and ``--html``), by name."""
+    from evals.github.stored_report import write_comment_meta
+
     paths = write_report_files(comparison, config, out_dir)
     paths["results"] = results_path
-    if getattr(args, "html", None):
+    if options.html:
         from evals.report.html import write_html
         from evals.results.summary import summarize
 
-        paths["html"] = Path(args.html)
+        paths["html"] = Path(options.html)
         write_html(paths["html"], results=candidate, summary=summarize(candidate, config.slices), comparison=comparison)
     if activity.is_pr:
         write_comment_meta(comparison, config, activity, out_dir)
         paths["comment-meta"] = out_dir / "comment.json"
+    return paths
 
-    exit_code = comparison.exit_code
-    outputs = {
-        "verdict": comparison.verdict,
-        "report-path": str(paths["report"]),
-        "comparison-path": str(paths["comparison"]),
-        "results-path": str(results_path),
-        "baseline-sha": _baseline_sha(baseline),
-        "comment-url": "",
-        "promoted": "false",
-    }
-    if activity.in_actions:
-        published = publish_result(comparison, config, activity, client, comment=args.comment == "on", out_dir=out_dir)
-        outputs.update(published)
-        set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
 
-    wants_promotion = args.promote if args.promote is not None else activity.promote
+def _wants_promotion(comparison: Comparison, config: SuiteConfig, activity: Activity, options: GateOptions) -> bool:
+    if options.promote is not None:
+        return options.promote
     # Locally, `on_missing: seed` means what it says: the first full run becomes the baseline. In
     # Actions only the default branch's runs may (activity.promote), never a PR's or a side branch's.
-    seeding = (
-        args.promote is None
-        and not activity.in_actions
-        and comparison.verdict == "no-baseline"
-        and config.baseline.on_missing == "seed"
-    )
-    wants_promotion = wants_promotion or seeding
-    if wants_promotion and (failed := nothing_measured(candidate)):
+    seeding = not activity.in_actions and comparison.verdict == "no-baseline" and config.baseline.on_missing == "seed"
+    return activity.promote or seeding
+
+
+def _promote(
+    comparison: Comparison,
+    candidate: Results,
+    store: BaselineStore,
+    baselines: Baselines,
+    config: SuiteConfig,
+    activity: Activity,
+    options: GateOptions,
+) -> bool | None:
+    """Store the candidate as the new baseline if the promotion rule allows it; whether it did,
+    or None when this gate may not promote at all (said why)."""
+    from evals.history import record_promotion
+    from evals.store.promotion import promote_candidate
+
+    if failed := nothing_measured(candidate):
         console.info(f"not promoting: {failed}", source="gate")
-    elif wants_promotion and baselines.drift_unchecked:
+        return None
+    if baselines.drift_unchecked:
         console.info("not promoting: the drift guard could not be checked", source="gate")
-    elif wants_promotion and activity.is_pr:
+        return None
+    if activity.is_pr:
         console.info("not promoting: a pull request's candidate never becomes the baseline", source="gate")
-    elif wants_promotion:
-        done = promote_candidate(
-            store,
-            candidate,
-            comparison,
-            config=config,
-            sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None)),
-            actor=actor_name(activity.actor),
-            on_missing=config.baseline.on_missing,
-        )
-        console.info(log_value(done.message, limit=None), source="gate")
-        record_promotion(
-            candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
-        )
-        outputs["promoted"] = "true" if done.promoted else "false"
-        if activity.in_actions:
-            set_outputs_safely({"promoted": outputs["promoted"]})
-    return GateOutcome(comparison, exit_code, paths, baseline, outputs)
+        return None
+    done = promote_candidate(
+        store,
+        candidate,
+        comparison,
+        config=config,
+        sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=options.sha),
+        actor=actor_name(activity.actor),
+        on_missing=config.baseline.on_missing,
+    )
+    console.info(log_value(done.message, limit=None), source="gate")
+    record_promotion(
+        candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
+    )
+    return done.promoted
 
 
 def report_not_run(
     stop: GateVerdict,
     config: SuiteConfig,
     baselines: Baselines,
-    args: argparse.Namespace,
+    options: GateOptions,
     activity: Activity,
     out_dir: Path,
 ) -> Path | None:
@@ -231,14 +315,14 @@ def report_not_run(
         status="pending",
         total_cases=0,
         completed_cases=0,
-        git_sha=getattr(args, "sha", None) or activity.candidate_sha or current_sha(),
+        git_sha=options.sha or activity.candidate_sha or current_sha(),
         config_hash=config.config_hash(),
         definitions=config.definitions(),
         message="not run: the gate stopped before running the suite",
     )
     stale = [out_dir / name for name in ("report.md", "comment.md", "comparison.json")]
-    if getattr(args, "html", None):
-        stale.append(Path(args.html))
+    if options.html:
+        stale.append(Path(options.html))
     try:
         assert loaded is not None
         found = compare(loaded.results, Results(run=run), config, baseline_ref=loaded.ref)
@@ -269,7 +353,7 @@ def report_not_run(
 
 def more_evidence_setup(
     config: SuiteConfig,
-    args: argparse.Namespace,
+    options: GateOptions,
     candidate: Results,
     baseline: LoadedBaseline,
     activity: Activity,
@@ -279,7 +363,7 @@ def more_evidence_setup(
     first look then keeps its whole α). Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
-    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(args.config), baseline)
+    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(options.config), baseline)
     if isinstance(side, str):
         console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
         return config, side, candidate
@@ -321,18 +405,18 @@ def guard_suite_job(activity: Activity, config: SuiteConfig, client: GitHubClien
         guard_exposed(activity, config, client)
 
 
-def run_only(args: argparse.Namespace, activity: Activity) -> int:
+def run_only(options: CandidateOptions, activity: Activity) -> int:
     """Mode run: run the suite and write ``results.json`` to the out dir, nothing else (no store,
     no comment): the first job of the two-job layout, which needs no token. Exit 0 whenever a
     results file was written, a partial one included: the gate job says ``incomplete``."""
-    out_dir = out_dir_of(args)
+    out_dir = out_dir_of(options)
     path = out_dir / "results.json"
     try:
-        if args.results:
+        if options.results:
             raise UsageError("mode run runs the suite; a results file is gated with mode compare (or auto)")
-        config = load_config(args.config)
+        config = load_config(options.config)
         guard_suite_job(activity, config, github_client(activity))
-        results = run_suite(Path(args.config), path, smoke=activity.smoke)
+        results = run_suite(RunOptions(config=options.config, output=str(path), smoke=activity.smoke))
     except EvalgateError as exc:
         report_failure(exc, activity)
         raise
@@ -340,95 +424,4 @@ def run_only(args: argparse.Namespace, activity: Activity) -> int:
         set_outputs_safely({"results-path": str(path), "verdict": "", "promoted": "false"})
     run = results.run
     console.result(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
-    return EXIT_PASS
-
-
-def run_reset(args: argparse.Namespace, activity: Activity) -> int:
-    """Run the full suite (or take ``--results``) and bless it as the baseline, recording the reason
-    and who did it. The comparison with the previous baseline is reported, not gated."""
-    from evals.store.baseline import StoreCorrupt
-
-    out_dir = out_dir_of(args)
-    try:
-        guard_reset_branch(activity)
-        config, given = load_config_or_defaults(args)
-        client = github_client(activity)
-        if given is None and not args.results:
-            guard_suite_job(activity, config, client)
-        store = open_store_for(config, args, client=client)
-        # Read before the run, so a broken store costs no run; the reset is compared with it for the
-        # record, without the drift guard (a reset is what re-blesses).
-        try:
-            previous = load_baselines(store, config, drift=False)
-        except StoreCorrupt as exc:  # what a reset is for: store a fresh baseline
-            console.warning(
-                f"the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}", source="reset"
-            )
-            previous = Baselines(None, None)
-        candidate, results_path = given or obtain_candidate(config, args, out_dir, smoke=False)
-        run = candidate.run
-        if run.subset or run.shard:
-            raise UsageError(f"{results_path}: a reset blesses the whole suite; this is {run.subset or run.shard}")
-        if not run.is_complete:
-            raise InfraError(
-                f"{results_path}: the run is not complete ({run.status}, {run.completed_cases}/{run.total_cases} "
-                f"cases{': ' + run.message if run.message else ''}); nothing was blessed"
-            )
-        if not candidate.cases:
-            raise UsageError(
-                f"{results_path}: the run holds no case; a baseline of nothing gates nothing, nothing was blessed"
-            )
-        if failed := nothing_measured(candidate):
-            raise UsageError(f"{results_path}: {failed}; a baseline of errors gates nothing, nothing was blessed")
-        if run.suite != config.suite:
-            # Blessed, it would be a baseline the suite's own runs can never be compared with.
-            raise UsageError(
-                f"{results_path}: the run is of suite {run.suite!r} but {args.config} is suite {config.suite!r}; "
-                f"nothing was blessed (name the run after the suite: `evalgate import --suite {config.suite} ...`, "
-                "or correct `suite:`)"
-            )
-        comparison = previous.compare(candidate, config)
-        paths = write_report_files(comparison, config, out_dir)
-        sha = candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=getattr(args, "sha", None))
-        actor = actor_name(getattr(args, "actor", None) or activity.actor)
-        result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
-        for line in result.warnings:
-            console.warning(log_value(line, limit=None))
-        if not result.promoted:
-            raise UsageError(f"not reset: {result.reason}")
-        from evals.history import record_reset
-
-        record_reset(
-            candidate,
-            result.snapshot,
-            comparison,
-            previous.baseline.results if previous.baseline else None,
-            config=config,
-        )
-    except EvalgateError as exc:
-        report_failure(exc, activity)
-        raise
-    headline = (
-        f"## evalgate reset: {sha[:12]} is the blessed baseline\n\n"
-        f"Reason: {inline(activity.reason)} — by {inline(actor or 'unknown')}. "
-        f"Compared with the previous baseline for the record (not gated): {comparison.verdict}.\n\n"
-    )
-    outputs = {
-        "verdict": "reset",
-        "report-path": str(paths["report"]),
-        "comparison-path": str(paths["comparison"]),
-        "results-path": str(results_path),
-        "baseline-sha": sha,
-        "comment-url": "",
-        "promoted": "true",
-    }
-    if activity.in_actions:
-        publish_result(comparison, config, activity, None, comment=False, out_dir=out_dir, headline=headline)
-        set_outputs_safely(outputs)
-    console.result(
-        f"evalgate reset: blessed {sha[:12]} in {store.source} (reason: {log_value(activity.reason)}; "
-        f"actor: {log_value(actor)})\n"
-        f"report: {paths['report']}\n"
-        "what this suite can certify, per slice, before the next paid run: `evalgate plan`"
-    )
     return EXIT_PASS

@@ -277,11 +277,6 @@ def cache_text(spend: Spend) -> str:
     return f"{spend.cached:,} of {spend.attempts:,} attempts" if spend.cached else "none"
 
 
-def spend_line(spend: Spend) -> str:
-    """The spend in one line: ``tokens 1,234 in, 56 out · cost $0.0123 · cache hits none``."""
-    return f"tokens {tokens_text(spend)} · cost {cost_text(spend)} · cache hits {cache_text(spend)}"
-
-
 LIMIT_UNITS = {"max_cost_usd": "cost", "max_tokens": "tokens", "max_duration_s": "duration"}
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from evals.results.model import CaseResult, ResultsView
+from evals.results.model import CaseResult, ResultsView, RunInfo
 from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
@@ -48,12 +48,48 @@ class ErrorMessage(BaseModel):
     count: int = Field(description="attempts that ended with this message")
 
 
-class ResultsSummary(BaseModel):
+class RunStatus(BaseModel):
+    """Where a run stands: how both summaries of a run begin, this module's (``evalgate run`` and
+    ``show``) and the comparison's (``evals.compare.model.RunSummary``)."""
+
     suite: str
     status: str
     complete: bool
     total_cases: int
     completed_cases: int
+
+
+class RunFields(TypedDict):
+    """The keyword arguments :func:`run_fields` gives both summaries."""
+
+    suite: str
+    status: str
+    complete: bool
+    total_cases: int
+    completed_cases: int
+    subset: str | None
+    shard: str | None
+    message: str | None
+    limit: LimitStop | None
+
+
+def run_fields(run: RunInfo) -> RunFields:
+    """What both summaries take from the run record as it is: :class:`RunStatus` and the subset,
+    shard, message and limit that stopped it."""
+    return {
+        "suite": run.suite,
+        "status": run.status,
+        "complete": run.is_complete,
+        "total_cases": run.total_cases,
+        "completed_cases": run.completed_cases,
+        "subset": run.subset,
+        "shard": run.shard,
+        "message": run.message,
+        "limit": run.limit,
+    }
+
+
+class ResultsSummary(RunStatus):
     subset: str | None = None
     shard: str | None = None
     message: str | None = None
@@ -201,14 +237,7 @@ def summarize(results: ResultsView, slice_keys: Iterable[str] | None = None) -> 
     if spend.judge_cost_usd is not None:  # the judge's calls were paid this run as well
         paid_usd = (paid_usd or 0.0) + spend.judge_cost_usd
     return ResultsSummary(
-        suite=run.suite,
-        status=run.status,
-        complete=run.is_complete,
-        total_cases=run.total_cases,
-        completed_cases=run.completed_cases,
-        subset=run.subset,
-        shard=run.shard,
-        message=run.message,
+        **run_fields(run),
         source=run.source.get("format"),
         units=units,
         attempts=attempts,
@@ -221,7 +250,6 @@ def summarize(results: ResultsView, slice_keys: Iterable[str] | None = None) -> 
         latency_p95_ms=percentile(latencies, 95),
         cost_usd=sum(costs) if costs else None,
         spend=spend,
-        limit=run.limit,
         cache_hits=hits,
         judge_cache_hits=judge_hits,
         cost_usd_paid=paid_usd,

@@ -38,7 +38,7 @@ from evals.results.summary import case_values
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
 from evals.run.progress import Progress
-from evals.run.runner import DEFAULT_GRACE_S, Runner, RunSettings, StopReason
+from evals.run.runner import Runner, RunSettings, StopReason
 from evals.run.scorers.builtin import build_scorers
 from evals.run.shards import shard_of
 from evals.run.smoke import CaseHistory, draw_smoke, subset_label
@@ -47,6 +47,7 @@ from evals.run.targets.code import build_target
 from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
 from evals.suite.config import SuiteConfig
 from evals.suite.limits import LimitsSpec
+from evals.suite.options import DEFAULT_GRACE_S
 
 WRITE_EVERY_S = 2.0
 

@@ -26,6 +26,7 @@ from evals.results.trace import TraceError, build_trace
 from evals.run.cache import ATTEMPT
 from evals.run.scorers.builtin import ScorerError, score_attempt_async
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait
+from evals.suite.options import DEFAULT_GRACE_S
 
 if TYPE_CHECKING:
     from evals.run.scorers.builtin import Scorer
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from evals.suite.limits import LimitsSpec
 
 StopReason = Literal["done", "cancelled", "limit"]
-DEFAULT_GRACE_S = 5.0
 
 
 @dataclass

@@ -1,14 +1,13 @@
-"""Which baseline store a command uses and what a candidate is compared with (docs/spec.md#baseline-selection): the
-store that ``gate``, ``reset``, ``promote`` and ``baseline`` name after the command-line overrides (the options are
-``evals.cli.options``), and the baselines read before a candidate is run (the one the store chooses for the event, and
-the last blessed one for the drift guard)."""
+"""Which baseline store a command uses and what a candidate is compared with
+(docs/spec.md#baseline-selection): the store that ``gate``, ``reset``, ``promote`` and ``baseline``
+name (their config after the command-line overrides, ``evals.suite.overrides``), and the baselines
+read before a candidate is run (the one the store chooses for the event, and the last blessed one
+for the drift guard)."""
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.results import console
@@ -21,23 +20,11 @@ if TYPE_CHECKING:
     from evals.store.baseline import BaselineStore, LoadedBaseline
 
 
-def open_store_for(
-    config: SuiteConfig, args: argparse.Namespace, *, client: GitHubClient | None = None
-) -> BaselineStore:
-    """The store ``config.baseline`` names, after the command-line overrides."""
+def open_store_for(config: SuiteConfig, *, client: GitHubClient | None = None) -> BaselineStore:
+    """The store ``config.baseline`` names (``with_overrides`` applied ``--store`` and the rest),
+    with a warning for a local store inside Actions."""
     from evals.store.baseline import open_store
 
-    updates = {}
-    if getattr(args, "store", None):
-        updates["store"] = args.store
-    if getattr(args, "baseline_tag", None):
-        updates["tag"] = args.baseline_tag
-    if getattr(args, "baseline_dir", None):
-        # A folder given on the command line is relative to where the command runs, not to the config.
-        updates["path"] = str(Path(args.baseline_dir).resolve())
-        updates.setdefault("store", "local")
-    if updates:
-        config.baseline = config.baseline.model_copy(update=updates)
     store = open_store(config, client=client)
     if store.in_actions and config.baseline.store == "local":
         # A quickstart-style config copied into a workflow: every gate would be no-baseline.

@@ -167,7 +167,10 @@ class MoreEvidenceSpec(StrictModel):
         return self.max_batches > 0
 
 
-class GateSpec(StrictModel):
+class GateRule(StrictModel):
+    """The decision rule's parameters: what ``gate:`` says and what a comparison records as in
+    force (``evals.compare.model.GateConfig``), declared once with their defaults."""
+
     alpha: Annotated[float, Field(gt=0, lt=1)] = 0.05
     power: Annotated[float, Field(gt=0, lt=1)] = 0.8
     slice_alpha_share: Annotated[float, Field(ge=0, lt=1)] = Field(
@@ -176,18 +179,25 @@ class GateSpec(StrictModel):
     slice_weights: Literal["cases", "sqrt_cases", "equal"] = Field(
         default="cases", description="How a slice key's share of α is split among its values."
     )
-    mcnemar: Literal["mid-p", "exact"] = Field(
-        default="mid-p",
-        description="The McNemar test of binary units under 300 cases: mid-p (its size stays at its level) "
-        "or exact (spends 27-75% of its level on small units).",
-    )
     target_mde: Annotated[float, Field(gt=0)] = Field(
         default=0.10,
         description="Report only: units whose minimum detectable drop is above it are marked underpowered. "
         "The old key max_detectable_drop is read as this one, with a warning.",
     )
     inconclusive: Literal["warn", "fail"] = "warn"
-    max_error_rate: Annotated[float, Field(ge=0, le=1)] = 0.10
+    max_error_rate: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.10, description="Largest share of attempts with an infra error before 'incomplete'."
+    )
+
+
+class GateSpec(GateRule):
+    """gate: the decision rule and how the config tunes the rest of the gate."""
+
+    mcnemar: Literal["mid-p", "exact"] = Field(
+        default="mid-p",
+        description="The McNemar test of binary units under 300 cases: mid-p (its size stays at its level) "
+        "or exact (spends 27-75% of its level on small units).",
+    )
     id: str | None = Field(default=None, description="Gate id for the sticky PR comment; defaults to the suite.")
     max_removed_share: Annotated[float, Field(ge=0, le=1)] = Field(
         default=0.2, description="A full gate whose candidate lacks more of the baseline's cases is incompatible."
@@ -466,8 +476,8 @@ def config_json_schema() -> dict[str, Any]:
     return SuiteConfig.model_json_schema()
 
 
-def replace_target(config: SuiteConfig, path: Path) -> None:
-    """``evalgate run --target FILE``: run the target FILE defines (JSON, the config's ``target:``
+def target_from_file(config: SuiteConfig, path: Path) -> Target | None:
+    """``evalgate run --target FILE``: the target FILE defines (JSON, the config's ``target:``
     mapping) instead of the config's — how more evidence re-runs a baseline from its recorded
     target. When both are ``openai``, what FILE leaves out (the key's variable, headers, prices:
     transport and credentials, which a results file never records) comes from the config's own."""
@@ -479,6 +489,6 @@ def replace_target(config: SuiteConfig, path: Path) -> None:
     if isinstance(data, dict) and isinstance(data.get("openai"), dict) and isinstance(own, OpenAITarget):
         data = {"openai": {**own.openai.model_dump(exclude_unset=True), **data["openai"]}}
     try:
-        config.target = SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
+        return SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
     except ValidationError as exc:
         raise InputFileError(path, f"not a target: {exc.errors(include_url=False)[0]['msg']}", "--target") from None

@@ -144,6 +144,8 @@ def test_the_layer_contract_holds() -> None:
         ("report/html.py", "from evals.cli import options\n", "evals.cli"),
         # nothing inside evals leans on the public shims
         ("run/runner.py", "from evals.scorers import Score\n", "evals.scorers"),
+        # the library reads typed options, never a command line (evals.suite.options)
+        ("pipeline/flows.py", "def _parse():\n    import argparse\n", "argparse"),
     ],
 )
 def test_the_layer_contract_fails_on_a_violation(tmp_path: Path, module: str, line: str, broken: str) -> None:

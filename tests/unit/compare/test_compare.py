@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evals.common.errors import InputFileError, UsageError
-from evals.compare.analysis import apply_tolerance_override, compare
+from evals.compare.analysis import compare
 from evals.compare.lazyload import load_lazy
 from evals.compare.model import Comparison
 from evals.results.manifest import BaselineRef
@@ -28,6 +28,7 @@ from evals.results.model import (
     save_results,
 )
 from evals.suite.config import GateSpec, MetricSpec, SuiteConfig
+from evals.suite.overrides import apply_tolerance_override
 
 
 def run_of(cases: list[CaseResult], *, sha: str = "base", status: str = "success", **run) -> Results:

@@ -16,7 +16,8 @@ from evals.github.activity import Activity
 from evals.pipeline.baseline_side import _recorded_target, remove_baseline_side
 from evals.pipeline.flows import batches_refused
 from evals.results.model import Results, RunInfo, TargetInfo
-from evals.suite.config import replace_target
+from evals.suite.options import RunOptions
+from evals.suite.overrides import with_overrides
 
 PROMPT = "You are terse.\n"
 SHA = "sha256:" + hashlib.sha256(PROMPT.encode()).hexdigest()
@@ -42,17 +43,18 @@ def test_a_recorded_openai_target_with_its_prompt_is_rebuilt_and_run_with_the_su
     side = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(_recorded()))
     assert not isinstance(side, str), side
     try:
-        assert side.extra[0] == "--target" and side.key.startswith("recorded-target-")
-        written = json.loads(Path(side.extra[1]).read_text(encoding="utf-8"))["openai"]
+        assert side.target is not None and side.key.startswith("recorded-target-")
+        written = json.loads(Path(side.target).read_text(encoding="utf-8"))["openai"]
         assert written["model"] == "local:v1" and written["temperature"] == 0.7
         assert written["seed"] is None and written["tools"] == {}  # the candidate's seed does not leak in
         assert Path(written["system_prompt"]).read_text(encoding="utf-8") == PROMPT
         # What `evalgate run --target` makes of it: the record's definition, the suite's transport.
-        replace_target(config, Path(side.extra[1]))
-        run = config.target.openai
+        ran = with_overrides(config, RunOptions(target=side.target))
+        run = ran.target.openai
         assert (run.model, run.temperature, run.seed) == ("local:v1", 0.7, None)
         assert run.api_key_env == "MY_KEY" and run.headers == {"X-Org": "o"}
-        assert "X-Org" not in Path(side.extra[1]).read_text(encoding="utf-8")  # headers are never written
+        assert "X-Org" not in Path(side.target).read_text(encoding="utf-8")  # headers are never written
+        assert config.target.openai.model != "local:v1"  # the suite's own config is not changed
     finally:
         remove_baseline_side(side)
     assert not side.scratch.exists()
@@ -97,10 +99,10 @@ def test_run_target_file_must_hold_a_target(tmp_path):
     bad = tmp_path / "t.json"
     bad.write_text('{"openai": {"model": "no-provider"}}', encoding="utf-8")
     with pytest.raises(InputFileError, match="not a target"):
-        replace_target(config, bad)
+        with_overrides(config, RunOptions(target=str(bad)))
     bad.write_text("{", encoding="utf-8")
     with pytest.raises(InputFileError, match="cannot read a target"):
-        replace_target(config, bad)
+        with_overrides(config, RunOptions(target=str(bad)))
 
 
 def test_in_actions_batches_run_only_in_a_job_that_ran_the_suite():

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
 import time
@@ -19,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from fakes.openai_server import OpenAIServer, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
-from fakes.paths import ROOT
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import InputFileError
@@ -446,38 +443,3 @@ def test_an_answer_that_would_not_survive_json_is_not_stored(tmp_path):
     run(tmp_path)
     run(tmp_path, output="r2.json")
     assert _calls(tmp_path) == 4 and not entries(tmp_path)  # a tuple would come back as a list: asked again
-
-
-# ------------------------------------------------------------------------------------ the action
-
-ACTION = ROOT / "action.yml"
-
-
-@pytest.mark.parametrize(
-    ("value", "flag", "code"), [("on", False, 0), ("", False, 0), ("off", True, 0), ("of", False, 2)]
-)
-def test_the_actions_cache_input_becomes_no_cache(tmp_path, value, flag, code):
-    steps = yaml.safe_load(ACTION.read_text(encoding="utf-8"))["runs"]["steps"]
-    (step,) = [s for s in steps if "EVALGATE_CACHE_INPUT" in (s.get("env") or {})]
-    assert step["env"]["EVALGATE_CACHE_INPUT"] == "${{ inputs.cache }}" and "${{" not in step["run"]
-    fake = tmp_path / "python"
-    fake.write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@"\n')
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    env = {k: "" for k in step["env"]} | {
-        "PATH": os.environ["PATH"],
-        "EVALGATE_PYTHON": str(fake),
-        "EVALGATE_MODE": "run",
-        "EVALGATE_CONFIG": "evalgate.yml",
-        "EVALGATE_OUT_DIR": str(tmp_path / "out"),
-        "EVALGATE_COMMENT": "off",
-        "EVALGATE_CACHE_INPUT": value,
-    }
-    (tmp_path / "step.sh").write_text(step["run"])
-    done = subprocess.run(
-        ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(tmp_path / "step.sh")],
-        env=env, capture_output=True, text=True, cwd=tmp_path, check=False,
-    )  # fmt: skip
-    assert done.returncode == code, done.stderr
-    assert ("--no-cache" in done.stdout.splitlines()) is flag
-    if code:
-        assert "the cache input is on or off" in done.stderr

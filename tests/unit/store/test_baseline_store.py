@@ -990,17 +990,15 @@ def test_per_promotion_rerun_after_a_failed_publish_and_pruning(github_api: GitH
 def test_a_local_store_inside_actions_is_called_out(tmp_path: Path, monkeypatch, capsys):
     """The quickstart's `baseline: {store: local}` copied into a workflow: on a runner the folder
     vanishes with it, so every gate there would be no-baseline. Said once, when the store opens."""
-    import argparse
-
     from evals.store.selection import open_store_for
 
     config = SuiteConfig(suite="s", cases="c.jsonl", baseline={"store": "local", "path": "baselines"})
     config._root = tmp_path
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    open_store_for(config, argparse.Namespace())
+    open_store_for(config)
     assert "lost with the runner" in capsys.readouterr().err
     monkeypatch.delenv("GITHUB_ACTIONS")
-    open_store_for(config, argparse.Namespace())
+    open_store_for(config)
     assert capsys.readouterr().err == ""
 
 
