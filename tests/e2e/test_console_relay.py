@@ -10,6 +10,7 @@ import pytest
 from fakes.suites import echo_cases, write_suite
 
 from evals.pipeline.candidate import run_suite
+from evals.suite.options import RunOptions
 
 
 def test_the_gates_child_run_speaks_plain_lines_in_actions(
@@ -20,6 +21,6 @@ def test_the_gates_child_run_speaks_plain_lines_in_actions(
     (tmp_path / "bot.py").write_text("def answer(question):\n    return {'text': question}\n", encoding="utf-8")
     config = write_suite(tmp_path, echo_cases(1), target={"python": "bot:answer"})
     monkeypatch.setenv("GITHUB_ACTIONS", "true")
-    run_suite(config, tmp_path / "results.json", smoke=False)
+    run_suite(RunOptions(config=str(config), output=str(tmp_path / "results.json")))
     err = capsys.readouterr().err
     assert "evalgate run: note: bot:answer returned a JSON object ({text})" in err and "::notice" not in err
