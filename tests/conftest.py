@@ -10,6 +10,9 @@ ROOT = Path(__file__).resolve().parent.parent
 # subprocesses they start) keep no database, in their tmp folders or beside the bundled example.
 # The history tests switch it back on with their own URL.
 os.environ["EVALGATE_HISTORY"] = "off"
+# The suite runs in GitHub Actions too (ci.yml): the tests that mean Actions set GITHUB_ACTIONS
+# themselves, the others (and their subprocesses) must not say warnings as workflow commands.
+os.environ.pop("GITHUB_ACTIONS", None)
 
 
 @pytest.fixture

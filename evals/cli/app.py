@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from evals import __version__
 from evals.common.errors import EXIT_INFRA, EXIT_USAGE, EvalgateError
+from evals.results import console
 
 # command -> (its module in evals.cli, help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -64,7 +65,7 @@ def _command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from evals.cli import closedpipe
-    from evals.github import logguard
+    from evals.common import logguard
     from evals.results import masking
 
     closedpipe.install()  # a reader that closes our output early ends it, not the command
@@ -92,13 +93,13 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return int(module.main(args))
     except EvalgateError as exc:
-        print(f"evalgate {args.command}: error: {exc}", file=sys.stderr)
+        console.error(str(exc), source=args.command)
         return exc.exit_code
     except KeyboardInterrupt:
-        print(f"evalgate {args.command}: interrupted", file=sys.stderr)
+        console.info("interrupted", source=args.command)
         return 130
     except Exception:  # a bug, not the user's input: show it, but keep the documented exit codes
-        print(f"evalgate {args.command}: internal error (please report it):", file=sys.stderr)
+        console.error("internal error (please report it):", source=args.command)
         traceback.print_exc()
         return EXIT_INFRA
 

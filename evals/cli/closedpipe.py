@@ -55,7 +55,7 @@ class ClosedPipeSafe(TextStreamWrapper):
 
 def install() -> None:
     """Wrap ``sys.stdout`` and ``sys.stderr`` (once, even under another wrapper such as
-    ``evals.github.logguard``'s, which keeps the one it wraps as ``inner``)."""
+    ``evals.common.logguard``'s, which keeps the one it wraps as ``inner``)."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
         layer = stream

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
+
+from evals.results import console
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,11 +69,11 @@ def main(args: argparse.Namespace) -> int:
     recorded = record_comparison(comparison, candidate, baseline, config=config, action="compare", cases=False)
     if recorded.without_cases:
         files = [str(args.candidate if role == "candidate" else args.baseline) for role in recorded.without_cases]
-        print(
-            f"evalgate compare: history: recorded the comparison; the cases of {' and '.join(files)} are not in "
+        console.info(
+            f"history: recorded the comparison; the cases of {' and '.join(files)} are not in "
             f"the history (compare records a run the history has not seen as its header only); "
             f"`evalgate history add {' '.join(shlex.quote(f) for f in files)}` adds them",
-            file=sys.stderr,
+            source="compare",
         )
     write_outputs(
         comparison,

@@ -16,7 +16,6 @@ in library modules (``evals.pipeline.flows``, ``evals.github.stored_report``); t
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,6 +30,7 @@ from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
 from evals.pipeline.flows import run_gate, run_only
 from evals.pipeline.reset import run_reset
+from evals.results import console
 from evals.suite.options import GateOptions
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def main(args: argparse.Namespace) -> int:
     isolate_token()
     no_cache_for_suite_runs(options)
     activity = detect(options.mode, reason=options.reason, pr_number=options.pr)
-    print(f"evalgate gate: {log_value(activity.why)}", file=sys.stderr)
+    console.info(log_value(activity.why), source="gate")
     try:
         runs_suite = activity.kind in RUN_KINDS and not options.results
         guard_pull_request_target(activity, runs_suite=runs_suite)

@@ -8,10 +8,10 @@ worst part's status, and ``merge`` exits 3 like an incomplete ``run``."""
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS
+from evals.results import console
 from evals.results.model import load_results, save_results
 from evals.run.shards import merge_results
 
@@ -26,9 +26,8 @@ def main(args: argparse.Namespace) -> int:
     merged = merge_results(parts, list(args.parts))
     save_results(merged, Path(args.output))
     run = merged.run
-    print(
-        f"evalgate merge: {len(parts)} shards -> {args.output}: {run.status}, "
-        f"{run.completed_cases}/{run.total_cases} cases complete",
-        file=sys.stderr,
+    console.info(
+        f"{len(parts)} shards -> {args.output}: {run.status}, {run.completed_cases}/{run.total_cases} cases complete",
+        source="merge",
     )
     return EXIT_PASS if run.is_complete else EXIT_INFRA

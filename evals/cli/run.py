@@ -18,7 +18,8 @@ from pathlib import Path
 
 from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
-from evals.run.execution import WrittenRun, execute, say
+from evals.results import console
+from evals.run.execution import WrittenRun, execute
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config
 from evals.suite.options import RunOptions
@@ -80,17 +81,18 @@ def main(args: argparse.Namespace) -> int:
         if options.summary:
             sys.stderr.write("\n" + render_text(summary))
         elif results.errored_cases:
-            sys.stderr.write("".join(f"evalgate run: {line.strip()}\n" for line in error_lines(summary)))
+            for line in error_lines(summary):
+                console.info(line.strip(), source="run")
         if options.html:
             from evals.report.html import write_html
 
             write_html(Path(options.html), results=results, summary=summary)
-            say(f"html report: {options.html}")
+            console.info(f"html report: {options.html}", source="run")
     from evals.history import record_run
 
     record_run(results, config=config)
     if results.run.is_complete:
-        say(f"results written to {options.output}")
+        console.info(f"results written to {options.output}", source="run")
         return EXIT_PASS
-    say(f"{options.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}")
+    console.info(f"{options.output} is a partial run (status {results.run.status}): exit {EXIT_INFRA}", source="run")
     return EXIT_INFRA

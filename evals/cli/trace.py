@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+from evals.results import console
 
 if TYPE_CHECKING:
     from evals.results.model import CaseResult
@@ -68,10 +69,7 @@ def default_results() -> str:
     if len(found) == 1:
         return found[0]
     newer, older = sorted(found, key=lambda p: Path(p).stat().st_mtime, reverse=True)
-    print(
-        f"evalgate trace: reading {newer}, newer than {older} (--results FILE reads another)",
-        file=sys.stderr,
-    )
+    console.info(f"reading {newer}, newer than {older} (--results FILE reads another)", source="trace")
     return newer
 
 

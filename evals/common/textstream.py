@@ -1,5 +1,5 @@
 """The base of the wrappers evalgate puts around ``sys.stdout`` and ``sys.stderr``
-(``evals.cli.closedpipe``, ``evals.github.logguard``): each changes how text is written and passes the rest
+(``evals.cli.closedpipe``, ``evals.common.logguard``): each changes how text is written and passes the rest
 through to the stream it wraps, kept as ``inner``."""
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Publishing a gate's result where people see it: one sticky PR comment per PR and gate id, the
 job's step summary, the action's outputs, annotations.
 
-None of this may change the verdict (docs/spec.md#publishing): ``upsert_sticky_comment_or_warn`` turns a failed
-comment into a ``::warning::`` line (``warn``) naming what the token lacks, and ``write_step_summary`` warns
-instead of raising. Sizes are guarded here even though the report renderer already renders in
-tiers: GitHub rejects comments over 65,536 characters and drops step summaries over 1 MiB.
+None of this may change the verdict (docs/spec.md#publishing): ``upsert_sticky_comment_or_warn``
+turns a failed comment into a warning (an annotation in Actions) naming what the token lacks, and
+``write_step_summary`` warns instead of raising. Sizes are guarded here even though the report
+renderer already renders in tiers: GitHub rejects comments over 65,536 characters and drops step
+summaries over 1 MiB.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from urllib.parse import quote
 from pydantic import BaseModel
 
 from evals.common.errors import EvalgateError, InfraError, UsageError
-from evals.common.escape import workflow_data
+from evals.common.logguard import command
 from evals.github.client import GitHubClient
-from evals.github.logguard import command
 from evals.github.models import Comment, LoginMismatch
 from evals.github.transport import GitHubError
+from evals.results import console
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
@@ -108,16 +109,15 @@ def upsert_sticky_comment_or_warn(
     gate_id: str,
     *,
     hint: str | None = None,
-    stream: TextIO | None = None,
 ) -> CommentResult | None:
     """``upsert_sticky_comment`` that never raises a GitHub failure or a login that cannot be this
-    token's: it prints a ``::warning::`` workflow command (naming the missing permission on a 403,
+    token's: it gives a warning (naming the missing permission on a 403,
     e.g. a fork PR's read-only token; then ``hint``, what to do about it) and returns None, so the
     gate's exit code stays the verdict's."""
     try:
         return upsert_sticky_comment(client, pr_number, body, gate_id)
     except (GitHubError, LoginMismatch) as err:
-        warn(failure_message(err, f"post the PR comment on #{pr_number}", hint), stream=stream)
+        console.warning(failure_message(err, f"post the PR comment on #{pr_number}", hint))
         return None
 
 
@@ -125,11 +125,6 @@ def failure_message(err: GitHubError | LoginMismatch, what: str, hint: str | Non
     """What failed and why, and that the verdict is unaffected."""
     text = f"evalgate could not {what}: {err}. The gate's verdict is unaffected; the report is in the job summary."
     return f"{text} {hint}" if hint else text
-
-
-def warn(message: str, *, stream: TextIO | None = None) -> None:
-    """A ``::warning::`` workflow command: shown on the run, does not fail the step."""
-    command(f"::warning title=evalgate::{workflow_data(message)}", stream)
 
 
 def _same_text(old: str, new: str) -> bool:
@@ -140,7 +135,7 @@ def _same_text(old: str, new: str) -> bool:
 # Step summary, outputs, annotations
 
 
-def write_step_summary(markdown: str, env: Mapping[str, str] = os.environ, *, stream: TextIO | None = None) -> bool:
+def write_step_summary(markdown: str, env: Mapping[str, str] = os.environ) -> bool:
     """Append ``markdown`` to the file ``GITHUB_STEP_SUMMARY`` names, within the 1 MiB a step's
     summary may hold (what is already there counts), cut with a note when it does not fit.
     False (and a ``::warning::`` line on a write error) when nothing was written; outside Actions
@@ -160,7 +155,7 @@ def write_step_summary(markdown: str, env: Mapping[str, str] = os.environ, *, st
         with path.open("a", encoding="utf-8") as handle:
             handle.write(text if text.endswith("\n") else text + "\n")
     except OSError as err:
-        warn(f"evalgate could not write the step summary ({target}): {err.strerror or err}", stream=stream)
+        console.warning(f"evalgate could not write the step summary ({target}): {err.strerror or err}")
         return False
     return True
 
@@ -220,7 +215,7 @@ def publish_result(
         room = SUMMARY_MAX_CHARS - len(headline.encode("utf-8"))
         write_step_summary(headline + render(comparison, config, "summary", max_chars=room))
     except (OSError, EvalgateError) as exc:
-        warn(f"could not write the step summary: {exc}")
+        console.warning(f"could not write the step summary: {exc}")
     emit_annotations(annotation_lines(comparison))
     if not (comment and activity.is_pr and client is not None):
         return outputs
@@ -244,7 +239,7 @@ def set_outputs_safely(outputs: dict[str, str]) -> None:
     try:
         set_outputs(outputs)
     except EvalgateError as exc:
-        warn(f"could not write the step outputs: {exc}")
+        console.warning(f"could not write the step outputs: {exc}")
 
 
 def report_failure(exc: EvalgateError, activity: Activity) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +31,7 @@ from pydantic import BaseModel, Field, ValidationError
 from evals.common.errors import EXIT_PASS, InputFileError, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import Activity, github_client, read_event
+from evals.results import console
 from evals.results.model import atomic_write
 
 if TYPE_CHECKING:
@@ -129,10 +129,10 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
     newer: list[str] = []
     comparison = parse_comparison(raw, comparison_path, newer)
     if newer:
-        print(
-            f"evalgate comment: {comparison_path.name} has fields this evalgate does not know, left out (a newer "
+        console.info(
+            f"{comparison_path.name} has fields this evalgate does not know, left out (a newer "
             f"evalgate wrote it; the comment shows what this one can): {log_value(', '.join(newer), limit=300)}",
-            file=sys.stderr,
+            source="comment",
         )
     if comparison.verdict != meta.verdict:
         raise InputFileError(
@@ -151,10 +151,10 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
     except NotFound:
         raise UsageError(f"{where}: pull request #{meta.pr_number} does not exist in this repository") from None
     if head.sha != meta.head_sha:
-        print(
-            f"evalgate comment: not posted: PR #{meta.pr_number} is at {log_value(head.sha, limit=12)}, the report is "
+        console.info(
+            f"not posted: PR #{meta.pr_number} is at {log_value(head.sha, limit=12)}, the report is "
             f"for {meta.head_sha[:12]} (an older push, or the report names another PR)",
-            file=sys.stderr,
+            source="comment",
         )
         set_outputs_safely({"verdict": comparison.verdict, "comment-url": ""})
         return EXIT_PASS
@@ -167,7 +167,7 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
     result = upsert_sticky_comment(client, meta.pr_number, body, meta.gate_id)
     url = result.url or ""
     set_outputs_safely({"verdict": comparison.verdict, "comment-url": url})
-    print(f"evalgate comment: PR #{meta.pr_number}: {comparison.verdict} {log_value(url)}".rstrip())
+    console.result(f"evalgate comment: PR #{meta.pr_number}: {comparison.verdict} {log_value(url)}".rstrip())
     return EXIT_PASS
 
 

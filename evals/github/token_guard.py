@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping, MutableMapping
 
 from evals.common.errors import UsageError
+from evals.results import console
 
 # Where a GitHub token can sit in our environment: the action's `github-token` input (as
 # GITHUB_TOKEN), the gh CLI's names, and INPUT_* variables a runner sets for action inputs.
@@ -46,7 +47,7 @@ def isolate_token(env: MutableMapping[str, str] = os.environ) -> None:
     if os.name != "posix" or not any(value for name, value in env.items() if name not in clean):
         return
     removed = sorted(name for name in env if name not in clean)
-    print(f"evalgate: kept out of the suite's environment: {', '.join(removed)}", file=sys.stderr)
+    console.info(f"kept out of the suite's environment: {', '.join(removed)}")
     token = next((env[name] for name in TOKEN_VARS if env.get(name)), "")
     read_end, write_end = os.pipe()
     os.write(write_end, token.encode("utf-8"))  # a pipe holds far more than a token: no blocking

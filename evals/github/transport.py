@@ -10,7 +10,6 @@ import json
 import os
 import random
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ import httpx
 
 from evals.common.errors import InfraError, UsageError
 from evals.common.escape import log_value
+from evals.results import console
 
 DEFAULT_API_URL = "https://api.github.com"
 API_VERSION = "2022-11-28"
@@ -367,11 +367,8 @@ class Transport:
                 else:
                     delay = random.uniform(0, min(self.max_backoff, self.backoff * 2 ** (tries - 1)))
                 # One line per retry in the job log: a run that survived faults shows them.
-                print(
-                    f"evalgate: GitHub: {log_value(retry.error, limit=400)}; retry {tries}/{self.max_retries} in "
-                    f"{delay:.1f}s",
-                    file=sys.stderr,
-                    flush=True,
+                console.info(
+                    f"GitHub: {log_value(retry.error, limit=400)}; retry {tries}/{self.max_retries} in {delay:.1f}s"
                 )
                 self._sleep(delay)
 

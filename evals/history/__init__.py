@@ -11,7 +11,6 @@ everything below it."""
 
 from __future__ import annotations
 
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from evals.history.settings import history_url, switched_off
+from evals.results import console
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
@@ -101,10 +101,7 @@ def read_history(config: SuiteConfig, read: Callable[[Engine], T]) -> T | None:
         from evals.history.url import redact_text, redact_url
 
         problem = redact_text(str(exc), url)
-        print(
-            f"evalgate: warning: history {redact_url(url)}: could not read it ({problem}); going on without it",
-            file=sys.stderr,
-        )
+        console.warning(f"history {redact_url(url)}: could not read it ({problem}); going on without it")
         return None
 
 
@@ -124,7 +121,7 @@ def _record(config: SuiteConfig | None, what: str, work: Callable[[Writer, Recor
         problem = redact_text(str(exc).strip(), url)
         done.failures += 1
         done.messages.append(f"{what}: {type(exc).__name__}: {problem[:300]}")
-        print(f"evalgate: warning: history {redact_url(url)}: could not record {what}: {problem}", file=sys.stderr)
+        console.warning(f"history {redact_url(url)}: could not record {what}: {problem}")
     return done
 
 
@@ -222,7 +219,7 @@ def store_trends(
             run_id = writer.run(candidate, recorded_by="gate")
             comparison.trends = regressed_trends(engine, comparison, run_id, last=last)
     except Exception as exc:  # a chart is never worth a failed gate
-        print(f"evalgate: warning: no trend for the regressed slices: {type(exc).__name__}: {exc}", file=sys.stderr)
+        console.warning(f"no trend for the regressed slices: {type(exc).__name__}: {exc}")
 
 
 def record_promotion(

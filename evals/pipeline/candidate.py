@@ -16,6 +16,7 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
 from evals.github.token_guard import seal_process, suite_env
+from evals.results import console
 from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.run.cache import CACHE_ENV
@@ -52,7 +53,7 @@ def load_config_or_defaults(options: CandidateOptions) -> tuple[SuiteConfig, tup
         flag_keys = list(dict.fromkeys(options.slice_keys))
         # Said loudly: a mistyped --config path lands here too.
         given = load_given(options, out_dir_of(options), flag_keys or None)
-        print(f"evalgate: no {options.config}: gating {given[1]} with the default settings", file=sys.stderr)
+        console.info(f"no {options.config}: gating {given[1]} with the default settings")
         config = config_for_results(given[0], slices=flag_keys or None)
     return with_overrides(config, options), given
 
@@ -154,7 +155,7 @@ def run_suite(options: RunOptions, *, env: Mapping[str, str] = os.environ, cwd: 
     child = subprocess.Popen(
         command,
         cwd=cwd,
-        env=suite_env(env),
+        env={**suite_env(env), console.RELAYED_ENV: "1"},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -183,15 +184,13 @@ def _relay(child: subprocess.Popen[str]) -> str:
     suite wrote); stop signals we receive are passed on, so a cancelled job's run ends as
     ``cancelled`` with its results written. Returns the child's last line. Once the child has
     exited its output gets :data:`OUTPUT_GRACE_S` to end; then the gate goes on without it."""
-    from evals.common.escape import log_line
 
     tail: collections.deque[str] = collections.deque(maxlen=1)
 
     def pump() -> None:
         assert child.stdout is not None  # Popen(stdout=PIPE, stderr=STDOUT)
         for line in child.stdout:
-            # The suite's output is untrusted: it never issues a workflow command in our log.
-            sys.stderr.write(log_line(line.rstrip("\n")) + "\n")
+            console.relayed(line.rstrip("\n"))
             if line.strip():
                 tail.append(line.strip())
 
@@ -209,10 +208,9 @@ def _relay(child: subprocess.Popen[str]) -> str:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if reader.is_alive():
-        sys.stderr.write(
-            f"evalgate: warning: the suite run exited but a process it started still holds its output "
-            f"after {OUTPUT_GRACE_S:g} s; not waiting for it (it escaped the run's clean-up: check the "
-            "target for helpers that detach)\n"
+        console.warning(
+            f"the suite run exited but a process it started still holds its output after {OUTPUT_GRACE_S:g} s; "
+            "not waiting for it (it escaped the run's clean-up: check the target for helpers that detach)"
         )
     return tail[0] if tail else ""
 
@@ -228,10 +226,9 @@ def candidate_sha(candidate: Results, *, event_sha: str | None, explicit: str | 
         sha = current_sha()
     if not sha:
         sha = content_digest(candidate)
-        print(
-            f"evalgate: no commit (not a git checkout, no GITHUB_SHA): the baseline is named by the results' "
-            f"content, {sha}; pass --sha COMMIT to name it",
-            file=sys.stderr,
+        console.info(
+            f"no commit (not a git checkout, no GITHUB_SHA): the baseline is named by the results' "
+            f"content, {sha}; pass --sha COMMIT to name it"
         )
     return sha
 

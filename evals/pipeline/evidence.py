@@ -15,7 +15,6 @@ infra errors) ends the gate ``incomplete``: never a pass."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +28,7 @@ from evals.compare.sequential import ESTIMAND, Evidence, Member, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.candidate import content_digest, run_suite
+from evals.results import console
 from evals.results.model import BatchInfo, Results, load_results, save_results
 from evals.suite.options import RunOptions
 
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
 FOLDER = "more-evidence"
-
-
-def say(text: str) -> None:
-    print(f"evalgate gate: more evidence: {log_value(text, limit=None)}", file=sys.stderr, flush=True)
 
 
 def imported(results: Results) -> str | None:
@@ -87,9 +83,15 @@ def _batch_file(
             earlier = None
     if earlier is not None and earlier.run.total_cases == len(ids):
         if earlier.run.is_complete and sorted(c.id for c in earlier.cases) == ids:
-            say(f"{label}: reusing {path.name} (complete)")
+            console.info(
+                f"more evidence: {log_value(label, limit=None)}: reusing {path.name} (complete)", source="gate"
+            )
             return earlier
-        say(f"{label}: resuming {path.name} ({earlier.run.completed_cases}/{len(ids)} cases done)")
+        console.info(
+            f"more evidence: {log_value(label, limit=None)}: resuming {path.name} "
+            f"({earlier.run.completed_cases}/{len(ids)} cases done)",
+            source="gate",
+        )
     resume = earlier is not None and earlier.run.total_cases == len(ids)
     batch = {"ids": str(ids_file), "attempts": 1, "attempt_offset": offset, "target": target, **(caps or {})}
     options = RunOptions.model_validate({"config": str(config_path), "output": str(path), "resume": resume, **batch})
@@ -181,7 +183,8 @@ def gather(
             record.summary = _still(batches, refused)
             break
         number = batches + 1
-        say(f"batch {number}: {len(ids)} cases of {', '.join(units)} on both sides")
+        of = log_value(", ".join(units), limit=None)
+        console.info(f"more evidence: batch {number}: {len(ids)} cases of {of} on both sides", source="gate")
         ids_file = folder / f"batch-{number}.ids"
         ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
         cand = _batch_file(
@@ -338,4 +341,4 @@ def _conclude(
         record.summary = record.summary or _still(batches, "nothing decided")
         comparison.reason = f"{comparison.reason}; more evidence: {record.summary}"
     comparison.exit_code = exit_code_for(comparison.verdict, comparison.gate.inconclusive, "warn")
-    say(record.summary)
+    console.info(f"more evidence: {log_value(record.summary, limit=None)}", source="gate")

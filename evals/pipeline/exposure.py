@@ -24,12 +24,12 @@ promote in a second job that runs no suite code.
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import UsageError
+from evals.results import console
 
 if TYPE_CHECKING:
     from evals.github.activity import Activity
@@ -80,8 +80,8 @@ def guard_exposed(
 ) -> list[str]:
     """Before the suite runs in Actions: refuse (exit 2) a token that can write unless the workflow
     accepted it, and warn about a persisted git credential. Returns the warnings given (also
-    printed as ``::warning``; an accepted write token is also said in the step summary)."""
-    from evals.github.publish import warn, write_step_summary
+    said as warnings; an accepted write token is also said in the step summary)."""
+    from evals.github.publish import write_step_summary
 
     found = []
     for folder in _suite_folders(config, env):
@@ -99,7 +99,7 @@ def guard_exposed(
         found.append(note)
         write_step_summary(f"> **evalgate:** {note}.\n")
     for message in found:
-        warn(message)
+        console.warning(message)
     return found
 
 
@@ -132,10 +132,9 @@ def refuse_write_token(activity: Activity, client: GitHubClient | None, env: Map
         return False
     can = client.token_can_write()
     if can is None:
-        print(
-            "evalgate: could not tell whether this job's token can write (the API did not say); if it can, run "
-            "the suite in a job of its own with contents: read",
-            file=sys.stderr,
+        console.warning(
+            "could not tell whether this job's token can write (the API did not say); if it can, run "
+            "the suite in a job of its own with contents: read"
         )
     if can and not accepted:
         raise UsageError(

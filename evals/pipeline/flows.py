@@ -5,7 +5,6 @@ command over them; the reset is ``evals.pipeline.reset``."""
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.report.files import write_report_files
+from evals.results import console
 from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.config import SuiteConfig, load_config
@@ -147,7 +147,7 @@ def _say_brought_errors(candidate: Results, config: SuiteConfig) -> None:
     from evals.results.summary import error_lines, summarize
 
     for line in error_lines(summarize(candidate, config.slices)):
-        print(f"evalgate gate: {log_value(line.strip(), limit=None)}", file=sys.stderr)
+        console.info(log_value(line.strip(), limit=None), source="gate")
 
 
 def _compare(
@@ -268,13 +268,13 @@ def _promote(
     from evals.store.promotion import promote_candidate
 
     if failed := nothing_measured(candidate):
-        print(f"evalgate gate: not promoting: {failed}", file=sys.stderr)
+        console.info(f"not promoting: {failed}", source="gate")
         return None
     if baselines.drift_unchecked:
-        print("evalgate gate: not promoting: the drift guard could not be checked", file=sys.stderr)
+        console.info("not promoting: the drift guard could not be checked", source="gate")
         return None
     if activity.is_pr:
-        print("evalgate gate: not promoting: a pull request's candidate never becomes the baseline", file=sys.stderr)
+        console.info("not promoting: a pull request's candidate never becomes the baseline", source="gate")
         return None
     done = promote_candidate(
         store,
@@ -285,7 +285,7 @@ def _promote(
         actor=actor_name(activity.actor),
         on_missing=config.baseline.on_missing,
     )
-    print(f"evalgate gate: {log_value(done.message, limit=None)}", file=sys.stderr)
+    console.info(log_value(done.message, limit=None), source="gate")
     record_promotion(
         candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
     )
@@ -345,7 +345,7 @@ def report_not_run(
             path.unlink(missing_ok=True)
         return report
     except (EvalgateError, OSError) as exc:
-        print(f"evalgate gate: no report of this verdict: {log_value(exc, limit=300)}", file=sys.stderr)
+        console.warning(f"no report of this verdict: {log_value(exc, limit=300)}", source="gate")
         for path in stale:
             path.unlink(missing_ok=True)
         return None
@@ -365,7 +365,7 @@ def more_evidence_setup(
         raise UsageError(nothing_to_rerun(config, fmt))
     side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(options.config), baseline)
     if isinstance(side, str):
-        print(f"evalgate gate: more evidence cannot run: {log_value(side, limit=None)}", file=sys.stderr)
+        console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
         return config, side, candidate
     rho = config.gate.more_evidence.rho
     gate = config.gate.model_copy(update={"alpha": config.gate.alpha * (1 - rho)})
@@ -423,5 +423,5 @@ def run_only(options: CandidateOptions, activity: Activity) -> int:
     if activity.in_actions:
         set_outputs_safely({"results-path": str(path), "verdict": "", "promoted": "false"})
     run = results.run
-    print(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
+    console.result(f"evalgate run: {run.status}, {run.completed_cases}/{run.total_cases} cases: {path}")
     return EXIT_PASS

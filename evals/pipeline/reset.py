@@ -4,8 +4,6 @@ commands over :func:`run_reset`."""
 
 from __future__ import annotations
 
-import sys
-
 from evals.common.errors import EXIT_PASS, EvalgateError, InfraError, UsageError
 from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
@@ -13,6 +11,7 @@ from evals.github.publish import publish_result, report_failure, set_outputs_saf
 from evals.pipeline.candidate import candidate_sha, load_config_or_defaults, obtain_candidate, out_dir_of
 from evals.pipeline.flows import guard_suite_job, nothing_measured
 from evals.report.files import write_report_files
+from evals.results import console
 from evals.store.selection import Baselines, load_baselines, open_store_for
 from evals.suite.options import CandidateOptions
 
@@ -35,9 +34,8 @@ def run_reset(options: CandidateOptions, activity: Activity, *, actor: str | Non
         try:
             previous = load_baselines(store, config, drift=False)
         except StoreCorrupt as exc:  # what a reset is for: store a fresh baseline
-            print(
-                f"evalgate reset: the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}",
-                file=sys.stderr,
+            console.warning(
+                f"the previous baseline is unreadable, not compared: {log_value(exc, limit=None)}", source="reset"
             )
             previous = Baselines(None, None)
         candidate, results_path = given or obtain_candidate(config, options, out_dir, smoke=False)
@@ -68,7 +66,7 @@ def run_reset(options: CandidateOptions, activity: Activity, *, actor: str | Non
         actor = actor_name(actor or activity.actor)
         result = store.promote(candidate, sha=sha, verdict="reset", reason=activity.reason, actor=actor, blessed=True)
         for line in result.warnings:
-            print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
+            console.warning(log_value(line, limit=None))
         if not result.promoted:
             raise UsageError(f"not reset: {result.reason}")
         from evals.history import record_reset
@@ -100,10 +98,10 @@ def run_reset(options: CandidateOptions, activity: Activity, *, actor: str | Non
     if activity.in_actions:
         publish_result(comparison, config, activity, None, comment=False, out_dir=out_dir, headline=headline)
         set_outputs_safely(outputs)
-    print(
+    console.result(
         f"evalgate reset: blessed {sha[:12]} in {store.source} (reason: {log_value(activity.reason)}; "
-        f"actor: {log_value(actor)})"
+        f"actor: {log_value(actor)})\n"
+        f"report: {paths['report']}\n"
+        "what this suite can certify, per slice, before the next paid run: `evalgate plan`"
     )
-    print(f"report: {paths['report']}")
-    print("what this suite can certify, per slice, before the next paid run: `evalgate plan`")
     return EXIT_PASS

@@ -12,7 +12,6 @@ import contextlib
 import functools
 import gc
 import signal
-import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -21,6 +20,7 @@ from pathlib import Path
 from evals import __version__
 from evals.common.errors import InputFileError, UsageError
 from evals.common.gitinfo import current_ref, current_sha, uncommitted_changes
+from evals.results import console
 from evals.results.model import (
     SCHEMA_VERSION,
     CaseResult,
@@ -77,7 +77,7 @@ def select_cases(
     if smoke:
         draw = draw_smoke(cases, config.smoke, config.slices, history)
         if draw.note:
-            say(draw.note)
+            console.info(draw.note, source="run")
         cases, sample = draw.cases, draw.sample
         subset = subset_label(config.smoke)
         if not cases and config.smoke.tag:
@@ -131,7 +131,7 @@ def resumable(
     """Cases of an earlier run in ``output`` that need not run again: complete, same case hash,
     same number of attempts, made under the same config hash and target."""
     if not output.exists():
-        say(f"--resume: {output} does not exist yet; running every case")
+        console.info(f"--resume: {output} does not exist yet; running every case", source="run")
         return {}, None
     try:
         previous = load_results(output)
@@ -145,10 +145,13 @@ def resumable(
             "pick another --output or drop --resume"
         )
     if previous.run.config_hash != config.config_hash():
-        say(f"--resume: {output} was made with other scorers/metrics (config hash differs); running every case")
+        console.info(
+            f"--resume: {output} was made with other scorers/metrics (config hash differs); running every case",
+            source="run",
+        )
         return {}, None
     if not _same_target(previous.run.target, target):
-        say(f"--resume: {output} was made with another target; running every case")
+        console.info(f"--resume: {output} was made with another target; running every case", source="run")
         return {}, None
     wanted = {c.id: c.hash for c in cases}
     kept = {
@@ -156,12 +159,10 @@ def resumable(
         for r in previous.cases
         if r.id in wanted and r.hash == wanted[r.id] and r.complete and len(r.attempts) == config.attempts
     }
-    say(f"--resume: keeping {len(kept)} complete cases from {output}, running {len(cases) - len(kept)}")
+    console.info(
+        f"--resume: keeping {len(kept)} complete cases from {output}, running {len(cases) - len(kept)}", source="run"
+    )
     return kept, previous
-
-
-def say(text: str) -> None:
-    print(f"evalgate run: {text}", file=sys.stderr, flush=True)
 
 
 class Recorder:
@@ -404,7 +405,7 @@ def _close_cache(responses: ResponseCache) -> None:
     responses.close()
     stats = responses.stats
     if stats.hits or stats.misses or stats.written or stats.bad or stats.pruned:
-        say(f"response cache: {stats.line()} ({responses.folder})")
+        console.info(f"response cache: {stats.line()} ({responses.folder})", source="run")
 
 
 async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callable[[CaseResult], None]) -> StopReason:
@@ -413,9 +414,11 @@ async def _run(runner: Runner, target: Target, todo: list[Case], on_case: Callab
     def on_signal(signum: int) -> None:
         name = signal.Signals(signum).name
         if runner.reason == "cancelled":
-            say(f"{name} again: abandoning in-flight attempts now")
+            console.info(f"{name} again: abandoning in-flight attempts now", source="run")
         else:
-            say(f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts")
+            console.info(
+                f"{name}: no new cases; waiting up to {runner.settings.grace_s:g}s for in-flight attempts", source="run"
+            )
         runner.stop()
 
     installed = []

@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from evals.common.errors import InfraError, InputFileError, UsageError
+from evals.common.escape import log_value
+from evals.results import console
 from evals.results.manifest import LEGACY_NAME, MANIFEST_RE, BaselineRef, Manifest, SnapshotInfo
 from evals.results.model import Results, gunzip, parse_results
 from evals.store import ancestry
-from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs, say
+from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs
 from evals.store.releases import ReleaseBlobs
 from evals.store.snapshot_order import parse_time
 from evals.store.write import StoreState, StoreWriter, sha256_digest
@@ -175,7 +177,7 @@ class BaselineStore(StoreWriter):
         manifest when the store holds nothing (or only a legacy ``baseline.json``)."""
         state = self._read_state()
         for warning in state.warnings:
-            say(warning)
+            console.info(f"baseline store: {log_value(warning, limit=None)}")
         return state.manifest
 
     def _decode(self, name: str, raw: bytes, digest: str | None) -> Results:

@@ -6,20 +6,13 @@ backend is ``evals.store.releases``."""
 from __future__ import annotations
 
 import os
-import sys
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from evals.common.errors import InfraError
-from evals.common.escape import log_value
 from evals.results.model import temp_copy
-
-
-def say(message: str) -> None:
-    """One line about the store in the job log (stderr): what a writer retried or cleaned up."""
-    print(f"evalgate: baseline store: {log_value(message, limit=None)}", file=sys.stderr, flush=True)
 
 
 class NameTaken(Exception):

@@ -9,11 +9,11 @@ first reference point, so the drift guard holds from the first gate on (not only
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evals.common.escape import log_value
+from evals.results import console
 from evals.results.model import Results
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ def promote_candidate(
             gated_on=gated_on(comparison),
         )
         for line in result.warnings:
-            print(f"evalgate: warning: {log_value(line, limit=None)}", file=sys.stderr)
+            console.warning(log_value(line, limit=None))
         if result.moved is None:
             break
         landed.append(result.moved)

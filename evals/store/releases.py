@@ -22,8 +22,10 @@ import secrets
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, cast
 
+from evals.common.escape import log_value
+from evals.results import console
 from evals.results.manifest import MANIFEST_RE
-from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
+from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken
 
 if TYPE_CHECKING:
     from evals.github.client import GitHubClient
@@ -168,7 +170,8 @@ class ReleaseBlobs(Blobs):
         try:
             self.client.delete_release(draft)
         except InfraError as exc:
-            say(f"could not delete the unpublished draft {draft.tag_name!r} ({exc}); a later promotion sweeps it")
+            why = f"could not delete the unpublished draft {draft.tag_name!r} ({exc}); a later promotion sweeps it"
+            console.info(f"baseline store: {log_value(why, limit=None)}")
 
     def _new_draft(self) -> Release:
         self._sweep_abandoned_drafts()

@@ -6,11 +6,11 @@ for the drift guard)."""
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from evals.results import console
 from evals.results.model import Results
 from evals.suite.config import SuiteConfig
 
@@ -28,11 +28,10 @@ def open_store_for(config: SuiteConfig, *, client: GitHubClient | None = None) -
     store = open_store(config, client=client)
     if store.in_actions and config.baseline.store == "local":
         # A quickstart-style config copied into a workflow: every gate would be no-baseline.
-        print(
-            f"evalgate: warning: the baseline store is the local folder {config.resolve(config.baseline.path)} on "
+        console.warning(
+            f"the baseline store is the local folder {config.resolve(config.baseline.path)} on "
             "this runner: what a promotion writes there is lost with the runner unless the workflow commits it; "
-            "on GitHub use baseline.store: github-release (or the action's baseline-store input)",
-            file=sys.stderr,
+            "on GitHub use baseline.store: github-release (or the action's baseline-store input)"
         )
     return store
 
@@ -99,5 +98,5 @@ def load_baselines(
     except StoreCorrupt as exc:
         # The latest baseline is intact: gate on it rather than stop every gate until a reset.
         why = f"drift guard not checked, so nothing is promoted in this run: the blessed snapshot is unreadable ({exc})"
-        print(f"evalgate: warning: {why}", file=sys.stderr)
+        console.warning(why)
         return Baselines(baseline, None, why)

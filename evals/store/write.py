@@ -19,11 +19,13 @@ from pathlib import Path
 from typing import Protocol
 
 from evals.common.errors import InfraError, InputFileError
+from evals.common.escape import log_value
 from evals.common.gitinfo import uncommitted_changes
+from evals.results import console
 from evals.results.manifest import MANIFEST_RE, SNAPSHOT_RE, Manifest, SnapshotInfo, manifest_name, snapshot_name
 from evals.results.model import Results, RunInfo, dump_results
 from evals.store import ancestry
-from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken, say
+from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken
 from evals.store.snapshot_order import Checkout, order
 
 MANIFESTS_KEPT = 3  # current + 2 earlier generations: readers fall back to them if the newest is damaged
@@ -245,7 +247,9 @@ class StoreWriter:
             try:
                 self._publish(new)
             except NameTaken:
-                say(f"manifest generation {new.generation} was taken by a concurrent writer; re-reading")
+                console.info(
+                    f"baseline store: manifest generation {new.generation} was taken by a concurrent writer; re-reading"
+                )
                 time.sleep(random.uniform(0, min(1.0, 0.05 * 2**attempt)))
                 continue
             warnings.extend(self._prune(new))
@@ -377,7 +381,8 @@ class StoreWriter:
                 return "orphan", raw
             except InputFileError:
                 pass
-        say(f"removing {name} from {self._blobs.where}: debris of an upload that did not finish")
+        where = log_value(f"{name} from {self._blobs.where}", limit=None)
+        console.info(f"baseline store: removing {where}: debris of an upload that did not finish")
         self._blobs.delete(blob)
         return "debris", None
 

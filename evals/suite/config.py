@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -20,6 +19,7 @@ from pydantic import (
 )
 
 from evals.common.errors import InputFileError
+from evals.results import console
 from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.strict import StrictModel
@@ -408,11 +408,10 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
-        print(
-            f"evalgate: warning: {config.where('gate', 'max_detectable_drop')}: gate.max_detectable_drop is now "
+        console.warning(
+            f"{config.where('gate', 'max_detectable_drop')}: gate.max_detectable_drop is now "
             "gate.target_mde and only marks underpowered units in the report; which units can block is fixed "
-            "before the run (gate.slice_alpha_share, gate.slice_weights)",
-            file=sys.stderr,
+            "before the run (gate.slice_alpha_share, gate.slice_weights)"
         )
     if "run_timeout_s" in src.data:
         warn_old_run_timeout(config.where("run_timeout_s"), config.limits)

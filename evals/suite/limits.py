@@ -4,12 +4,12 @@ Kept apart from ``config`` (which reads it) so the suite config stays one screen
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated, Any
 
 from pydantic import Field
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results import console
 from evals.suite.strict import StrictModel
 
 
@@ -111,8 +111,7 @@ def read_old_run_timeout(value: Any) -> Any:
 
 def warn_old_run_timeout(where: str, limits: LimitsSpec) -> None:
     seconds = f"{limits.max_duration_s:g}" if limits.max_duration_s is not None else "..."
-    print(
-        f"evalgate: warning: {where}: run_timeout_s is now limits.max_duration_s (the run stops starting cases "
-        f"at it and lets the attempts in flight finish); write limits: {{max_duration_s: {seconds}}} instead",
-        file=sys.stderr,
+    console.warning(
+        f"{where}: run_timeout_s is now limits.max_duration_s (the run stops starting cases "
+        f"at it and lets the attempts in flight finish); write limits: {{max_duration_s: {seconds}}} instead"
     )

@@ -171,7 +171,7 @@ def test_fork_pr_passes_without_comment_then_two_phase_flow_posts_it(world: Worl
     assert run.returncode == 0, run.log  # the 403 on the comment does not turn the check red
     assert run.outputs["verdict"] == "pass"
     assert our_comments(gh) == []
-    assert "::warning" in run.stdout and "fork" in run.stdout
+    assert "::warning" in run.stderr and "fork" in run.stderr
     meta = json.loads((run.out_dir / "comment.json").read_text())
     assert meta["pr_number"] == PR and meta["head_sha"] == head
     assert (run.out_dir / "comment.md").is_file() and run.summary
@@ -302,7 +302,7 @@ def test_baseline_store_down_is_exit_3_and_comment_down_keeps_the_verdict(world:
     run = world.runner.run(regressed(world.pull_request(feature, head)))
     assert run.returncode == 1, run.log  # the verdict's exit code, not the comment's failure
     assert run.outputs["verdict"] == "fail" and run.outputs["comment-url"] == ""
-    assert "::warning" in run.stdout
+    assert "::warning" in run.stderr
     assert our_comments(gh) == []
 
 
@@ -1007,7 +1007,7 @@ def test_the_gate_job_runs_no_code_of_the_repository_and_the_suite_job_gets_no_t
     assert suite_run.returncode == 0 and "evalgate run: success" in suite_run.stdout
     temps = set(marks.read_text(encoding="utf-8").split())
     assert temps == {str(suite_run.out_dir.parent)}, temps  # only the run job imported the suite's code
-    assert "::warning" not in suite_run.stdout  # no write token, no persisted credential there
+    assert "::warning" not in suite_run.log  # no write token, no persisted credential there
     assert load_results(gate.outputs["results-path"]).run.subset  # the PR's smoke subset was gated
 
 
@@ -1070,15 +1070,15 @@ def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_wor
     accepted = single_job("accepted", gh.write_token, **{"allow-write-token-with-suite": "true"})
     assert accepted.returncode == 0, accepted.log
     assert accepted.outputs["verdict"] == "pass"
-    assert "the suite's code could reach that token" in accepted.summary and "::warning" in accepted.stdout
-    assert "persisted git credential" in accepted.stdout
+    assert "the suite's code could reach that token" in accepted.summary and "::warning" in accepted.stderr
+    assert "persisted git credential" in accepted.stderr
     assert "eC1hY2Nlc3M6c2VjcmV0" in spy.read_text(encoding="utf-8")  # what the refusal keeps from the PR's code
     spy.unlink()
 
     reader = single_job("read-token", gh.read_token)
     assert reader.returncode == 0, reader.log
     assert "token can write" not in reader.log and "could reach" not in reader.summary
-    assert "persisted git credential" in reader.stdout and "persist-credentials: false" in reader.stdout
+    assert "persisted git credential" in reader.stderr and "persist-credentials: false" in reader.stderr
     assert "eC1hY2Nlc3M6c2VjcmV0" not in reader.log
 
 
@@ -1106,11 +1106,11 @@ def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: Worl
     as_person = gate("app-as-person", gh.write_token, "octo-user")
     assert as_person.returncode == 0, as_person.log
     assert as_person.outputs["verdict"] == "pass" and as_person.outputs["comment-url"] == ""
-    assert "::warning" in as_person.stdout and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in as_person.stdout
-    assert "installation token" in as_person.stdout
+    assert "::warning" in as_person.stderr and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in as_person.stderr
+    assert "installation token" in as_person.stderr
     as_other = gate("pat-as-other", gh.user_token, "someone-else")
     assert as_other.returncode == 0 and as_other.outputs["verdict"] == "pass", as_other.log
-    assert "this token is 'octo-user''s" in as_other.stdout
+    assert "this token is 'octo-user''s" in as_other.stderr
     report = {"mode": "comment", "report-dir": str(feature / as_other.out_dir), "pr-number": str(PR)}
     stored = gate("comment-as-person", gh.write_token, "octo-user", **report)
     assert stored.returncode == 2 and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in stored.stderr, stored.log

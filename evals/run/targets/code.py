@@ -13,12 +13,12 @@ import os
 import shlex
 import shutil
 import signal
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.common.errors import UsageError
+from evals.results import console
 from evals.results.masking import env_secrets
 from evals.results.model import TargetInfo
 from evals.run.cache import ResponseCache
@@ -91,11 +91,11 @@ class PythonCallableTarget(Target):
             # like: said once, so a 0% pass rate is not the first sign of it.
             self._said_object = True
             shown = ", ".join(sorted(str(k) for k in value)[:6])
-            print(
-                f"evalgate run: note: {self.spec.python} returned a JSON object ({{{shown}}}) with no "
+            console.notice(
+                f"{self.spec.python} returned a JSON object ({{{shown}}}) with no "
                 '"output" key: the whole object is the answer the scorers judge; to return an answer with '
                 'tokens or cost, return {"output": ..., "cost_usd": ...} (docs/running.md)',
-                file=sys.stderr,
+                source="run",
             )
         return result
 

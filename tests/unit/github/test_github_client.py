@@ -354,7 +354,9 @@ def test_bad_repository_is_a_clear_error():
 # -- the token never leaks -------------------------------------------------------------------------
 
 
-def test_token_appears_in_no_output_log_exception_or_file(github_api: GitHubServer, tmp_path, capsys, caplog):
+def test_token_appears_in_no_output_log_exception_or_file(
+    github_api: GitHubServer, tmp_path, capsys, caplog, monkeypatch
+):
     gh = github_api
     caplog.set_level(logging.DEBUG)
     seen: list[str] = []
@@ -378,15 +380,15 @@ def test_token_appears_in_no_output_log_exception_or_file(github_api: GitHubServ
             seen += [str(err), repr(err), repr(err.args), str(err.__context__), str(err.__cause__)]
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"), "GITHUB_OUTPUT": str(tmp_path / "out")}
     reader = gh.client(gh.read_token)
-    with open(tmp_path / "stdout.txt", "w") as stream:
-        assert upsert_sticky_comment_or_warn(reader, 1, "report", "gate", stream=stream) is None
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")  # the warning as a workflow command
+    assert upsert_sticky_comment_or_warn(reader, 1, "report", "gate") is None
     write_step_summary("report", env)
     set_outputs({"verdict": "pass", "comment-url": ""}, env)
 
     out, err = capsys.readouterr()
     seen += [out, err, caplog.text, *(str(vars(r)) for r in gh.requests)]
     seen += [p.read_text() for p in tmp_path.iterdir()]
-    assert "::warning" in (tmp_path / "stdout.txt").read_text()
+    assert "::warning" in err
     for token in (gh.write_token, gh.read_token):
         assert all(token not in text for text in seen)
         assert token[4:] not in "".join(seen)  # not even without its prefix

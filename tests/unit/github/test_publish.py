@@ -22,8 +22,16 @@ from evals.github.publish import (
     write_step_summary,
 )
 from evals.github.transport import GitHubError
+from evals.results.console import RELAYED_ENV
 
 PR = 42
+
+
+@pytest.fixture
+def in_actions(monkeypatch):
+    """Inside Actions a warning is a ``::warning`` workflow command (evals.results.console)."""
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.delenv(RELAYED_ENV, raising=False)
 
 
 def _patches(gh: GitHubServer) -> list:
@@ -136,13 +144,14 @@ def test_server_rejects_bodies_over_the_limit(github_api: GitHubServer):
     assert info.value.status == 422
 
 
-def test_read_only_token_gives_a_warning_naming_the_permission_not_an_error(github_api: GitHubServer):
+def test_read_only_token_gives_a_warning_naming_the_permission_not_an_error(
+    github_api: GitHubServer, in_actions, capsys
+):
     gh = github_api
-    stream = io.StringIO()
     hint = "The comment is in out/comment.md;\npost it with mode: comment."
-    result = upsert_sticky_comment_or_warn(gh.client(gh.read_token), PR, "report", "smoke", hint=hint, stream=stream)
+    result = upsert_sticky_comment_or_warn(gh.client(gh.read_token), PR, "report", "smoke", hint=hint)
     assert result is None
-    line = stream.getvalue()
+    line = capsys.readouterr().err
     assert line.startswith("::warning title=evalgate::") and line.count("\n") == 1
     assert "pull-requests: write" in line and "verdict is unaffected" in line
     assert line.rstrip("\n").endswith("out/comment.md;%0Apost it with mode: comment.")  # one command line
@@ -162,12 +171,12 @@ def test_comment_faults_end_in_one_comment(github_api: GitHubServer):
     assert [c["body"].split("\n", 1)[1] for c in gh.comments(PR)] == ["v2"]
 
 
-def test_unreachable_github_is_a_warning_too(github_api: GitHubServer):
+def test_unreachable_github_is_a_warning_too(github_api: GitHubServer, in_actions, capsys):
     gh = github_api
     gh.faults.add("GET", r"/comments$", "500", times=10)
-    stream = io.StringIO()
-    assert upsert_sticky_comment_or_warn(gh.client(max_retries=1), PR, "r", "smoke", stream=stream) is None
-    assert "::warning" in stream.getvalue() and "500" in stream.getvalue()
+    assert upsert_sticky_comment_or_warn(gh.client(max_retries=1), PR, "r", "smoke") is None
+    warning = capsys.readouterr().err.splitlines()[-1]
+    assert warning.startswith("::warning") and "500" in warning
 
 
 # -- runner files ----------------------------------------------------------------------------------
@@ -191,11 +200,10 @@ def test_step_summary_is_kept_within_one_mib_counting_what_is_there(tmp_path):
     assert text.startswith("earlier step output") and "Trimmed by evalgate" in text
 
 
-def test_step_summary_write_failure_is_a_warning(tmp_path):
-    stream = io.StringIO()
+def test_step_summary_write_failure_is_a_warning(tmp_path, in_actions, capsys):
     env = {"GITHUB_STEP_SUMMARY": str(tmp_path)}  # a directory: open() fails
-    assert write_step_summary("# x", env, stream=stream) is False
-    assert stream.getvalue().startswith("::warning title=evalgate::")
+    assert write_step_summary("# x", env) is False
+    assert capsys.readouterr().err.startswith("::warning title=evalgate::")
 
 
 def test_outputs_survive_multiline_and_hostile_values(tmp_path):

@@ -6,7 +6,9 @@ does not control — slice names, case ids, a stored report's fields, error mess
 file, the suite's own output — and one newline in such a value would start a line of its own. So
 inside Actions, ``sys.stdout`` and ``sys.stderr`` are wrapped: every line that would start a
 command gets a zero-width space in front (``evals.common.escape.log_line``). The commands evalgate does
-mean go through ``command()``, which writes past the guard."""
+mean go through ``command()``, which writes past the guard (``evals.results.console`` says
+notices, warnings and errors with it). It sits in ``common`` so that the funnel, below
+``github``, can reach it."""
 
 from __future__ import annotations
 
@@ -73,4 +75,5 @@ def command(line: str, stream: TextIO | None = None) -> None:
     if isinstance(out, LogGuard):
         out.command(line)
     else:
-        print(line, file=out, flush=True)
+        out.write(line + "\n")
+        out.flush()

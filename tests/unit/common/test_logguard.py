@@ -11,7 +11,7 @@ import re
 import pytest
 
 from evals.common.escape import log_line, log_value
-from evals.github.logguard import LogGuard
+from evals.common.logguard import LogGuard
 
 HOSTILE = [
     "::add-mask::leak",
