@@ -456,6 +456,12 @@ def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tm
     for bad in ("abc", "-0.1", -1, "nan", float("inf"), "5 %%", ""):
         with pytest.raises(UsageError, match="--tolerance"):
             apply_tolerance_override(config, bad)
+    # 2 meant as two points is 200 pp on a rate: refused with both ways to write what was meant
+    for big, share in (("2", "0.02"), (1, "0.01"), (" 1.5 ", "0.015")):
+        with pytest.raises(UsageError, match="percentage points") as info:
+            apply_tolerance_override(config, big)
+        assert f"--tolerance {share} for" in str(info.value) and "% of the baseline value" in str(info.value)
+    assert apply_tolerance_override(config, "150%").metrics["pass_rate"].tolerance == "150%"
 
 
 # ---------------------------------------------------------------------------------------- CLI
