@@ -58,6 +58,17 @@ def config_error(tmp_path: Path, text: str) -> InputFileError:
         ),
         ("suite: s\ncases: c.jsonl\nmetrics:\n  score: {max: -0.1}\n", 4, ["metrics.score.max is -0.1"]),
         ("suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {per_slice: true}\n", 4, ["set min or max too"]),
+        # a model or callable in the wrong form: a sentence with the fix at the key's own line, not a regex
+        (
+            "suite: s\ncases: c.jsonl\ntarget:\n  openai:\n    base_url: http://x\n    model: gpt-4o-mini\n",
+            6,
+            ["target.openai.model: 'gpt-4o-mini' names no provider", "e.g. openai:gpt-4o-mini"],
+        ),
+        (
+            "suite: s\ncases: c.jsonl\ntarget:\n  python: bot answer\n",
+            4,
+            ["target.python: 'bot answer' is not a callable's address", "package.module:function"],
+        ),
         # a rate's tolerance of 1 or more: a band no drop can leave, so the gate could never fail
         (
             "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate:\n    gate: true\n    tolerance: 2\n",
@@ -66,7 +77,8 @@ def config_error(tmp_path: Path, text: str) -> InputFileError:
         ),
         ("suite: s\ncases: c.jsonl\nmetrics:\n  error_rate: {tolerance: 1}\n", 4, ["tolerance: 0.01 for 1 pp"]),
         (
-            "suite: s\ncases: c.jsonl\nscorers: [final_answer]\nmetrics:\n  format_valid: {tolerance: 5, gate: false}\n",
+            "suite: s\ncases: c.jsonl\nscorers: [final_answer]\nmetrics:\n"
+            "  format_valid: {tolerance: 5, gate: false}\n",
             5,
             ["tolerance 5 on format_valid"],
         ),
