@@ -376,6 +376,28 @@ def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "60 of 60 attempts ended in an error (target 60; the first, case c0: KeyError: 'API_KEY')" in proc.stdout
+    assert "; fix the target, then gate again" in proc.stdout
+
+
+def test_a_scorer_that_raises_on_every_case_is_blamed_not_the_target(tmp_path, repo_root, python_exe):
+    """Every attempt a scorer error: the target's answers may be right, so the fix named is the
+    scorer's (before: "fix the target")."""
+    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": True, "score": 1.0}]} for i in range(60)]
+    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "good.json", suite="demo", cases=cases)
+    crash = "scorer 'judge' failed on case 'c{}': KeyError: 'verdict'"
+    errored = [
+        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "scorer", "message": crash.format(i)}}]}
+        for i in range(60)
+    ]
+    run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
+    (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
+    proc = evalgate(
+        repo_root, python_exe, "compare", "--baseline", "good.json", "--candidate", "errored.json", cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "(scorer 60; the first, case c0: scorer 'judge' failed" in proc.stdout
+    assert "; fix the scorer 'judge' (it raised on the target's answers, which may be right), then gate" in proc.stdout
+    assert "fix the target" not in proc.stdout
 
 
 def test_a_first_gate_with_errors_above_max_error_rate_is_not_offered_as_the_baseline(tmp_path, repo_root, python_exe):
