@@ -368,6 +368,11 @@ def test_other_suite_and_no_common_case_are_incompatible():
     other = run_of([case(i, True) for i in range(20)], sha="c", suite="elsewhere")
     c = compare(base, other)
     assert c.verdict == "incompatible" and c.exit_code == 1 and "suite 'demo'" in c.reason
+    # Another suite's baseline is not this suite's to reset: the store is what to change.
+    assert "a reset accepts it" not in c.reason
+    assert "reads another suite's baseline, and a reset here would replace it" in c.reason
+    assert "baseline.path for the local store, baseline.tag for a GitHub release" in c.reason
+    assert "if this suite was renamed, bless its first run on purpose" in c.reason
     disjoint = run_of([case(i, True) for i in range(100, 120)], sha="c")
     c = compare(base, disjoint)
     assert c.verdict == "incompatible" and "no case in common" in c.reason and c.exit_code == 1
