@@ -56,9 +56,10 @@ def main(args: argparse.Namespace) -> int:
         runs = 0 if found is None else found[0].runs
         raise UsageError(
             f"the history holds {runs} repeated run(s) of suite {config.suite!r} with this config hash (baselines "
-            "and runs no gate or compare was asked about, since the newest reset); flips need two or more "
-            "(re-run the unchanged suite: `evalgate run`; the gate on main records promoted runs, `evalgate "
-            "history add results.json` adds older ones), or pass --results FILE of a run with attempts >= 2"
+            "and runs no gate or compare was asked about, of one commit with a clean tree, case set and target, "
+            "since the newest reset); flips need two or more (commit, then re-run the unchanged suite: `evalgate "
+            "run`; the gate on main records promoted runs, `evalgate history add results.json` adds older ones), "
+            "or pass --results FILE of a run with attempts >= 2"
         )
     history, slices = found
     found_cases = flaky_cases(history, slices)

@@ -42,8 +42,8 @@ def main(args: argparse.Namespace) -> int:
         discordance = ASSUMED_DISCORDANCE
         source = (
             f"assumed ({ASSUMED_DISCORDANCE:.0%}): the history holds no two repeated runs of this config "
-            "(baselines, or runs no gate was asked about); run the unchanged suite twice (`evalgate run`) and plan "
-            "again, or give --discordance"
+            "(baselines, or runs no gate was asked about, of one commit with a clean tree); commit, run the unchanged "
+            "suite twice (`evalgate run`) and plan again, or give --discordance"
         )
     plan = plan_suite(
         config.suite, units_of_cases(cases, config.slices), config.metrics, config.gate, discordance, source

@@ -1,10 +1,11 @@
 """How often a case's outcome changes between two runs of the same code and config, as the history
-saw it: what ``evalgate plan`` sizes a suite with (docs/spec.md#certifiable-band). Runs
-of the same suite and config hash (the scorers and metrics), whole and complete, that repeat the
-same code (``evals.history.repeats``: baselines and re-runs; a gated proposal's run would put the
-change it made into the noise) are paired on case ids in the order they were made; the
-discordance is the mean squared difference of their per-case pass rates (with one attempt per
-case, the share of shared cases whose verdict differs), pooled over the latest pairs."""
+saw it: what ``evalgate plan`` sizes a suite with (docs/spec.md#certifiable-band). Runs of the same
+suite and config hash (the scorers and metrics), whole and complete, that repeat the same code
+(``evals.history.repeats``: one clean commit, case set and target definition; baselines and
+re-runs; a gated proposal's run, or a run of other code, would put the change it made into the
+noise) are paired on case ids in the order they were made; the discordance is the mean squared
+difference of their per-case pass rates (with one attempt per case, the share of shared cases
+whose verdict differs), pooled over the latest pairs."""
 
 from __future__ import annotations
 
@@ -47,8 +48,7 @@ def observed_discordance(engine: Engine, suite: str, config_hash: str | None) ->
             "JOIN cases b ON b.run_id = ? AND b.case_id = a.case_id "
             "JOIN case_pass pa ON pa.run_id = a.run_id AND pa.case_no = a.case_no "
             "JOIN case_pass pb ON pb.run_id = b.run_id AND pb.case_no = b.case_no "
-            "WHERE a.run_id = ? AND pa.pass_at_1 IS NOT NULL AND pb.pass_at_1 IS NOT NULL "
-            "AND (a.case_hash IS NULL OR b.case_hash IS NULL OR a.case_hash = b.case_hash)",
+            "WHERE a.run_id = ? AND pa.pass_at_1 IS NOT NULL AND pb.pass_at_1 IS NOT NULL",
             (late, early),
         )
         if not rows:

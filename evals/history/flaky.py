@@ -1,10 +1,10 @@
 """Flaky cases as the history saw them (docs/spec.md#flaky-cases), and what the informative smoke draw reads.
 
 A case's outcomes are its per-run pass rates in the latest whole, complete runs of the suite with
-the same config hash that repeat the same code (``evals.history.repeats``: baselines and re-runs,
-never a gated proposal nor the run being gated), oldest first; a run in which the case had another
-hash (its input or expected value was edited) ends its record there, since the edited case is a
-new question. Its flip rate is ``evals.compare.flaky.run_flip_rate`` of those outcomes."""
+the same config hash that repeat the same code (``evals.history.repeats``: one commit with a clean
+tree, one case set and target definition; baselines and re-runs, never a gated proposal nor the run
+being gated), oldest first. Its flip rate is ``evals.compare.flaky.run_flip_rate`` of those
+outcomes."""
 
 from __future__ import annotations
 
@@ -53,27 +53,19 @@ def case_history(
         return CaseHistory(0, {})
     marks = ", ".join("?" * len(runs))
     rows = engine.query(
-        f"SELECT c.run_id, c.case_id, c.case_hash, p.pass_at_1 FROM cases c "
+        f"SELECT c.run_id, c.case_id, p.pass_at_1 FROM cases c "
         f"JOIN case_pass p ON p.run_id = c.run_id AND p.case_no = c.case_no "
         f"WHERE c.run_id IN ({marks}) AND p.pass_at_1 IS NOT NULL",
         tuple(runs),
     )
-    by_run: dict[int, dict[str, tuple[str | None, float]]] = {run: {} for run in runs}
-    for run_id, case_id, case_hash, passed in rows:
-        by_run[run_id][case_id] = (case_hash, float(passed))
+    by_run: dict[int, dict[str, float]] = {run: {} for run in runs}
+    for run_id, case_id, passed in rows:
+        by_run[run_id][case_id] = float(passed)
     outcomes: dict[str, list[float]] = {}
-    current: dict[str, str | None] = {}
-    ended: set[str] = set()
-    for run_id in runs:  # newest first
-        for case_id, (case_hash, passed) in by_run[run_id].items():
-            if case_id in ended:
-                continue
-            if case_id in current and case_hash and current[case_id] and case_hash != current[case_id]:
-                ended.add(case_id)
-                continue
-            current.setdefault(case_id, case_hash)
+    for run_id in reversed(runs):  # oldest first
+        for case_id, passed in by_run[run_id].items():
             outcomes.setdefault(case_id, []).append(passed)
-    return CaseHistory(len(runs), {case_id: values[::-1] for case_id, values in outcomes.items()})
+    return CaseHistory(len(runs), outcomes)
 
 
 def latest_slices(engine: Engine, suite: str, config_hash: str | None) -> dict[str, dict[str, str]]:

@@ -42,6 +42,7 @@ RUN_COLUMNS = (
     "digest", "suite", "git_sha", "git_ref", "event", "pr_number", "pr_title", "config_hash", "target_kind",
     "model", "params", "status", "total_cases", "completed_cases", "attempts_per_case", "subset", "shard",
     "message", "source_format", "started_at", "ended_at", "recorded_at", "recorded_by", "evalgate_version",
+    "git_dirty", "case_set",
 )  # fmt: skip
 CASE_COLUMNS = ("run_id", "case_no", "case_id", "case_hash", "input_excerpt", "expected_excerpt")
 SLICE_COLUMNS = ("run_id", "case_no", "slice_key", "slice_value")
@@ -220,6 +221,13 @@ _EVENTS = TypeAdapter(list[TraceEvent])
 _BOOL = TypeAdapter(bool)
 
 
+def case_set(ids: Iterable[str], hashes: Iterable[str | None]) -> str:
+    """What identifies a run's case set: two runs of the same cases, each with the same input and
+    expected value, have the same one (docs/spec.md#repeated-runs), whatever order they ran in."""
+    pairs = sorted(f"{case_id}\x01{case_hash or ''}" for case_id, case_hash in zip(ids, hashes, strict=True))
+    return "sha256:" + hashlib.sha256("\x00".join(pairs).encode()).hexdigest()
+
+
 def _lean_digest(h: Any, cases: CaseList) -> None:
     """:func:`run_digest`'s updates for a lean run, from its columns alone: the very bytes the
     models would give (numbers read as the models' floats, verdicts as their bools)."""
@@ -344,13 +352,15 @@ class Writer:
         info = results.run
         target = info.target
         ctx = self.context
+        identity = (lean.ids, lean.hashes) if lean is not None else ([c.id for c in listed], [c.hash for c in listed])
         header = (
             digest, info.suite, info.git_sha, info.git_ref, ctx.event, ctx.pr_number, ctx.pr_title,
             info.config_hash, target.kind if target else None, target.model if target else None,
             json.dumps(mask_secrets(target.params), sort_keys=True, default=str) if target else None,
             info.status, info.total_cases, info.completed_cases, info.attempts_per_case, info.subset, info.shard,
             _text(info.message, ERROR_CHARS), info.source.get("format") if info.source else None,
-            info.started_at, info.ended_at, now_iso(), recorded_by, info.evalgate_version,
+            info.started_at, info.ended_at, now_iso(), recorded_by, info.evalgate_version, _bit(info.git_dirty),
+            case_set(*identity),
         )  # fmt: skip
         marks = ", ".join("?" * len(RUN_COLUMNS))
         with self.engine.transaction():

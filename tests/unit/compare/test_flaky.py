@@ -43,6 +43,8 @@ def run_of(config, outcomes: dict[str, list[int]], started: str, attempts: int) 
         total_cases=len(cases),
         completed_cases=len(cases),
         started_at=started,
+        git_sha="a" * 40,  # one clean commit: the history's runs repeat the same code
+        git_dirty=False,
         config_hash=config.config_hash(),
         attempts_per_case=attempts,
     )
@@ -282,6 +284,48 @@ def test_the_quickstart_regression_is_no_flaky_case(tmp_path: Path) -> None:
     planned = evalgate_in(repo, env, "plan")
     assert planned.returncode == 0, planned.stderr
     assert "observed" not in planned.stdout or "discordance 0.0%" in planned.stdout, planned.stdout
+
+
+# Three ways to run the quickstart's broken Korean handling: the switch, the edit left uncommitted,
+# the edit committed. None of them is the code of the baseline's commit.
+BREAK_KO = ('os.environ.get("QUICKSTART_REGRESS", "")', 'os.environ.get("QUICKSTART_REGRESS", "ko")')
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("change", ["environment", "uncommitted", "committed"])
+def test_a_run_of_the_changed_quickstart_makes_no_case_flaky(tmp_path: Path, change: str) -> None:
+    """The local loop: the quickstart gated, the broken bot run once with `evalgate run`, then
+    gated. The run of the change is of other code than the baseline (another commit, or a dirty
+    tree), so the cases it broke are not flaky in the gate, `evalgate flaky` lists none and `plan`
+    has no pair of repeats to read a discordance from."""
+    import shutil
+
+    from fakes.suites import commit_all, git
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "examples" / "quickstart", repo, ignore=shutil.ignore_patterns(".evalgate"))
+    commit_all(repo, "quickstart")
+    env = history_env(tmp_path)
+    assert evalgate_in(repo, env, "gate").returncode == 0
+    if change == "environment":
+        env = {**env, "QUICKSTART_REGRESS": "ko"}
+    else:
+        bot = repo / "bot.py"
+        bot.write_text(bot.read_text(encoding="utf-8").replace(*BREAK_KO), encoding="utf-8")
+        if change == "committed":
+            git(repo, "commit", "-qam", "break Korean", date="2026-11-02T10:00:00Z")
+    assert evalgate_in(repo, env, "run", "-o", "changed.json", "--no-summary").returncode == 0
+    regressed = evalgate_in(repo, env, "gate")
+    assert regressed.returncode == 1, regressed.stderr
+    cases = flipped(repo)
+    assert cases and all(c["slices"]["language"] == "ko" for c in cases)
+    assert {c["flaky_rate"] for c in cases} == {None}
+    assert "flaky" not in (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
+    listed = evalgate_in(repo, env, "flaky")  # the changed run alone, if clean: no pair to flip in
+    assert listed.returncode == 2 and "flips need two or more" in listed.stderr, listed.stderr
+    planned = evalgate_in(repo, env, "plan")
+    assert planned.returncode == 0, planned.stderr
+    assert "observed" not in planned.stdout, planned.stdout
 
 
 @pytest.mark.e2e

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fakes.paths import ROOT
-from fakes.suites import echo_cases, write_suite
+from fakes.suites import commit_all, echo_cases, write_suite
 
 from evals.compare.decide import decide, gate_verdict
 from evals.compare.metrics import metric_def
@@ -137,6 +137,7 @@ def test_the_plan_reads_the_discordance_two_recorded_runs_show(tmp_path, monkeyp
         scorers=["exact"],
         metrics={"pass_rate": {"tolerance": 0.02}},
     )
+    commit_all(tmp_path)  # both runs repeat one clean commit
     outputs = []
     for k in range(2):
         out = tmp_path / f"run{k}.json"

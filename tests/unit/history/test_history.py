@@ -105,15 +105,19 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    applied = "applied 0001_runs, 0002_results, 0003_views, 0004_looks, 0005_attempt_cached (schema version 5)"
+    applied = (
+        "applied 0001_runs, 0002_results, 0003_views, 0004_looks, 0005_attempt_cached, 0006_run_identity "
+        "(schema version 6)"
+    )
     assert applied in init()
-    assert "up to date (schema version 5)" in init()
+    assert "up to date (schema version 6)" in init()
     assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
         (1, "runs"),
         (2, "results"),
         (3, "views"),
         (4, "looks"),
         (5, "attempt_cached"),
+        (6, "run_identity"),
     ]
 
 
@@ -152,7 +156,8 @@ def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones
     assert "from the response cache" not in before.stdout
 
     init = evalgate("history", "init", "--url", history_url)
-    assert init.returncode == 0 and "applied 0005_attempt_cached (schema version 5)" in init.stdout, init.stderr
+    applied = "applied 0005_attempt_cached, 0006_run_identity (schema version 6)"
+    assert init.returncode == 0 and applied in init.stdout, init.stderr
     assert rows(history_url, "SELECT cached FROM attempts") == [(None,)]
 
     run = sample_results(started="2026-11-02T10:00:00Z")

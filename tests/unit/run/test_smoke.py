@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from fakes.suites import echo_cases, load_suite
+from fakes.suites import commit_all, echo_cases, load_suite
 
 from evals.results.model import load_results
 from evals.run.execution import execute
@@ -167,6 +167,7 @@ def test_an_informative_smoke_run_records_its_design_and_compares_weighted(tmp_p
     )
     env = {**os.environ, "EVALGATE_HISTORY_URL": str(tmp_path / "h.sqlite")}
     env.pop("EVALGATE_HISTORY", None)
+    commit_all(tmp_path)  # the two full runs repeat one clean commit
 
     def evalgate(*argv: str) -> subprocess.CompletedProcess[str]:
         cmd = [python_exe, "-m", "evals", *argv]
