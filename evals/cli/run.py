@@ -13,6 +13,7 @@ docs/spec.md#exit-codes; 2 for bad flags, config or cases."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from evals.results import console
 from evals.run.execution import WrittenRun, execute
 from evals.run.shards import parse_shard
 from evals.suite.config import load_config
-from evals.suite.options import RunOptions
+from evals.suite.options import RunOptions, argv_of
 from evals.suite.overrides import with_overrides
 
 
@@ -35,6 +36,15 @@ def read_ids(path: Path) -> list[str]:
         return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     except OSError as exc:
         raise UsageError(f"--ids {path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def rerun_command(options: RunOptions) -> str:
+    """This very command with ``--resume``, in backticks: the same config, output and choice of
+    cases (a bare ``--resume`` would read ./evalgate.yml and ./results.json); how it shows progress
+    and what it writes besides are left out."""
+    again = options.model_copy(update={"resume": True})
+    argv = argv_of(again, skip=("progress", "grace_s", "html", "summary"))
+    return f"`{shlex.join(['evalgate', 'run', *argv])}`"
 
 
 def main(args: argparse.Namespace) -> int:
@@ -66,6 +76,7 @@ def main(args: argparse.Namespace) -> int:
         ids=read_ids(Path(options.ids)) if options.ids else None,
         attempt_offset=options.attempt_offset,
         cache=not options.no_cache,
+        rerun=rerun_command(options),
     )
     assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.

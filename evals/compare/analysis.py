@@ -88,6 +88,7 @@ def compare(
     inconclusive: Literal["warn", "fail"] | None = None,
     reset_command: str | None = None,
     flaky: Mapping[str, float] | None = None,
+    resume_command: str | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
     decide the gate verdict (docs/spec.md#decision-rule). Never raises for data problems the verdict can express.
@@ -95,7 +96,8 @@ def compare(
     rate metrics' tolerances (:func:`apply_tolerance_override`); without one it is the tolerance
     of the one metric gated (default 0.02). ``flaky``: the history's flip rate of its known-flaky
     cases (``evals.history.flaky.flip_rates``), which the case diff marks. ``reset_command``: the
-    command that would bless this candidate, named in a ``no-baseline`` reason.
+    command that would bless this candidate, named in a ``no-baseline`` reason; ``resume_command``:
+    the ``evalgate run --resume`` that finishes it, named when a limit stopped it.
 
     The steps: scan both runs into tables; the settings in force (:func:`_gate_config`); the
     preconditions (``evals.compare.preconditions``); the two runs' summaries and what tells them
@@ -133,6 +135,7 @@ def compare(
         errored=errored,
         on_missing=on_missing,
         reset_command=reset_command,
+        resume_command=resume_command,
     )
     special = special_verdict(facts)
     units: list[UnitResult] = []

@@ -1,6 +1,7 @@
 """When two runs cannot be compared meaningfully (docs/spec.md#special-verdicts): another suite,
 other scorer or metric definitions, no case in common, or a full gate whose candidate lacks too
-many of the baseline's cases. Each message says what differs and that a reset accepts it."""
+many of the baseline's cases. Each message says what differs and what fixes it: a reset, except
+for another suite's baseline, where the store is what to change."""
 
 from __future__ import annotations
 
@@ -18,9 +19,23 @@ from evals.suite.options import ResetOptions, StoreOptions, reset_argv
 
 def reset_hint(env: Mapping[str, str] = os.environ) -> str:
     """How to reset where this runs: the workflow's dispatch on GitHub, the command locally."""
+    return f"a reset accepts it: {_how_to_reset(env)}"
+
+
+def _how_to_reset(env: Mapping[str, str] = os.environ) -> str:
     if env.get("GITHUB_ACTIONS") == "true":
-        return "a reset accepts it: run the workflow's workflow_dispatch reset with a reason"
-    return 'a reset accepts it: `evalgate reset --reason "..."` (on GitHub: the workflow\'s workflow_dispatch reset)'
+        return "run the workflow's workflow_dispatch reset with a reason"
+    return '`evalgate reset --reason "..."` (on GitHub: the workflow\'s workflow_dispatch reset)'
+
+
+def other_suite_hint(env: Mapping[str, str] = os.environ) -> str:
+    """What fixes a baseline of another suite: a reset would only make the two suites' one store
+    hold whichever ran last, so the store is what to change, unless the suite was renamed."""
+    return (
+        "this suite reads another suite's baseline, and a reset here would replace it: give this suite a store "
+        "of its own (baseline.path for the local store, baseline.tag for a GitHub release; or --baseline-dir, "
+        f"--baseline-tag), or if this suite was renamed, bless its first run on purpose: {_how_to_reset(env)}"
+    )
 
 
 def reset_command(
@@ -83,7 +98,7 @@ def definitions_incompatibility(
     model is not run on every case only to be told ``incompatible``."""
     b = baseline
     if b.suite != suite:
-        return f"the baseline is a run of suite {b.suite!r}, the candidate of suite {suite!r}; {reset_hint()}"
+        return f"the baseline is a run of suite {b.suite!r}, the candidate of suite {suite!r}; {other_suite_hint()}"
     if b.config_hash and config_hash and b.config_hash != config_hash:
         changed = definition_changes(b.definitions, definitions)
         hashes = f"config_hash {b.config_hash} → {config_hash}"

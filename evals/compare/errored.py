@@ -14,6 +14,8 @@ them:
 
 from __future__ import annotations
 
+import re
+
 from evals.common.escape import log_value
 from evals.compare.lazyload import LazyResults
 from evals.compare.model import RunSummary
@@ -28,6 +30,41 @@ def first_error(candidate: Results | LazyResults) -> str | None:
                 message = log_value(attempt.error.message or attempt.error.kind, limit=200)
                 return f"case {case.id}: {message}"
     return None
+
+
+# How the runner words a scorer's crash (evals.run.scorers.base): the scorer's name leads.
+_SCORER_NAMED = re.compile(r"^scorer '([^']+)'")
+
+
+def what_to_fix(candidate: Results | LazyResults, summary: RunSummary) -> str:
+    """What the errors blame, as the fix: a scorer that raised is the scorer's fault, not the
+    target's (its answers may be right), a timeout asks for speed or a longer ``timeout_s``."""
+    kinds = {kind for kind, n in summary.error_counts.items() if n}
+    fixes = []
+    if "target" in kinds:
+        fixes.append("fix the target")
+    if "timeout" in kinds:
+        fixes.append("make the target answer within timeout_s (or raise it)")
+    if "scorer" in kinds:
+        names = _scorer_names(candidate)
+        which = " and ".join(f"the scorer {name!r}" for name in names) if names else "the scorer"
+        fixes.append(f"fix {which} (it raised on the target's answers, which may be right)")
+    if not fixes:  # only infra errors: no answer came back
+        fixes.append("fix the endpoint or its rate limits")
+    return "; ".join(fixes)
+
+
+def _scorer_names(candidate: Results | LazyResults, most: int = 3) -> list[str]:
+    names: list[str] = []
+    for case in candidate.cases:
+        for attempt in case.attempts:
+            if attempt.error is not None and attempt.error.kind == "scorer":
+                match = _SCORER_NAMED.match(attempt.error.message)
+                if match and match[1] not in names:
+                    names.append(match[1])
+                    if len(names) == most:
+                        return names
+    return names
 
 
 def error_counts(summary: RunSummary) -> str:
@@ -61,15 +98,15 @@ def errored_reason(
         return None
     if errors == summary.attempts:
         return (
-            f"the candidate measured nothing: {errors_sentence(candidate, summary)}; fix the target (one case "
-            "shows the error: `evalgate run --limit 1`) and gate again"
+            f"the candidate measured nothing: {errors_sentence(candidate, summary)}; "
+            f"{what_to_fix(candidate, summary)}, then gate again (one case shows the error: `evalgate run --limit 1`)"
         )
     if first_run and summary.error_rate > max_error_rate:
         return (
             f"{summary.error_rate:.1%} of the candidate's attempts ended in an error, above gate.max_error_rate "
             f"{max_error_rate:.1%}: {errors_sentence(candidate, summary)}; as the first baseline every later gate "
-            "would be held to these errors: fix the target and gate again (errors that are the target's real "
-            "behaviour: bless the run on purpose with "
+            f"would be held to these errors: {what_to_fix(candidate, summary)}, then gate again (errors that are the "
+            "target's real behaviour: bless the run on purpose with "
             f"`{reset_command or 'evalgate reset --reason ...'}`, or raise gate.max_error_rate)"
         )
     return None

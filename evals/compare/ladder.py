@@ -41,12 +41,13 @@ class Facts:
     errored: str | None  # errors a pass rate cannot say (evals.compare.errored)
     on_missing: str
     reset_command: str | None
+    resume_command: str | None = None
 
 
 def stopped_by_a_limit(f: Facts) -> Said | None:
     c = f.candidate
     if not c.complete and c.limit is not None:
-        return "incomplete", limit_reason(c.limit, c)
+        return "incomplete", limit_reason(c.limit, c, f.resume_command)
     return None
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -21,7 +22,7 @@ from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.run.cache import CACHE_ENV
 from evals.suite.config import MetricSpec, SuiteConfig, load_config
-from evals.suite.options import CandidateOptions, RunOptions, run_argv
+from evals.suite.options import CandidateOptions, RunOptions, argv_of, run_argv
 from evals.suite.overrides import with_overrides
 
 
@@ -64,6 +65,14 @@ def gate_reset_command(options: CandidateOptions, results_path: Path) -> str:
 
     config = options.config if Path(options.config).exists() else None
     return reset_command(results_path, config=config, sha=options.sha, store=options.store)
+
+
+def gate_resume_command(options: CandidateOptions, results_path: Path, results: Results) -> str:
+    """The run that finishes the candidate this gate compared: its config, its file, its subset."""
+    again = RunOptions(
+        config=options.config, output=str(results_path), smoke=results.run.subset == "smoke", resume=True
+    )
+    return shlex.join(["evalgate", "run", *argv_of(again)])
 
 
 def config_for_results(results: Results, slices: list[str] | None = None) -> SuiteConfig:

@@ -18,6 +18,7 @@ from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, re
 from evals.pipeline.candidate import (
     candidate_sha,
     gate_reset_command,
+    gate_resume_command,
     obtain_candidate,
     out_dir_of,
     run_suite,
@@ -171,7 +172,11 @@ def _compare(
         look_config, side, candidate = more_evidence_setup(config, options, candidate, baseline, activity, ran_suite)
     try:
         comparison = baselines.compare(
-            candidate, look_config, flaky=flaky, reset_command=gate_reset_command(options, results_path)
+            candidate,
+            look_config,
+            flaky=flaky,
+            reset_command=gate_reset_command(options, results_path),
+            resume_command=gate_resume_command(options, results_path, candidate),
         )
         if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
             assert baseline is not None  # a side is prepared only against one

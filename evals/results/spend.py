@@ -300,26 +300,28 @@ def limit_sentence(stop: LimitStop) -> str:
     return f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
 
 
-def resume_hint(stop: LimitStop) -> str:
+def resume_hint(stop: LimitStop, rerun: str = "--resume") -> str:
     """What finishes a run a limit stopped, after "to finish it, ": a budget (cost, tokens) counts
-    what the kept cases spent, so it must be raised; the duration is each invocation's own."""
+    what the kept cases spent, so it must be raised; the duration is each invocation's own.
+    ``rerun``: the command that resumes the run when the caller knows it (with its --config and
+    --output), else the flag alone."""
     if stop.limit == "max_duration_s":
-        return "rerun with --resume (each invocation gets max_duration_s anew)"
+        return f"rerun with {rerun} (each invocation gets max_duration_s anew)"
     if stop.unknown and stop.unreported_by == "judge":
         return (
             "give the judge scorer its prices (price_in_per_mtok/price_out_per_mtok) and an endpoint that reports "
-            "usage, or limit tokens instead, then rerun with --resume"
+            f"usage, or limit tokens instead, then rerun with {rerun}"
             if stop.limit == "max_cost_usd"
-            else "use a judge endpoint that reports usage, or limit cost instead, then rerun with --resume"
+            else f"use a judge endpoint that reports usage, or limit cost instead, then rerun with {rerun}"
         )
     if stop.unknown:
         return (
             "have the target report cost_usd (or set target.openai.price_in_per_mtok/price_out_per_mtok) or limit "
-            "tokens instead, then rerun with --resume"
+            f"tokens instead, then rerun with {rerun}"
             if stop.limit == "max_cost_usd"
-            else "have the target report tokens_in/tokens_out or limit cost instead, then rerun with --resume"
+            else f"have the target report tokens_in/tokens_out or limit cost instead, then rerun with {rerun}"
         )
     return (
-        f"raise limits.{stop.limit}, then rerun with --resume (what the kept cases spent counts toward the limit: "
+        f"raise limits.{stop.limit}, then rerun with {rerun} (what the kept cases spent counts toward the limit: "
         "with the same limit the run stops again at once)"
     )

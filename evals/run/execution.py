@@ -275,6 +275,7 @@ def execute(
     ids: list[str] | None = None,
     attempt_offset: int = 0,
     cache: bool = True,
+    rerun: str = "--resume",
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -284,7 +285,8 @@ def execute(
     (``lean``: as a ``WrittenRun``, whose cases are read back only when asked for); the caller
     decides what an incomplete run means. ``history``: what an informative smoke draw reads
     (``evals.history.flaky.smoke_history``). ``cache``: False is ``--no-cache`` (the config's
-    ``cache:`` block is what turns the response cache on)."""
+    ``cache:`` block is what turns the response cache on). ``rerun``: the command that resumes this
+    run (``evalgate run --config ... --resume``), for the message of a run that stopped early."""
     output = Path(output)
     every_case = load_cases(config)
     responses = open_cache(config, use=cache)
@@ -372,7 +374,7 @@ def execute(
         reason = "done"  # reached with the last case: nothing was left out
     run.limit = runner.limit if reason == "limit" else None
     at_once = bool(kept) and runner.spent.attempts == 0
-    run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once)
+    run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once, rerun=rerun)
     run.ended_at = now_iso()
     recorder.write()
     if run.limit is not None:
@@ -450,13 +452,19 @@ def shard_share(limits: LimitsSpec, shards: int) -> LimitsSpec:
 
 
 def _final_status(
-    reason: StopReason, recorder: Recorder, settings: RunSettings, limit: LimitStop | None, *, at_once: bool
+    reason: StopReason,
+    recorder: Recorder,
+    settings: RunSettings,
+    limit: LimitStop | None,
+    *,
+    at_once: bool,
+    rerun: str,
 ) -> tuple[RunStatus, str | None]:
     total, done = len(recorder.order), recorder.completed
     if reason == "cancelled":
-        return "cancelled", f"cancelled after {done} of {total} cases; rerun with --resume to finish"
+        return "cancelled", f"cancelled after {done} of {total} cases; rerun with {rerun} to finish"
     if reason == "limit" and limit is not None:
-        return _limit_status(limit, done, total, at_once)
+        return _limit_status(limit, done, total, at_once, rerun)
     if done == total:
         return "success", None
     failed = [i for i in recorder.order if i in recorder.done and not recorder.done[i]]
@@ -464,11 +472,11 @@ def _final_status(
     return "error", (
         f"{len(failed)} of {total} cases still had infra errors after {settings.retries.max} "
         f"{'retry' if settings.retries.max == 1 else 'retries'} ({shown}); "
-        "rerun with --resume to redo them"
+        f"rerun with {rerun} to redo them"
     )
 
 
-def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tuple[RunStatus, str]:
+def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool, rerun: str) -> tuple[RunStatus, str]:
     """A limit stop: ``timeout`` for the wall clock (the run-level timeout it replaces),
     ``cancelled`` for cost and tokens (stopped on purpose, like a cancel, and resumable like one);
     ``run.limit`` says which. The message says what to do next."""
@@ -476,4 +484,4 @@ def _limit_status(limit: LimitStop, done: int, total: int, at_once: bool) -> tup
     what = f"{limit_sentence(limit)} after {done} of {total} cases"
     again = " (this resume stopped before any attempt: the cases it kept had spent it)" if at_once else ""
     status: RunStatus = "timeout" if limit.limit == "max_duration_s" else "cancelled"
-    return status, f"{what}{again}; to finish it, {resume_hint(limit)}"
+    return status, f"{what}{again}; to finish it, {resume_hint(limit, rerun)}"

@@ -404,6 +404,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     config._path = path
     _check_metric_names(config, src)
     _check_floor_ranges(config, src)
+    _check_rate_tolerances(config, src)
     _check_pass_at_k(config, src)
     check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
@@ -451,6 +452,38 @@ def _check_floor_ranges(config: SuiteConfig, src: Located) -> None:
                     f"metrics.{name}.{key} is {value:g}, but {name} is a rate in [0, 1]",
                     f"write a share: {key}: {value / 100:g} for {value:g}%" if 1 < value <= 100 else None,
                 )
+
+
+def _check_rate_tolerances(config: SuiteConfig, src: Located) -> None:
+    """An absolute tolerance of 1 or more on a rate is a band of 100 pp or more: no delta of a
+    rate in [0, 1] can leave it, so the metric could never fail. ``tolerance: 2`` meant as 2 pp
+    is the usual cause (docs/spec.md#config-errors)."""
+    for name, spec in config.metrics.items():
+        if name in UNBOUNDED_METRICS or isinstance(spec.tolerance, str) or spec.tolerance < 1:
+            continue
+        line = src.line_of(["metrics", name, "tolerance"]) or src.line_of(["metrics", name])
+        raise InputFileError(
+            f"{src.path}:{line}" if line else src.path,
+            rate_tolerance_problem(name, spec.tolerance),
+            rate_tolerance_fix(spec.tolerance),
+        )
+
+
+def rate_tolerance_problem(metric: str, tolerance: float) -> str:
+    """Why an absolute tolerance of 1 or more on the rate ``metric`` is refused."""
+    return (
+        f"tolerance {tolerance:g} on {metric} is a band of {100 * tolerance:g} percentage points: {metric} is a rate "
+        "in [0, 1], so no drop could ever fail the gate"
+    )
+
+
+def rate_tolerance_fix(tolerance: float, spelling: str = "tolerance: ") -> str:
+    """The two ways to write what a tolerance of 1 or more on a rate most likely meant, in the
+    config's spelling or (``spelling="--tolerance "``) the flag's."""
+    return (
+        f"write a share: {spelling}{tolerance / 100:g} for {tolerance:g} pp, "
+        f'or {spelling}"{tolerance:g}%" for {tolerance:g}% of the baseline value'
+    )
 
 
 def _check_metric_names(config: SuiteConfig, src: Located) -> None:

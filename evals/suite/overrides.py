@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from evals.common.errors import UsageError
-from evals.suite.config import BaselineSpec, MetricSpec, SuiteConfig, target_from_file
+from evals.suite.config import (
+    BaselineSpec,
+    MetricSpec,
+    SuiteConfig,
+    rate_tolerance_fix,
+    target_from_file,
+)
 from evals.suite.limits import tighter_limits
 from evals.suite.options import CandidateOptions, GateOptions, RunOptions, StoreOptions
 
@@ -93,6 +99,8 @@ def apply_tolerance_override(config: SuiteConfig, tolerance: float | str) -> Sui
 
 
 def parse_tolerance(tolerance: float | str) -> float | str:
+    """``--tolerance`` (or ``EVALGATE_TOLERANCE``) checked: it only ever applies to rates, so an
+    absolute value of 1 or more (``2`` meant as 2 pp) is refused like the config's."""
     hint = 'use a number >= 0 (0.02) or a percentage ("5%")'
     try:
         if isinstance(tolerance, str):
@@ -100,6 +108,13 @@ def parse_tolerance(tolerance: float | str) -> float | str:
             value: float | str = raw if raw.endswith("%") else float(raw)
         else:
             value = float(tolerance)
-        return MetricSpec(tolerance=value).tolerance
+        checked = MetricSpec(tolerance=value).tolerance
     except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
         raise UsageError(f"--tolerance {tolerance!r}: {hint}") from None
+    if not isinstance(checked, str) and checked >= 1:
+        raise UsageError(
+            f"--tolerance {tolerance!r} is a band of {100 * checked:g} percentage points on rates in [0, 1] "
+            "(pass_rate, score, error_rate, pass@k), so no drop could ever fail the gate; "
+            f"{rate_tolerance_fix(checked, '--tolerance ')}"
+        )
+    return checked

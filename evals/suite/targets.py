@@ -3,19 +3,52 @@ process, or an OpenAI-compatible chat endpoint (with the tools it runs itself)."
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Discriminator, Field, Tag
+from pydantic import AfterValidator, BaseModel, Discriminator, Field, Tag
 
 from evals.suite.strict import StrictModel
 
 _CALLABLE = r"^[\w.]+:[\w.]+$"
+_PROVIDER_MODEL = r"^[\w.\-]+:.+$"
+
+
+def _provider_model(value: str) -> str:
+    if not re.match(_PROVIDER_MODEL, value):
+        name = value.strip() or "gpt-4o-mini"
+        raise ValueError(
+            f"{value!r} names no provider: a model is written provider:model_name, e.g. openai:{name} for any "
+            "OpenAI-compatible endpoint; only the part after the colon is sent to the endpoint, the whole string "
+            "is what results and reports name the model by"
+        )
+    return value
+
+
+def _callable(value: str) -> str:
+    if not re.match(_CALLABLE, value):
+        raise ValueError(
+            f"{value!r} is not a callable's address: write package.module:function (e.g. bot:answer), the module "
+            "importable from the config's folder or target.path, the function after the colon"
+        )
+    return value
+
+
+# ``module:function``, with an error that says so in words.
+CallableName = Annotated[str, AfterValidator(_callable), Field(json_schema_extra={"pattern": _CALLABLE})]
+
+# ``provider:model_name``, with an error that says so in words (a pattern's error would show the regex).
+ModelName = Annotated[
+    str,
+    AfterValidator(_provider_model),
+    Field(description="provider:model_name", json_schema_extra={"pattern": _PROVIDER_MODEL}),
+]
 
 
 class PythonTarget(StrictModel):
     """A callable ``module:function`` (sync or async) called with the case input."""
 
-    python: Annotated[str, Field(pattern=_CALLABLE)]
+    python: CallableName
     path: list[str] = Field(default_factory=list, description="Extra import paths, relative to the config.")
 
 
@@ -29,7 +62,7 @@ class CommandTarget(StrictModel):
 
 class OpenAIParams(StrictModel):
     base_url: str = "https://api.openai.com/v1"
-    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    model: ModelName
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float | None = None
     seed: int | None = None
@@ -45,12 +78,10 @@ class OpenAIParams(StrictModel):
     price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
         default=None, description="USD per million output tokens (see price_in_per_mtok)."
     )
-    tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], Annotated[str, Field(pattern=_CALLABLE)]] = (
-        Field(
-            default_factory=dict,
-            description="Tools the target runs itself: {name: package.module:function}, sync or async; the model "
-            "gets each as a function whose parameters come from the signature, and the loop runs up to max_steps.",
-        )
+    tools: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")], CallableName] = Field(
+        default_factory=dict,
+        description="Tools the target runs itself: {name: package.module:function}, sync or async; the model "
+        "gets each as a function whose parameters come from the signature, and the loop runs up to max_steps.",
     )
     max_steps: Annotated[int, Field(ge=1)] = Field(
         default=8, description="Model calls per attempt at most, with tools: (a step past it is not run)."

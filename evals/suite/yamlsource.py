@@ -196,6 +196,14 @@ def _unknown_key(model: type[BaseModel] | None, loc: Sequence[str | int]) -> str
     return f"unknown key ({hint})"
 
 
+def value_error_text(err: Any) -> str:
+    """A pydantic error's message; for one our validators raised, its own sentence without
+    pydantic's "Value error, " in front."""
+    if err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        return str(err["ctx"]["error"])
+    return str(err["msg"])
+
+
 def validation_error(
     src: Located, exc: ValidationError, what: str, union_tags: Sequence[str] = (), model: type[BaseModel] | None = None
 ) -> InputFileError:
@@ -206,12 +214,13 @@ def validation_error(
     first_line = None
     for err in exc.errors(include_url=False):
         loc = [p for p in err["loc"] if not (isinstance(p, str) and p.startswith(("function-", "union[")))]
-        loc = [p for i, p in enumerate(loc) if not (p in union_tags and i + 1 < len(loc))]
+        # A tag is followed by the key it names (target.openai.openai.model): drop the tag, keep the key.
+        loc = [p for i, p in enumerate(loc) if not (p in union_tags and i + 1 < len(loc) and loc[i - 1] != p)]
         line = src.line_of(loc)
         if first_line is None:
             first_line = line
         key = format_loc(loc) or "(top level)"
-        msg = err["msg"]
+        msg = value_error_text(err)
         if err["type"] == "extra_forbidden":
             msg = _unknown_key(model, loc)
         problems.append(f"line {line}: {key}: {msg}" if line else f"{key}: {msg}")

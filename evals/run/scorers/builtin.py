@@ -23,6 +23,7 @@ from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, same_jso
 from evals.run.targets.loading import import_callable
 from evals.suite.cases import Case
 from evals.suite.config import ScorerSpec
+from evals.suite.yamlsource import value_error_text
 
 __all__ = ["Score", "Scorer", "ScorerError", "as_text", "build_scorers", "score_attempt", "score_attempt_async"]
 
@@ -445,7 +446,7 @@ def _params_problem(exc: ValidationError, model: type[BaseModel]) -> str:
     problems = []
     for err in exc.errors(include_url=False):
         key = ".".join(map(str, err["loc"])) or "params"
-        msg = "unknown parameter" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown parameter" if err["type"] == "extra_forbidden" else value_error_text(err)
         problems.append(f"{key}: {msg}")
     return "; ".join(problems) + f" (parameters: {known})"
 

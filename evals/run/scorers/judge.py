@@ -50,6 +50,7 @@ from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
 from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
 from evals.suite.cases import Case
+from evals.suite.targets import ModelName
 
 PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
 EXCERPT_CHARS = 300
@@ -60,7 +61,7 @@ _FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)  # the one wrappe
 class JudgeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: Annotated[str, Field(pattern=r"^[\w.\-]+:.+$", description="provider:model_name")]
+    model: ModelName
     base_url: str = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
     rubric: str | None = None

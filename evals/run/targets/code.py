@@ -293,6 +293,6 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         config.root,
         config.timeout_s,
         config.retries,
-        lambda: config.where("target", "openai", "tools"),
+        lambda key: config.where("target", "openai", key),
         cache=cache if serves is not None and serves("openai") else None,
     )

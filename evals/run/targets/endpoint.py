@@ -57,13 +57,13 @@ class OpenAIChatTarget(Target):
         root: Path,
         timeout_s: float,
         retries: RetrySpec | None = None,
-        where: Callable[[], str] = lambda: "target.openai.tools",
+        where: Callable[[str], str] = lambda key: f"target.openai.{key}",
         cache: ResponseCache | None = None,
     ):
         self.params = spec.openai
         self.cache = cache
         self.retries = retries or RetrySpec()
-        self.tools = load_tools(self.params.tools, root, where) if self.params.tools else {}
+        self.tools = load_tools(self.params.tools, root, lambda: where("tools")) if self.params.tools else {}
         self.system_prompt: str | None = None
         if self.params.system_prompt:
             prompt_path = root / self.params.system_prompt
@@ -80,9 +80,11 @@ class OpenAIChatTarget(Target):
         if self.params.api_key_env:
             key = os.environ.get(self.params.api_key_env)
             if not key:
+                named = "names" if "api_key_env" in self.params.model_fields_set else "is by default"
                 raise UsageError(
-                    f"target.openai.api_key_env names {self.params.api_key_env}, which is not set: "
-                    f"export {self.params.api_key_env}=... (the key is never read from the config file)"
+                    f"{where('api_key_env')}: target.openai.api_key_env {named} {self.params.api_key_env}, which is "
+                    f"not set: export {self.params.api_key_env}=... (the key is never read from the config file), "
+                    "or set api_key_env: null for an endpoint without a key"
                 )
             headers["Authorization"] = f"Bearer {key}"
         self.secrets = (key,) if key else ()

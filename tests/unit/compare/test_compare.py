@@ -368,6 +368,11 @@ def test_other_suite_and_no_common_case_are_incompatible():
     other = run_of([case(i, True) for i in range(20)], sha="c", suite="elsewhere")
     c = compare(base, other)
     assert c.verdict == "incompatible" and c.exit_code == 1 and "suite 'demo'" in c.reason
+    # Another suite's baseline is not this suite's to reset: the store is what to change.
+    assert "a reset accepts it" not in c.reason
+    assert "reads another suite's baseline, and a reset here would replace it" in c.reason
+    assert "baseline.path for the local store, baseline.tag for a GitHub release" in c.reason
+    assert "if this suite was renamed, bless its first run on purpose" in c.reason
     disjoint = run_of([case(i, True) for i in range(100, 120)], sha="c")
     c = compare(base, disjoint)
     assert c.verdict == "incompatible" and "no case in common" in c.reason and c.exit_code == 1
@@ -456,6 +461,12 @@ def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tm
     for bad in ("abc", "-0.1", -1, "nan", float("inf"), "5 %%", ""):
         with pytest.raises(UsageError, match="--tolerance"):
             apply_tolerance_override(config, bad)
+    # 2 meant as two points is 200 pp on a rate: refused with both ways to write what was meant
+    for big, share in (("2", "0.02"), (1, "0.01"), (" 1.5 ", "0.015")):
+        with pytest.raises(UsageError, match="percentage points") as info:
+            apply_tolerance_override(config, big)
+        assert f"--tolerance {share} for" in str(info.value) and "% of the baseline value" in str(info.value)
+    assert apply_tolerance_override(config, "150%").metrics["pass_rate"].tolerance == "150%"
 
 
 # ---------------------------------------------------------------------------------------- CLI

@@ -152,7 +152,7 @@ def reset(repo_root: Path, python_exe: str, config: Path) -> None:
 def assert_incompatible(proc: subprocess.CompletedProcess[str], *fragments: str) -> None:
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "evalgate gate: incompatible: " in proc.stdout
-    for fragment in (*fragments, "a reset accepts it", "evalgate reset"):
+    for fragment in (*fragments, "evalgate reset"):
         assert fragment in proc.stdout, proc.stdout
 
 
@@ -160,10 +160,13 @@ def assert_incompatible(proc: subprocess.CompletedProcess[str], *fragments: str)
 @pytest.mark.parametrize(
     ("change", "fragments"),
     [
-        ({"suite": "other-suite"}, ("suite 'demo'", "suite 'other-suite'")),
+        (
+            {"suite": "other-suite"},
+            ("suite 'demo'", "suite 'other-suite'", "a store of its own", "if this suite was renamed"),
+        ),
         (
             {"cases": [{"id": f"new{i}", "input": "x", "expected": "1"} for i in range(60)]},
-            ("no case in common", "baseline's 60 cases"),
+            ("no case in common", "baseline's 60 cases", "a reset accepts it"),
         ),
     ],
     ids=["another-suite", "no-case-in-common"],
@@ -185,7 +188,7 @@ def test_full_gate_on_5_of_60_cases_is_incompatible(tmp_path, repo_root, python_
     (tmp_path / "cases.jsonl").write_text("".join(lines[:5]))
     commit(tmp_path)
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert_incompatible(proc, "lacks 55 of the baseline's 60 cases", "max_removed_share 20%")
+    assert_incompatible(proc, "lacks 55 of the baseline's 60 cases", "max_removed_share 20%", "a reset accepts it")
     # The removal was deliberate: a reset accepts it, and the next gate compares the 5 cases.
     reset(repo_root, python_exe, config)
     commit(tmp_path)
@@ -200,7 +203,7 @@ def test_changed_scorer_definition_says_what_changed(tmp_path, repo_root, python
     config.write_text(config.read_text().replace("[final_answer]", "[{final_answer: {rel_tol: 0.1}}]"))
     commit(tmp_path)
     proc = evalgate(repo_root, python_exe, "gate", "--config", str(config), cwd=tmp_path)
-    assert_incompatible(proc, "scorer 'final_answer' changed from", '"rel_tol": 0.1')
+    assert_incompatible(proc, "scorer 'final_answer' changed from", '"rel_tol": 0.1', "a reset accepts it")
     # Stopped before running, the gate still writes its own report: before, the out dir kept the
     # previous gate's (here the reset's) report.md, comment.md and comparison.json.
     out = tmp_path / ".evalgate" / "out"
@@ -376,6 +379,28 @@ def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path,
     )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "60 of 60 attempts ended in an error (target 60; the first, case c0: KeyError: 'API_KEY')" in proc.stdout
+    assert "; fix the target, then gate again" in proc.stdout
+
+
+def test_a_scorer_that_raises_on_every_case_is_blamed_not_the_target(tmp_path, repo_root, python_exe):
+    """Every attempt a scorer error: the target's answers may be right, so the fix named is the
+    scorer's (before: "fix the target")."""
+    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": True, "score": 1.0}]} for i in range(60)]
+    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "good.json", suite="demo", cases=cases)
+    crash = "scorer 'judge' failed on case 'c{}': KeyError: 'verdict'"
+    errored = [
+        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "scorer", "message": crash.format(i)}}]}
+        for i in range(60)
+    ]
+    run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
+    (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
+    proc = evalgate(
+        repo_root, python_exe, "compare", "--baseline", "good.json", "--candidate", "errored.json", cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "(scorer 60; the first, case c0: scorer 'judge' failed" in proc.stdout
+    assert "; fix the scorer 'judge' (it raised on the target's answers, which may be right), then gate" in proc.stdout
+    assert "fix the target" not in proc.stdout
 
 
 def test_a_first_gate_with_errors_above_max_error_rate_is_not_offered_as_the_baseline(tmp_path, repo_root, python_exe):

@@ -5,6 +5,7 @@ running any completed case again (the target logs every case it finishes)."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import textwrap
@@ -81,6 +82,9 @@ def test_sigint_writes_cancelled_partial_then_resume_completes(tmp_path: Path, p
     partial = load_results(output)
     ids = [c.id for c in partial.cases]
     assert partial.run.status == "cancelled" and partial.run.ended_at and "cancelled" in partial.run.message
+    # The message names this very run's command: a bare --resume would read ./evalgate.yml and ./results.json.
+    again = shlex.join(["evalgate", "run", "--config", str(config), "--output", str(output), "--resume"])
+    assert f"rerun with `{again}` to finish" in partial.run.message, partial.run.message
     assert partial.run.total_cases == N_CASES
     assert partial.run.completed_cases == len(ids) == sum(c.complete for c in partial.cases)
     assert 4 <= len(ids) < N_CASES

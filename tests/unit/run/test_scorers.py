@@ -162,6 +162,12 @@ def test_numeric():
         ({"numeric": {"extract": "middle"}}, "scorer 'numeric': extract"),
         ({"exact": {"case_sensitive": "maybe"}}, "scorer 'exact': case_sensitive"),
         ({"json_valid": {"x": 1}}, "(parameters: strip_fences)"),
+        # a judge model without its provider: a sentence with the fix, not a regex nor "Value error, "
+        (
+            {"judge": {"model": "gpt-4o-mini", "rubric": "r"}},
+            "scorer 'judge': model: 'gpt-4o-mini' names no provider: a model is written provider:model_name, "
+            "e.g. openai:gpt-4o-mini",
+        ),
     ],
 )
 def test_bad_params_are_usage_errors_naming_the_scorer(spec, problem):

@@ -104,6 +104,8 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     # The run's own lines name the limit; how to finish is said once, with the gate's verdict.
     said = gate.stdout + gate.stderr
     assert said.count("reached") == 1 and said.count("--resume") == 1, said
+    # ...naming the run that finishes this gate's candidate: its config and its file, not a bare --resume.
+    assert f"then rerun with `evalgate run --config {config} --output out/results.json --resume` (what" in said
     assert "evalgate run: cancelled by limits.max_cost_usd ($0.10):" in gate.stderr
 
     path = tmp_path / "out" / "results.json"

@@ -282,10 +282,25 @@ def test_openai_messages_input_is_sent_as_is_and_tool_calls_kept(tmp_path, opena
 
 
 def test_openai_missing_key_env_is_a_usage_error_naming_it(tmp_path, openai_server, monkeypatch) -> None:
+    """Like every config error, it names the file and the line to change: api_key_env's own, or
+    the openai: block's when the variable is the default one."""
     monkeypatch.delenv("EVALGATE_NO_SUCH_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     spec = {"base_url": openai_server.url, "model": "local:m", "api_key_env": "EVALGATE_NO_SUCH_KEY"}
-    with pytest.raises(UsageError, match="EVALGATE_NO_SUCH_KEY"):
-        build_target(load_suite(tmp_path, [], target={"openai": spec}))
+    config = load_suite(tmp_path, [], target={"openai": spec})
+    lines = config.path.read_text(encoding="utf-8").splitlines()
+    with pytest.raises(UsageError) as info:
+        build_target(config)
+    line = next(i for i, text in enumerate(lines, start=1) if "api_key_env:" in text)
+    assert str(info.value).startswith(f"{config.path}:{line}: target.openai.api_key_env names EVALGATE_NO_SUCH_KEY")
+    assert "or set api_key_env: null for an endpoint without a key" in str(info.value)
+    spec.pop("api_key_env")
+    config = load_suite(tmp_path, [], target={"openai": spec})
+    lines = config.path.read_text(encoding="utf-8").splitlines()
+    with pytest.raises(UsageError) as info:
+        build_target(config)
+    line = next(i for i, text in enumerate(lines, start=1) if text.strip() == "openai:")
+    assert str(info.value).startswith(f"{config.path}:{line}: target.openai.api_key_env is by default OPENAI_API_KEY")
 
 
 def test_openai_missing_system_prompt_file(tmp_path, openai_server, monkeypatch) -> None:

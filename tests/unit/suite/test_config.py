@@ -58,6 +58,30 @@ def config_error(tmp_path: Path, text: str) -> InputFileError:
         ),
         ("suite: s\ncases: c.jsonl\nmetrics:\n  score: {max: -0.1}\n", 4, ["metrics.score.max is -0.1"]),
         ("suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {per_slice: true}\n", 4, ["set min or max too"]),
+        # a model or callable in the wrong form: a sentence with the fix at the key's own line, not a regex
+        (
+            "suite: s\ncases: c.jsonl\ntarget:\n  openai:\n    base_url: http://x\n    model: gpt-4o-mini\n",
+            6,
+            ["target.openai.model: 'gpt-4o-mini' names no provider", "e.g. openai:gpt-4o-mini"],
+        ),
+        (
+            "suite: s\ncases: c.jsonl\ntarget:\n  python: bot answer\n",
+            4,
+            ["target.python: 'bot answer' is not a callable's address", "package.module:function"],
+        ),
+        # a rate's tolerance of 1 or more: a band no drop can leave, so the gate could never fail
+        (
+            "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate:\n    gate: true\n    tolerance: 2\n",
+            6,
+            ["tolerance 2 on pass_rate", "200 percentage points", "tolerance: 0.02 for 2 pp", '"2%"'],
+        ),
+        ("suite: s\ncases: c.jsonl\nmetrics:\n  error_rate: {tolerance: 1}\n", 4, ["tolerance: 0.01 for 1 pp"]),
+        (
+            "suite: s\ncases: c.jsonl\nscorers: [final_answer]\nmetrics:\n"
+            "  format_valid: {tolerance: 5, gate: false}\n",
+            5,
+            ["tolerance 5 on format_valid"],
+        ),
     ],
 )
 def test_config_errors_name_file_line_and_key(tmp_path, text, line, fragments):
@@ -140,6 +164,16 @@ def test_config_hash_covers_what_scores_mean_and_nothing_else():
     for change in different:
         other = SuiteConfig.model_validate({**base.model_dump(), **change})
         assert other.config_hash() != base.config_hash(), change
+
+
+def test_tolerances_of_one_or_more_stay_legal_where_they_mean_something(tmp_path):
+    path = tmp_path / "evalgate.yml"
+    path.write_text(
+        "suite: s\ncases: c.jsonl\nmetrics:\n  pass_rate: {tolerance: 0.99}\n  score: {tolerance: '200%'}\n"
+        "  latency_p95_ms: {tolerance: 250}\n  tokens: {tolerance: 50}\n  cost_usd: {tolerance: 1}\n"
+    )
+    tolerances = {name: spec.tolerance for name, spec in load_config(path).metrics.items()}
+    assert tolerances == {"pass_rate": 0.99, "score": "200%", "latency_p95_ms": 250, "tokens": 50, "cost_usd": 1}
 
 
 def test_floors_of_unbounded_metrics_take_their_own_units(tmp_path):
