@@ -94,12 +94,14 @@ _END = r"\s\"'<>()\[\]{}|,;`"
 # and masks the rest.
 _TEXT_PATTERNS = [
     # password=..., "api_key": "...", Authorization: Bearer ..., MY_AUTH=...  (the scheme word is
-    # masked too); a boolean or null there says whether, not what (persist-credentials: false).
+    # masked too); a boolean or null there says whether, not what (persist-credentials: false), and
+    # a bare "..." is a hint's placeholder (export OPENAI_API_KEY=...), not a value.
     (
         ("pass", "secret", "token", "api", "auth", "credential"),
         re.compile(
             r"(?i)(\b(?:\w+[_-])?(?:pass(?:word|wd|phrase)|secret|token|api[_-]?key|auth(?:orization)?|credentials?)"
-            r"\b[\"']?\s*[:=]\s*[\"']?)(?!(?:true|false|null|none)\b)(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
+            r"\b[\"']?\s*[:=]\s*[\"']?)(?!(?:true|false|null|none)\b|\.\.\.(?:[\s\"'&,;]|$))"
+            r"(?:(?:bearer|basic|token)\s+)?[^\s\"'&,;]+"
         ),
     ),
     (("bearer",), re.compile(r"(?i)(\bbearer\s+)[A-Za-z0-9\-._~+/]+=*")),

@@ -156,6 +156,16 @@ def test_every_environment_value_is_secret_but_the_harmless_ones():
     assert all(len(v) >= MIN_SECRET_CHARS for v in env_secrets(env))
 
 
+def test_a_hints_placeholder_is_not_masked_but_a_value_that_starts_like_one_is():
+    """`export OPENAI_API_KEY=...` is how evalgate tells a user to set a key; masking it to `=***`
+    made the hint read as if a key had leaked. Only the bare placeholder is spared."""
+    hint = "not set: export OPENAI_API_KEY=... (the key is never read from the config file)"
+    assert mask_secrets(hint) == hint
+    assert mask_secrets('token: "..."') == 'token: "..."'
+    for leaked in ("OPENAI_API_KEY=...sk-live-1234", "password=...x", "api_key: ....."):
+        assert mask_secrets(leaked).endswith(MASK), leaked
+
+
 def test_secrets_of_unknown_names_and_shapes_inside_text():
     text = " ".join(SHAPES) + " MY_PASSPHRASE=horse-staple svc_auth: opaque99 persist-credentials: false"
     masked = mask_secrets(text)
