@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from evals.common.errors import UsageError
-from evals.suite.options import Flag, Options, StoreOptions, flags_of, is_list, value_type
+from evals.suite.options import Flag, Options, StoreOptions, choices_of, flags_of, is_list, value_type
 
 M = TypeVar("M", bound=Options)
 
@@ -24,7 +24,7 @@ def add_options(parser: argparse.ArgumentParser, model: type[Options], env: Mapp
         negatable = kind is bool and default is not False
         given = env.get(decl.env, "").strip() if decl.env else ""
         if given:
-            default = _from_env(decl, kind, given)
+            default = _from_env(decl, annotation, kind, given)
         extra: dict[str, Any] = {"dest": name, "help": decl.help}
         if decl.required and default is None:
             extra["required"] = True
@@ -36,17 +36,18 @@ def add_options(parser: argparse.ArgumentParser, model: type[Options], env: Mapp
             if kind is not str:
                 extra["type"] = kind
             extra["metavar"] = decl.metavar
-            extra["choices"] = decl.choices
+            extra["choices"] = choices_of(annotation)
         if default is not None or kind is bool:
             extra["default"] = list(default) if isinstance(default, list) else default
         parser.add_argument(*decl.flags, **extra)
 
 
-def _from_env(decl: Flag, kind: Any, text: str) -> Any:
+def _from_env(decl: Flag, annotation: Any, kind: Any, text: str) -> Any:
     if decl.from_env is not None:
         return decl.from_env(text)
-    if decl.choices is not None and text not in decl.choices:
-        raise UsageError(f"{decl.env}={text!r}: {decl.name} is one of {', '.join(decl.choices)}")
+    choices = choices_of(annotation)
+    if choices is not None and text not in choices:
+        raise UsageError(f"{decl.env}={text!r}: {decl.name} is one of {', '.join(choices)}")
     try:
         return kind(text)
     except ValueError:

@@ -23,7 +23,7 @@ DEFAULT_GRACE_S = 5.0
 # What a gate does (evals.github.activity picks it from the event for mode auto).
 Kind = Literal["smoke", "full", "reset", "compare", "comment", "run"]
 Mode = Literal["auto", Kind]
-MODES: tuple[Mode, ...] = ("auto", "smoke", "full", "reset", "compare", "comment", "run")
+MODES: tuple[Mode, ...] = get_args(Mode)
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,6 @@ class Flag:
     flags: tuple[str, ...]
     help: str
     metavar: str | None = None
-    choices: tuple[str, ...] | None = None
     required: bool = False
     env: str | None = None
     action_input: str | None = None
@@ -105,6 +104,14 @@ def is_list(annotation: Any) -> bool:
     return get_origin(annotation) is list or any(get_origin(a) is list for a in get_args(annotation))
 
 
+def choices_of(annotation: Any) -> tuple[str, ...] | None:
+    """The values a ``Literal`` option takes (``Literal["on", "off"]``, also inside ``| None``), else None:
+    the flag's choices come from the type, never declared twice."""
+    if get_origin(annotation) is Literal:
+        return get_args(annotation)
+    return next((get_args(a) for a in get_args(annotation) if get_origin(a) is Literal), None)
+
+
 def value_type(annotation: Any) -> Any:
     """The scalar type of an option's annotation: ``int | None`` → int, ``list[str]`` → str."""
     args = [a for a in get_args(annotation) if a is not type(None)]
@@ -124,7 +131,6 @@ class StoreOptions(Options):
         Literal["local", "github-release"] | None,
         flag(
             "--store",
-            choices=("local", "github-release"),
             help="baseline store (default: the config's baseline.store; github-release inside Actions, else local)",
             env="EVALGATE_BASELINE_STORE",
             action_input="baseline-store",
@@ -229,7 +235,6 @@ class GateOptions(CandidateOptions):
         Mode,
         flag(
             "--mode",
-            choices=MODES,
             help="auto: chosen from the GitHub event (PR → smoke, push to the default branch → full + promote, "
             "workflow_dispatch → reset); outside Actions a full gate against the local store. run: only run the "
             "suite and write results.json (the first job of the two-job layout; no token needed)",
@@ -252,7 +257,6 @@ class GateOptions(CandidateOptions):
         Literal["on", "off"],
         flag(
             "--comment",
-            choices=("on", "off"),
             help="post the sticky PR comment",
             env="EVALGATE_COMMENT",
             action_input="comment",
@@ -352,7 +356,7 @@ class RunOptions(Options):
     ] = DEFAULT_GRACE_S
     progress: Annotated[
         Literal["auto", "bar", "lines"],
-        flag("--progress", choices=("auto", "bar", "lines"), help="progress on stderr (auto: bar on a TTY)"),
+        flag("--progress", help="progress on stderr (auto: bar on a TTY)"),
     ] = "auto"
     filters: Annotated[
         list[str] | None,

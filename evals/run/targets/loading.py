@@ -91,8 +91,7 @@ def _missing_hint(exc: Exception, module_name: str, entries: list[Path]) -> str:
         return _did_you_mean(parts[1], {n for f in folders for p in f.iterdir() if (n := _module_name(p))})
     if exc.name != parts[0]:
         return ""
-    found = (p for e in entries for p in e.glob("*"))
-    return _did_you_mean(parts[0], {p.stem for p in found if p.suffix == ".py" or (p / "__init__.py").exists()})
+    return _did_you_mean(parts[0], {n for e in entries for p in e.glob("*") if (n := _module_name(p))})
 
 
 def _did_you_mean(name: str, choices: set[str]) -> str:

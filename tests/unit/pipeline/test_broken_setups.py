@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -362,21 +363,30 @@ def test_a_run_whose_every_attempt_errored_is_never_blessed(tmp_path, repo_root,
     assert "evalgate reset" not in proc.stdout + report  # the reset it would suggest refuses this run
 
 
-def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path, repo_root, python_exe):
-    """Against a baseline that failed every case too, a run of errors was `pass_rate` unchanged
-    (not a fail); against one that passed, the banner said only "pass rate fell": both now fail
-    and name the error."""
-    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": False, "score": 0.0}]} for i in range(60)]
-    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "wrong.json", suite="demo", cases=cases)
+def _every_attempt_errored(
+    tmp_path: Path, repo_root: Path, python_exe: str, baseline_passed: bool, error: Callable[[int], tuple[str, str]]
+) -> subprocess.CompletedProcess[str]:
+    """``evalgate compare`` of a 60-case candidate whose every attempt ended in ``error(i)`` (kind,
+    message) against a reset baseline whose cases all passed or all failed."""
+    outcome = {"passed": baseline_passed, "score": float(baseline_passed)}
+    cases = [{"id": f"c{i}", "slices": {}, "attempts": [outcome]} for i in range(60)]
+    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "baseline.json", suite="demo", cases=cases)
     errored = [
-        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "target", "message": "KeyError: 'API_KEY'"}}]}
+        {"id": f"c{i}", "slices": {}, "attempts": [{"error": dict(zip(("kind", "message"), error(i), strict=True))}]}
         for i in range(60)
     ]
     run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
     (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
-    proc = evalgate(
-        repo_root, python_exe, "compare", "--baseline", "wrong.json", "--candidate", "errored.json", cwd=tmp_path
+    return evalgate(
+        repo_root, python_exe, "compare", "--baseline", "baseline.json", "--candidate", "errored.json", cwd=tmp_path
     )
+
+
+def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path, repo_root, python_exe):
+    """Against a baseline that failed every case too, a run of errors was `pass_rate` unchanged
+    (not a fail); against one that passed, the banner said only "pass rate fell": both now fail
+    and name the error."""
+    proc = _every_attempt_errored(tmp_path, repo_root, python_exe, False, lambda i: ("target", "KeyError: 'API_KEY'"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "60 of 60 attempts ended in an error (target 60; the first, case c0: KeyError: 'API_KEY')" in proc.stdout
     assert "; fix the target, then gate again" in proc.stdout
@@ -385,18 +395,8 @@ def test_a_target_that_errors_on_every_case_fails_against_any_baseline(tmp_path,
 def test_a_scorer_that_raises_on_every_case_is_blamed_not_the_target(tmp_path, repo_root, python_exe):
     """Every attempt a scorer error: the target's answers may be right, so the fix named is the
     scorer's (before: "fix the target")."""
-    cases = [{"id": f"c{i}", "slices": {}, "attempts": [{"passed": True, "score": 1.0}]} for i in range(60)]
-    reset_with_results(repo_root, python_exe, write_suite(tmp_path), "good.json", suite="demo", cases=cases)
     crash = "scorer 'judge' failed on case 'c{}': KeyError: 'verdict'"
-    errored = [
-        {"id": f"c{i}", "slices": {}, "attempts": [{"error": {"kind": "scorer", "message": crash.format(i)}}]}
-        for i in range(60)
-    ]
-    run = {"suite": "demo", "status": "success", "total_cases": 60, "completed_cases": 60}
-    (tmp_path / "errored.json").write_text(json.dumps({"schema_version": 1, "run": run, "cases": errored}))
-    proc = evalgate(
-        repo_root, python_exe, "compare", "--baseline", "good.json", "--candidate", "errored.json", cwd=tmp_path
-    )
+    proc = _every_attempt_errored(tmp_path, repo_root, python_exe, True, lambda i: ("scorer", crash.format(i)))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "(scorer 60; the first, case c0: scorer 'judge' failed" in proc.stdout
     assert "; fix the scorer 'judge' (it raised on the target's answers, which may be right), then gate" in proc.stdout
