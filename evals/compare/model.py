@@ -85,7 +85,20 @@ class UnitResult(_Model):
         "under 100 cases, where the bootstrap interval is often a point; stratified-t: the t interval of the "
         "stratified Horvitz–Thompson estimate of an informative smoke run.",
     )
-    confidence: float = Field(description="Two-sided level of [ci_low, ci_high], 1 − 2·alpha.")
+    confidence: float = Field(
+        description="Two-sided level of the marginal interval [marginal_low, marginal_high], 1 − 2·alpha."
+    )
+    ci_level: float | None = Field(
+        default=None,
+        description="Two-sided level of [ci_low, ci_high]: the interval at the level this unit was tested at "
+        "(docs/spec.md#confidence-intervals), so a unit is regressed exactly when its interval lies wholly below −tolerance.",
+    )
+    marginal_low: float | None = Field(
+        default=None,
+        description="The marginal interval of the delta at `confidence` (not adjusted for the other units): the "
+        "gate's pass reads its bad end for overall; shown only labelled as marginal.",
+    )
+    marginal_high: float | None = None
     method: Method | None = Field(default=None, description="Test used for the p-value.")
     p_value: float | None = Field(default=None, description="One-sided p of 'worse than the band' (H0: not worse).")
     p_improved: float | None = Field(default=None, description="One-sided p of 'better than the band'.")
