@@ -24,7 +24,7 @@ from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import InputFileError
 from evals.results.model import load_results
-from evals.run.cache import ATTEMPT, ResponseCache, _decode
+from evals.run.cache import ATTEMPT, STALE_TEMP_S, ResponseCache, _decode
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -403,6 +403,38 @@ def test_pruning_removes_the_least_recently_used_down_to_the_cap(tmp_path):
     assert removed == 30 and cache.size() <= 10 * size
     kept = {p.name for p in (tmp_path / "c").rglob("*") if p.is_file()}
     assert kept == {keys[0], *keys[31:]}
+
+
+def test_pruning_a_folder_of_other_files_deletes_none_of_them(tmp_path):
+    """cache.dir pointed at .git/objects: its 2-hex folders of 38-hex blobs look like the layout,
+    and pruning deleted 28 of 35 of them. Only files with this cache's name and header are entries."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for i in range(30):
+        (repo / f"f{i}.txt").write_text(f"content {i}\n" * 50)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    objects = repo / ".git" / "objects"
+    before = sorted(p for p in objects.rglob("*") if p.is_file())
+    # A look-alike: a 64-hex name in its 2-hex folder, but not this cache's header; and an old
+    # ".tmp-" file of someone else's.
+    lookalike = objects / "ab" / ("ab" + "0" * 62)
+    lookalike.parent.mkdir(exist_ok=True)
+    lookalike.write_bytes(b"not a cache entry\n" * 100)
+    stranger = objects / "ab" / ".tmp-notes"
+    stranger.write_bytes(b"keep me")
+    old = time.time() - 10 * STALE_TEMP_S
+    os.utime(stranger, (old, old))
+
+    cache = ResponseCache(objects, max_bytes=0)
+    key = cache.key("openai", {"body": 1})
+    cache.put(key, {"pad": "z"})
+    assert cache.prune() == 1  # the one real entry, nothing else
+    after = sorted(p for p in objects.rglob("*") if p.is_file())
+    assert after == sorted([*before, lookalike, stranger])
+    assert subprocess.run([*git, "fsck", "--full"], capture_output=True).returncode == 0
 
 
 @pytest.mark.e2e
