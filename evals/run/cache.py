@@ -198,7 +198,8 @@ class ResponseCache:
         found = []
         now = time.time()
         try:
-            subdirs = [d for d in os.scandir(self.folder) if _HEX2.fullmatch(d.name) and d.is_dir(follow_symlinks=False)]
+            found_dirs = os.scandir(self.folder)
+            subdirs = [d for d in found_dirs if _HEX2.fullmatch(d.name) and d.is_dir(follow_symlinks=False)]
         except (FileNotFoundError, NotADirectoryError):
             return []
         for sub in subdirs:

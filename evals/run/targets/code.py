@@ -26,6 +26,7 @@ from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
 from evals.run.targets.cached import CachedTarget
 from evals.run.targets.endpoint import OpenAIChatTarget
+from evals.run.targets.identity import command_code, python_code
 from evals.run.targets.loading import import_callable
 from evals.suite.config import SuiteConfig
 from evals.suite.targets import CommandTarget, PythonTarget
@@ -279,13 +280,15 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         except UsageError as exc:  # a misspelt module or function: point at the line to fix
             raise UsageError(f"{config.where('target', 'python')}: {exc}") from None
         if cache is not None and serves is not None and serves("python"):
-            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path})
+            code = python_code(config.root)
+            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path, "code": code})
         return target
     if isinstance(spec, CommandTarget):
         target = CommandProcessTarget(spec, config.root, config.where("target", "command"))
         if cache is not None and serves is not None and serves("command"):
             # The environment's names only: its values may be secrets (cache.key covers them).
-            identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env)}
+            code = command_code(target.argv, target.cwd)
+            identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env), "code": code}
             target = CachedTarget(target, cache, identity)
         return target
     return OpenAIChatTarget(

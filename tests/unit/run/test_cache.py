@@ -334,6 +334,48 @@ def test_a_command_target_is_cached_with_a_key(tmp_path):
     assert all(a.cached and a.passed for a in attempts(tmp_path / "r2.json"))
 
 
+HELPED_BOT = """
+from pathlib import Path
+from helpers import shout
+
+def answer(text):
+    with open(Path(__file__).with_name("calls.log"), "a") as fh:
+        fh.write(text + "\\n")
+    return {"output": shout(text)}
+"""
+
+
+def _git_repo(folder: Path) -> None:
+    subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["python", "command"])
+def test_changed_code_is_never_served_old_answers(tmp_path, kind):
+    """cache.key left at v1 while the code regressed served 10 of 10 old answers ("no change
+    seen", and on main a promotion): the code the target imports is in the key."""
+    _git_repo(tmp_path)
+    (tmp_path / "helpers.py").write_text("def shout(text):\n    return text\n", encoding="utf-8")
+    bot = HELPED_BOT
+    if kind == "command":
+        bot += "\nimport json, sys\nprint(json.dumps(answer(json.load(sys.stdin)['input'])))\n"
+        target: dict[str, Any] = {"command": [sys.executable, "bot.py"]}
+    else:
+        target = {"python": "bot:answer", "path": ["."]}
+    (tmp_path / "bot.py").write_text(bot, encoding="utf-8")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "helpers.py", "bot.py"], check=True)
+    write_suite(tmp_path, echo_cases(3), target=target, cache={"targets": [kind], "key": "v1"})
+    run(tmp_path)
+    run(tmp_path, output="r2.json")
+    assert _calls(tmp_path) == 3  # unchanged code: served from the cache
+
+    (tmp_path / "helpers.py").write_text("def shout(text):\n    return text.upper()\n", encoding="utf-8")
+    run(tmp_path, output="r3.json")
+    assert _calls(tmp_path) == 6  # the helper changed (uncommitted): every case asked again
+    got = attempts(tmp_path / "r3.json")
+    assert not any(a.cached for a in got) and all(a.output == a.output.upper() for a in got)
+
+
 # -------------------------------------------------------------------------------- concurrency
 
 WRITER = """
