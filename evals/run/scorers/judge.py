@@ -42,6 +42,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord
 from evals.results.spend import JudgeUsage
@@ -237,7 +238,7 @@ class Judge:
         """An answered call's tokens as the endpoint reports them (None on a side it does not) and
         their cost at the judge's prices (None without prices, or without the tokens a price needs)."""
         try:
-            usage = json.loads(reply.body).get("usage")
+            usage = jsonsafe.loads(reply.body).get("usage")
         except (ValueError, AttributeError):
             usage = None
         usage = usage if isinstance(usage, dict) else {}
@@ -257,7 +258,7 @@ class Judge:
 
     def _verdict(self, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
         try:
-            content = json.loads(reply.body)["choices"][0]["message"]["content"]
+            content = jsonsafe.loads(reply.body)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return f"malformed response: {reply.text[:EXCERPT_CHARS] or '(empty body)'}", 0.0
         found = _judgement(content if isinstance(content, str) else as_text(content), nonce)
@@ -296,7 +297,7 @@ def _judgement(text: str, nonce: str) -> tuple[bool | None, float | None, str, s
     text = text.strip()
     fenced = _FENCED.fullmatch(text)
     try:
-        obj = json.loads(fenced.group(1) if fenced else text)
+        obj = jsonsafe.loads(fenced.group(1) if fenced else text)
     except ValueError:
         obj = None
     if not isinstance(obj, dict):

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.common import jsonsafe
 from evals.common.errors import UsageError
 from evals.results import console
 from evals.results.masking import env_secrets
@@ -253,7 +254,7 @@ class CommandProcessTarget(Target):
             candidates.append(lines[-1])  # tolerate log lines printed before the result
         for candidate in candidates:
             try:
-                value = json.loads(candidate)
+                value = jsonsafe.loads(candidate)
             except json.JSONDecodeError:
                 continue
             if isinstance(value, dict) and "output" in value:

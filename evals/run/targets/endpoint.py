@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError, UsageError
 from evals.results.masking import mask_text
 from evals.results.model import RetryRecord, TargetInfo
@@ -281,7 +282,7 @@ class OpenAIChatTarget(Target):
         to be a complete completion. This is also what the response cache stores of it."""
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
-            data = json.loads(reply.body)
+            data = jsonsafe.loads(reply.body)
             choice = data["choices"][0]
             message = choice["message"]
             if not isinstance(message, dict):

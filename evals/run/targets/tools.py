@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import create_model
 
+from evals.common import jsonsafe
 from evals.common.errors import UsageError
 from evals.run.targets.loading import import_callable
 
@@ -86,7 +87,7 @@ async def run_tool(tools: dict[str, Tool], name: str, arguments: Any, timeout_s:
     if tool is None:
         return False, f"unknown tool {name!r}: the tools are {', '.join(sorted(tools))}"
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        args = jsonsafe.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError as exc:
         return False, f"the arguments are not JSON ({exc}): {str(arguments)[:200]}"
     if args is None or args == "":
