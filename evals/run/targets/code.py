@@ -299,4 +299,5 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         config.retries,
         lambda key: config.where("target", "openai", key),
         cache=cache if serves is not None and serves("openai") else None,
+        concurrency=config.concurrency,
     )
