@@ -43,6 +43,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evals.common import jsonsafe
+from evals.common.confine import confined
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord
 from evals.results.spend import JudgeUsage
@@ -98,7 +99,9 @@ class Judge:
         self.params = params
         self.cache = cache
         if params.rubric_file is not None:
-            path = root / params.rubric_file
+            # Sent to the judge's endpoint, which the config names too: confined like every path a
+            # config names (evals.common.confine), or a PR could mail /proc/self/environ anywhere.
+            path = confined(root, params.rubric_file, "rubric_file", str(root / params.rubric_file))
             try:
                 self.rubric = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:

@@ -24,18 +24,12 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
-from evals.common.gitinfo import git, git_output
+from evals.common.gitinfo import git, repository_root
 
 
 def blob_hash(data: bytes) -> str:
     """git's object name for a blob of these bytes (``git hash-object``)."""
     return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
-
-
-def repository_root(folder: Path) -> Path:
-    """The git work tree holding ``folder``, or ``folder`` itself outside one."""
-    top = git_output(folder, "rev-parse", "--show-toplevel")
-    return Path(top).resolve() if top else folder.resolve()
 
 
 def _environments() -> list[Path]:

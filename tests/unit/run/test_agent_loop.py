@@ -197,14 +197,14 @@ def test_a_tool_that_cannot_be_imported_names_the_config_line(tmp_path, openai_s
     assert "has no attribute 'nope'" in str(err.value)
 
 
-HANGING_TOOLS = '''
+HANGING_TOOLS = """
 import time
 
 
 def stuck(seconds: float) -> str:
     time.sleep(seconds)  # a sync tool that outlives its timeout: its thread cannot be stopped
     return "late"
-'''
+"""
 
 
 @pytest.mark.e2e
