@@ -1,8 +1,9 @@
 """A python or command target served from the response cache (docs/spec.md#response-cache), which the user opts into
 with ``cache.key``: the entry is keyed by the target's configuration (the callable or the command
-line, never the values of its environment, which may be secrets), the case as the target receives
-it, the attempt number and that key. The target's code is not in the key — nothing could say what
-of it matters — so ``cache.key`` is what tells an old answer from a new one (docs/config.md).
+line, never the values of its environment, which may be secrets), its code's identity (the blob
+hashes of the repository files it runs, ``evals.run.targets.identity``), the case as the target
+receives it, the attempt number and that key. ``cache.key`` says what no file shows (a model behind
+an API the code calls, a data file read at run time) (docs/config.md).
 
 Only a successful call is stored, and only an answer that survives JSON unchanged: a tuple or an
 object a Python target returns would come back as something else, so it is asked again instead."""
@@ -22,9 +23,10 @@ if TYPE_CHECKING:
 
 
 class CachedTarget(Target):
-    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any]):
+    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any], timeout_s: float):
         self.inner = inner
         self.cache = cache
+        self.timeout_s = timeout_s
         self.identity = identity
         self.kind = inner.kind
         self.secrets = inner.secrets
@@ -38,7 +40,9 @@ class CachedTarget(Target):
     async def call(self, case: Case) -> TargetOutput:
         key = self.cache.key(self.kind, {"target": self.identity, "case": case_payload(case)})
         stored = self.cache.get(key)
-        if isinstance(stored, dict) and "output" in stored:
+        # An answer that took longer than timeout_s allows now would time out live: asked again.
+        slow = isinstance(stored, dict) and float(stored.get("latency_ms") or 0.0) > self.timeout_s * 1000.0
+        if isinstance(stored, dict) and "output" in stored and not slow:
             return TargetOutput(
                 output=stored["output"],
                 tokens_in=stored.get("tokens_in"),
