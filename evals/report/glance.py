@@ -115,7 +115,12 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     errored = c.candidate_run.attempts and sum(c.candidate_run.error_counts.values()) == c.candidate_run.attempts
     if c.verdict == "fail" and failing and not errored:  # every attempt errored: the reason says so, the units not
         failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
-        return wrap(_regressed_sentence(failing, st))
+        me = c.more_evidence
+        batches = sum(1 for look in me.looks if look.look) if me is not None and me.ended == "fail" else 0
+        found = f" Found by more evidence, after {batches} batch{'es' if batches != 1 else ''} of re-runs." * bool(
+            batches
+        )
+        return wrap(_regressed_sentence(failing, st) + found)
     if c.verdict == "fail" and (floors := c.breached_floors):
         more = f" (and {len(floors) - 1:,} more, listed below)" if len(floors) > 1 else ""
         return wrap(st.text(f"{floor_sentence(floors[0])}{more}.", 1000))
