@@ -91,7 +91,8 @@ class UnitResult(_Model):
     ci_level: float | None = Field(
         default=None,
         description="Two-sided level of [ci_low, ci_high]: the interval at the level this unit was tested at "
-        "(docs/spec.md#confidence-intervals), so a unit is regressed exactly when its interval lies wholly below −tolerance.",
+        "(docs/spec.md#confidence-intervals), so a unit is regressed exactly when its interval lies wholly "
+        "below −tolerance.",
     )
     marginal_low: float | None = Field(
         default=None,

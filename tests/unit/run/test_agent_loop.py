@@ -6,6 +6,9 @@ every step and call is in the trace."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import write_suite
 
 from evals.common.errors import UsageError
-from evals.results.model import Attempt
+from evals.results.model import Attempt, load_results
 from evals.results.trace import step_count
 from evals.run.execution import execute
 from evals.suite.config import load_config
@@ -192,3 +195,91 @@ def test_a_tool_that_cannot_be_imported_names_the_config_line(tmp_path, openai_s
     line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if "tools:" in text)
     assert str(err.value).startswith(f"{config}:{line}: target.openai.tools: tool get_weather")
     assert "has no attribute 'nope'" in str(err.value)
+
+
+HANGING_TOOLS = """
+import time
+
+
+def stuck(seconds: float) -> str:
+    time.sleep(seconds)  # a sync tool that outlives its timeout: its thread cannot be stopped
+    return "late"
+"""
+
+
+@pytest.mark.e2e
+def test_a_hung_sync_tool_does_not_hold_the_end_of_the_run(tmp_path, openai_server):
+    """``time.sleep(40)`` under ``tool_timeout_s: 1``: the attempt is the tool's error, and
+    ``evalgate run`` writes its results and exits without waiting for the thread."""
+
+    def agent(body: dict[str, Any]) -> dict[str, Any] | str:
+        results = tool_results(body)
+        return tool_calls(("stuck", {"seconds": 40})) if not results else f"FINAL ANSWER: {results[-1]}"
+
+    openai_server.responder = agent
+    (tmp_path / "hang_tools.py").write_text(HANGING_TOOLS, encoding="utf-8")
+    target = {
+        "openai": {
+            "base_url": openai_server.url,
+            "model": "local:agent",
+            "api_key_env": None,
+            "tools": {"stuck": "hang_tools:stuck"},
+            "tool_timeout_s": 1,
+        }
+    }
+    write_suite(tmp_path, [{"id": "a", "input": "q", "expected": "x"}], target=target, scorers=["contains"])
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", "evalgate.yml", "-o", "r.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert took < 30, f"the run waited {took:.0f} s for the hung tool's thread"
+    a = load_results(tmp_path / "r.json").cases[0].attempts[0]
+    assert "stuck did not return within tool_timeout_s=1" in (a.output or "")
+
+
+TYPED_TOOLS = """
+def switch(on: bool, level: int = 1, ratio: float = 0.5) -> str:
+    return f"on={on!r} level={level!r} ratio={ratio!r}"
+
+
+def big() -> str:
+    return "x" * 200_000
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "told"),
+    [
+        # The schema says boolean: "false" was passed through and read as true.
+        (("switch", {"on": "false"}), "error: bad arguments for switch: on: Input should be a valid boolean"),
+        (("switch", {"on": True, "level": "3"}), "error: bad arguments for switch: level: Input should be a valid"),
+        (("switch", {"on": False, "ratio": 2}), "on=False level=1 ratio=2.0"),  # an integer is a JSON number
+        (("big", {}), "x" * 100),
+    ],
+)
+def test_tool_arguments_are_checked_against_the_schema_and_results_are_capped(tmp_path, openai_server, call, told):
+    def agent(body: dict[str, Any]) -> dict[str, Any] | str:
+        return tool_calls(call) if not tool_results(body) else "done"
+
+    openai_server.responder = agent
+    (tmp_path / "typed_tools.py").write_text(TYPED_TOOLS, encoding="utf-8")
+    config = suite(
+        tmp_path,
+        openai_server,
+        [{"id": "a", "input": "q", "expected": "x"}],
+        tools={"switch": "typed_tools:switch", "big": "typed_tools:big"},
+    )
+    attempt(config, tmp_path)
+    sent = openai_server.requests[1]["messages"][-1]["content"]
+    assert sent.startswith(told)
+    if call[0] == "big":
+        assert len(sent) < 70_000 and sent.endswith(
+            "[evalgate: the tool's result was cut at 65,536 of 200,000 characters]"
+        )
