@@ -399,6 +399,16 @@ class Comparison(_Model):
     more_evidence: MoreEvidence | None = Field(
         default=None, description="gate.more_evidence's looks (docs/spec.md#more-evidence)."
     )
+    resume_command: str | None = Field(
+        default=None,
+        description="When a limit stopped the candidate run: the `evalgate run --resume` that finishes it (its "
+        "config, results file and subset), as the gate knew it.",
+    )
+    gate_command: str | None = Field(
+        default=None,
+        description="When a limit stopped the candidate run: the `evalgate gate` of the finished results file, with "
+        "this gate's config and flags.",
+    )
     evalgate_version: str | None = None
     created_at: str | None = None
 
