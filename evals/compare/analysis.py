@@ -147,7 +147,6 @@ def compare(
         units = _tested_units(candidate, bt, ct, sides.pairing, defs, specs, gate, gate_model, slice_keys, warnings)
         if not errored and (said := errors_warning(candidate, cand_summary, max_error_rate=gate.max_error_rate)):
             warnings.append(said)
-        warnings += _power_warnings(units, defs, gate)
         warnings += unmeasured(defs, specs, bt, ct)
     # No special verdict means a baseline that compares: the statistics decide.
     verdict, reason = special or gate_verdict(units)
@@ -159,6 +158,8 @@ def compare(
         diff = case_diff(baseline, candidate, bt, ct, sides.pairing, limit, excerpt, flaky or {}, ranks)
     floors = subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
     verdict, reason = with_breached_floors(verdict, reason, [f for f in floors if f.verdict == "breached"])
+    if verdict in ("pass", "inconclusive"):
+        warnings += _power_warnings(units, defs, gate)
     warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
     drift = _drift_guard(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset, warnings)
     stopped = cand_summary.limit is not None and not cand_summary.complete
@@ -322,11 +323,12 @@ def _instant(stamp: str | None) -> datetime | None:
 
 
 def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSpec) -> list[str]:
-    """Overall units that cannot see drops of target_mde: the whole gate is then blunt."""
+    """Overall units that cannot see drops of target_mde: the whole gate is then blunt. Said of a
+    pass or an inconclusive only, which it limits; a fail's test saw its drop."""
     bounded = {d.name: d.bounded for d in defs}
     out = []
     for u in units:
-        if u.unit != "overall" or not u.gated or u.mde is None:
+        if u.unit != "overall" or not u.gated or not u.underpowered:
             continue
         relative = not bounded.get(u.metric, True)
         scale = abs(u.baseline) if relative and u.baseline else 1.0
@@ -339,9 +341,12 @@ def _power_warnings(units: list[UnitResult], defs: list[MetricDef], gate: GateSp
                 f"{u.metric}'s tolerance ({shown}) is itself larger than {target}: no number of cases "
                 "makes the gate detect smaller drops; lower the tolerance or raise target_mde"
             )
-        elif u.mde / scale > gate.target_mde:
-            shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{100 * u.mde:.3g} pp"
+        else:
             more = f" (about {u.cases_for_target} paired cases would reach it)" if u.cases_for_target else ""
+            if u.mde is None:  # no drop at all reaches the power: a binary unit of very few cases
+                out.append(f"{u.metric} overall cannot detect any drop at power {gate.power:g} ({target}){more}")
+                continue
+            shown = f"{u.mde / scale:.1%} of the baseline value" if relative else f"{100 * u.mde:.3g} pp"
             out.append(f"{u.metric} overall can only detect drops of {shown} or more ({target}){more}")
     return out
 

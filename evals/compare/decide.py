@@ -23,8 +23,9 @@ import numpy as np
 
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, Tested, UnitIndex, paired_test
+from evals.compare.power import binary_cases, binary_mde, run_discordance, se_cases
 from evals.compare.sampling import Strata
-from evals.compare.stats import bh_qvalues, mde, norm_ppf, weighted_holm
+from evals.compare.stats import bh_qvalues, mde, weighted_holm
 from evals.suite.config import GateSpec
 
 
@@ -80,6 +81,11 @@ def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -
     worse_adj = weighted_holm(p_worse, weights)
     better_adj = weighted_holm(p_better, weights)
     q_worse, q_better = bh_qvalues(p_worse), bh_qvalues(p_better)
+    suite = {
+        t.result.metric: run_discordance(t.flips[1], t.result.n)
+        for t in tested
+        if t.result.slice_key is None and t.flips is not None
+    }
     for i, t in enumerate(tested):
         r = t.result
         r.weight = float(weights[i])
@@ -93,21 +99,29 @@ def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -
         else:
             _verdict(t, float(q_worse[i]), float(q_better[i]), gate.alpha)
         if math.isfinite(t.se):
-            r.mde = float(mde(t.se, level, gate.power, t.margin))
-            _power_note(t, level, gate)
+            _power(t, level, gate, suite.get(r.metric))
 
 
-def _power_note(t: Tested, level: float, gate: GateSpec) -> None:
-    """Underpowered: the MDE (in target_mde's units, see ``Tested.drop_unit``) is above
-    target_mde. Cases needed scale the SE by √(n/n'); past the tolerance no number of cases helps."""
+def _power(t: Tested, level: float, gate: GateSpec, suite_psi: float | None) -> None:
+    """The unit's MDE at its own level (``evals.compare.power``: exact for small binary units)
+    and, when it misses target_mde (in the unit's terms, see ``Tested.drop_unit``), the cases
+    that would reach it. *Underpowered* says the test could not have seen a drop of target_mde,
+    which a unit that regressed or improved disproves: its test saw a change. ``suite_psi``: the
+    run's discordance over all its cases, which a slice's own estimate is shrunk towards."""
     r = t.result
-    if r.mde is None or t.drop_unit <= 0 or r.mde / t.drop_unit <= gate.target_mde:
+    target = gate.target_mde * t.drop_unit
+    if t.flips is not None:
+        psi = run_discordance(t.flips[1], r.n, suite_psi if r.slice_key is not None else None)
+        r.mde = binary_mde(r.n, psi, level, t.margin, gate.power, gate.mcnemar)
+    else:
+        r.mde = float(mde(t.se, level, gate.power, t.margin))
+    if t.drop_unit <= 0 or r.verdict in ("regressed", "improved") or (r.mde is not None and r.mde <= target):
         return
     r.underpowered = True
-    room = gate.target_mde * t.drop_unit - t.margin
-    z = norm_ppf(1.0 - level) + norm_ppf(gate.power)
-    if room > 0 and t.se > 0:
-        r.cases_for_target = math.ceil(r.n * (z * t.se / room) ** 2)
+    if t.flips is not None:
+        r.cases_for_target = binary_cases(target, psi, level, t.margin, gate.power, gate.mcnemar)
+    else:
+        r.cases_for_target = se_cases(r.n, t.se, level, gate.power, t.margin, target)
 
 
 def paired_tests(

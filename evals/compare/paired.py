@@ -87,6 +87,9 @@ class Tested:
     # the baseline value for latency, tokens and cost, whose drops only mean something relative to
     # their size (0.10 = 10% slower).
     drop_unit: float = 1.0
+    # A binary unit's flips (pass→fail, fail→pass): what its power is computed from
+    # (``evals.compare.power``); None when its values are not all 0 or 1.
+    flips: tuple[int, int] | None = None
 
 
 def is_binary(x: np.ndarray) -> bool:
@@ -206,7 +209,8 @@ def paired_test(
         result.certifiable = certifiable_tolerance(n, discordance, gate.alpha, CERTIFY_PROBABILITY)
         result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
     drop_unit = 1.0 if d_.bounded else abs(b_value)
-    return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit)
+    flips = (int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))) if binary else None
+    return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit, flips)
 
 
 def _stratified(

@@ -7,9 +7,11 @@ Everything follows from the design (cases per unit, α and its allocation) and o
 the target: the discordance ψ, the mean squared per-case delta between two runs of the same
 config (for a binary metric, the share of cases whose outcome differs). The history measures it
 (``evals.history.discordance``); without two such runs it is an assumption, and the plan says so.
-The formulas are the gate's own: the smoothed SE ``√(ψ·n + 1)/(n + 2)`` of
-``evals.compare.stats.smoothed_mean_delta`` for an unchanged candidate, the MDE of
-``evals.compare.stats.mde`` at the unit's α level, and ``certifiable_tolerance``."""
+The formulas are the gate's own: the MDE and the cases for ``target_mde`` of
+``evals.compare.power`` (the power of the unit's own test, exact for McNemar under 300 cases, with
+each metric sized as a 0/1 outcome whose cases flip between runs at ψ), and
+``evals.compare.stats.certifiable_tolerance``, all at the α the first look decides with
+(:func:`first_look_alpha`)."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ from evals.compare.decide import alpha_weights
 from evals.compare.metrics import metric_def
 from evals.compare.paired import CERTIFY_PROBABILITY
 from evals.compare.pairing import repeats_overall
-from evals.compare.stats import cases_to_certify, certifiable_tolerance, mde, norm_ppf
+from evals.compare.power import binary_cases, binary_mde
+from evals.compare.stats import cases_to_certify, certifiable_tolerance
 from evals.suite.cases import Case
 from evals.suite.config import GateSpec, MetricSpec
 
@@ -45,9 +48,9 @@ class PlannedUnit:
 class PlanRow:
     unit: PlannedUnit
     weight: float
-    level: float  # α·weight: Holm's first step for this unit
+    level: float  # α·weight (the first look's α): Holm's first step for this unit
     tolerance: float | None  # None: relative, so it depends on the baseline's value
-    mde: float | None  # at level and gate.power; None for an advisory unit
+    mde: float | None  # at level and gate.power; None for an advisory unit, or when no drop reaches the power
     certifies: float  # tolerance an unchanged candidate passes at, CERTIFY_PROBABILITY of the runs
     cases_to_certify: int | None  # for the configured tolerance
     cases_for_target: int | None  # for an MDE of gate.target_mde (None: met already, or no number is)
@@ -63,11 +66,6 @@ class Plan:
     skipped: list[str]  # metrics the plan cannot size (latency, tokens, cost: their scale is the data's)
 
 
-def smoothed_se(n: int, discordance: float) -> float:
-    """The gate's smoothed SE of an unchanged unit of ``n`` cases with this discordance."""
-    return math.sqrt(discordance * n + 1.0) / (n + 2.0)
-
-
 def plan_suite(
     suite: str,
     units: list[tuple[str, str | None, int]],
@@ -80,41 +78,42 @@ def plan_suite(
     sized = {name: spec for name, spec in metrics.items() if metric_def(name, spec).bounded}
     planned = [PlannedUnit(u, key, m, spec.gate, n) for m, spec in sized.items() for u, key, n in units]
     weights = alpha_weights(planned, gate.slice_alpha_share, gate.slice_weights)
+    alpha = first_look_alpha(gate)
     rows = []
     for unit, weight in zip(planned, weights, strict=True):
         spec = sized[unit.metric]
         tolerance = None if isinstance(spec.tolerance, str) else float(spec.tolerance)
         margin = tolerance if tolerance is not None else 0.0
-        level = gate.alpha * float(weight)
-        se = smoothed_se(unit.n, discordance)
-        row_mde = float(mde(se, level, gate.power, margin)) if weight > 0 else None
+        level = alpha * float(weight)
+        blocking = weight > 0
+        found = binary_mde(unit.n, discordance, level, margin, gate.power, gate.mcnemar) if blocking else None
         rows.append(
             PlanRow(
                 unit=unit,
                 weight=float(weight),
                 level=level,
                 tolerance=tolerance,
-                mde=row_mde,
-                certifies=certifiable_tolerance(unit.n, discordance, gate.alpha, CERTIFY_PROBABILITY),
+                mde=found,
+                certifies=certifiable_tolerance(unit.n, discordance, alpha, CERTIFY_PROBABILITY),
                 cases_to_certify=(
-                    cases_to_certify(tolerance, discordance, gate.alpha, CERTIFY_PROBABILITY) if tolerance else None
+                    cases_to_certify(tolerance, discordance, alpha, CERTIFY_PROBABILITY) if tolerance else None
                 ),
-                cases_for_target=_cases_for_target(unit.n, se, level, gate, margin, row_mde),
+                cases_for_target=(
+                    binary_cases(gate.target_mde, discordance, level, margin, gate.power, gate.mcnemar)
+                    if blocking and (found is None or found > gate.target_mde)
+                    else None
+                ),
             )
         )
     skipped = [name for name in metrics if name not in sized]
     return Plan(suite, gate, discordance, source, rows, skipped)
 
 
-def _cases_for_target(
-    n: int, se: float, level: float, gate: GateSpec, margin: float, found: float | None
-) -> int | None:
-    """As the gate's report computes it (``cases_for_target``): the SE scales with √(n/n')."""
-    room = gate.target_mde - margin
-    if found is None or found <= gate.target_mde or room <= 0:
-        return None
-    z = float(norm_ppf(1.0 - level) + norm_ppf(gate.power))
-    return math.ceil(n * (z * se / room) ** 2)
+def first_look_alpha(gate: GateSpec) -> float:
+    """The α the fixed-sample rule decides with: with ``more_evidence`` on, the first look keeps
+    (1 − ρ)·α and the later looks' e-processes get the rest (docs/spec.md#more-evidence), so its
+    tests, their MDE and what an unchanged candidate certifies are all at (1 − ρ)·α."""
+    return gate.alpha * (1.0 - gate.more_evidence.rho) if gate.more_evidence.enabled else gate.alpha
 
 
 def _pp(x: float | None) -> str:
@@ -138,8 +137,13 @@ def render_text(plan: Plan) -> str:
         f"{_pp(gate.target_mde)}",
         f"discordance {plan.discordance:.1%} (share of cases whose outcome differs between two runs of this config): "
         f"{plan.source}",
-        "",
     ]
+    if gate.more_evidence.enabled:
+        lines.append(
+            f"more evidence is on: the first look decides at (1 − ρ)·α = {first_look_alpha(gate):.3g} (ρ "
+            f"{gate.more_evidence.rho:g} of α is kept for the batches' later looks), so every figure below is at that α"
+        )
+    lines.append("")
     head = ("unit", "metric", "cases", "α share", "MDE", "certifies", "cases for tolerance", "cases for target MDE")
     table = [head]
     for r in plan.rows:
@@ -150,7 +154,7 @@ def render_text(plan: Plan) -> str:
                 r.unit.metric,
                 f"{r.unit.n:,}",
                 f"{r.weight:.4f}" if r.weight else "advisory",
-                _pp(r.mde),
+                "none" if r.weight and r.mde is None else _pp(r.mde),
                 f"±{_pp_up(r.certifies)}",
                 # Only overall's bound decides a pass; a slice's band is shown under "certifies".
                 f"{_count(r.cases_to_certify)} (±{tol})" if r.tolerance and r.unit.slice_key is None else "–",
@@ -194,12 +198,13 @@ def summary_lines(plan: Plan) -> list[str]:
             f"within ±{_pp_up(r.certifies)} 4 runs in 5 for an unchanged candidate, {verdict} at "
             f"{'a relative tolerance' if r.tolerance is None else f'±{_pp(r.tolerance)}'}{need}."
         )
-    small = [r for r in plan.rows if r.mde is not None and r.mde > plan.gate.target_mde]
+    small = [r for r in plan.rows if r.weight > 0 and (r.mde is None or r.mde > plan.gate.target_mde)]
     if small:
-        worst = max(small, key=lambda r: r.mde or 0.0)
+        worst = max(small, key=lambda r: math.inf if r.mde is None else r.mde)
+        detects = f"detect {_pp(worst.mde)}" if worst.mde is not None else "detect no drop at that power"
         out.append(
             f"{len(small)} unit(s) cannot see a drop of {_pp(plan.gate.target_mde)} at power {plan.gate.power:g} "
-            f"(e.g. {worst.unit.unit}: {worst.unit.n:,} cases detect {_pp(worst.mde)}); "
+            f"(e.g. {worst.unit.unit}: {worst.unit.n:,} cases {detects}); "
             "add cases to them, or read their verdicts as advisory."
         )
     return out

@@ -63,20 +63,28 @@ def mcnemar_worse(b: int, c: int, n: int, margin: float = 0.0, *, mid_p: bool = 
     there stays within 1.01× its level for n = 25, 100, 200 where ψ ≤ 0.5 (Fagerland, Lydersen
     & Laake 2013, BMC Med. Res. Methodol. 13:91; ``docs/decision-rule.md``), so it is the default.
     """
-    d = b + c
-    if d == 0:
-        return 1.0
-    pi0 = 0.5 + margin * n / (2.0 * d)
-    if pi0 >= 1.0:
-        return 1.0
+    return float(mcnemar_worse_grid(np.array([b]), np.array([c]), n, margin, mid_p=mid_p)[0])
+
+
+def mcnemar_worse_grid(b: np.ndarray, c: np.ndarray, n: int, margin: float = 0.0, *, mid_p: bool = False) -> np.ndarray:
+    """:func:`mcnemar_worse` elementwise over arrays of counts (the same arithmetic): what the
+    exact power of ``evals.compare.power`` enumerates the paired counts with."""
     from scipy import special  # only small binary units get here: keep scipy out of the CLI's import
 
+    b = np.asarray(b, dtype=np.int64)
+    d = b + np.asarray(c, dtype=np.int64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pi0 = 0.5 + margin * n / (2.0 * d)
+    # No discordant pair, or a boundary that needs more drops than there are discordant pairs: p = 1.
+    untestable = (d == 0) | ~(pi0 < 1.0)
+    pi0 = np.where(untestable, 0.5, pi0)
     # bdtrc(k, d, p) = P(B > k) = scipy.stats.binom.sf(k, d, p), without its overhead.
-    at_least = 1.0 if b == 0 else float(special.bdtrc(b - 1, d, pi0))
-    if not mid_p:
-        return at_least
-    above = float(special.bdtrc(b, d, pi0))
-    return above + 0.5 * (at_least - above)
+    at_least = np.where(b == 0, 1.0, special.bdtrc(np.maximum(b - 1, 0), d, pi0))
+    p = at_least
+    if mid_p:
+        above = special.bdtrc(b, d, pi0)
+        p = above + 0.5 * (at_least - above)
+    return np.where(untestable, 1.0, p)
 
 
 def paired_clt(d: np.ndarray, margin: float = 0.0) -> tuple[float, float, float, float]:

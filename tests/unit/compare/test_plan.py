@@ -18,6 +18,7 @@ from evals.compare.decide import decide, gate_verdict
 from evals.compare.metrics import metric_def
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.plan import ASSUMED_DISCORDANCE, plan_suite, units_of_cases
+from evals.compare.power import binary_cases, binary_mde, exact_power, normal_power
 from evals.suite.cases import load_cases
 from evals.suite.config import GateSpec, MetricSpec, load_config
 
@@ -114,9 +115,13 @@ def test_the_plan_figures_follow_the_gate_s_formulas():
     plan = plan_suite("t", units, {"pass_rate": MetricSpec(tolerance=0.02)}, gate, 0.2, "given")
     overall, big, small = plan.rows[0], plan.rows[1], plan.rows[2]
     assert (overall.weight, big.weight, small.weight) == pytest.approx((0.3, 0.28, 0.07))
-    se = np.sqrt(0.2 * 100 + 1) / 102
-    assert small.mde == pytest.approx(0.02 + (2.6968 + 0.8416) * se, abs=1e-3)  # z at 0.0035 and at power 0.8
-    assert small.cases_for_target is not None and small.cases_for_target > 100
+    # The MDE is the power of the unit's own test: McNemar's exact power under 300 cases ...
+    assert small.level == pytest.approx(0.0035)
+    assert small.mde == binary_mde(100, 0.2, 0.0035, 0.02, 0.8, "mid-p")
+    assert exact_power(small.mde, 100, 0.2, 0.0035, 0.02, "mid-p") == pytest.approx(0.8, abs=2e-3)
+    # ... and the CLT's with the alternative's variance (ψ + Δ − Δ²) from 300 on.
+    assert normal_power(overall.mde, 1000, 0.2, 0.015, 0.02) == pytest.approx(0.8, abs=2e-3)
+    assert small.cases_for_target == binary_cases(0.10, 0.2, 0.0035, 0.02, 0.8, "mid-p") > 100
     assert overall.cases_to_certify is not None and overall.certifies > 0.02
 
 
