@@ -74,9 +74,25 @@ def fmt_delta(x: float | None, metric: str = "") -> Safe:
 
 
 def fmt_ci(unit: UnitResult) -> Safe:
-    if not (finite(unit.ci_low) and finite(unit.ci_high)):
+    """The interval beside the unit's verdict: at the level the unit was tested at."""
+    return fmt_interval(unit.ci_low, unit.ci_high, unit.metric)
+
+
+def fmt_interval(low: float | None, high: float | None, metric: str) -> Safe:
+    if not (finite(low) and finite(high)):
         return Safe("–")
-    return Safe(f"[{fmt_delta(unit.ci_low, unit.metric)}, {fmt_delta(unit.ci_high, unit.metric)}]")
+    return Safe(f"[{fmt_delta(low, metric)}, {fmt_delta(high, metric)}]")
+
+
+def fmt_ci_levels(units: list[UnitResult]) -> Safe:
+    """What the units' CI column means, once per table: each interval is the unit's own test
+    inverted at the level that unit was tested at (docs/spec.md#confidence-intervals), so the
+    levels differ from unit to unit; said with their range."""
+    levels = sorted(u.ci_level for u in units if u.ci_level is not None)
+    if not levels:
+        return Safe("–")
+    low, high = f"{100 * levels[0]:.1f}%", f"{100 * levels[-1]:.1f}%"
+    return Safe(f"intervals at each unit's tested level, {low if low == high else f'{low}–{high}'}")
 
 
 def fmt_p(x: float | None) -> Safe:
@@ -176,6 +192,7 @@ def filters() -> dict[str, Callable[..., Any]]:
         "delta": fmt_delta,
         "band": fmt_band,
         "ci": fmt_ci,
+        "ci_levels": fmt_ci_levels,
         "pval": fmt_p,
         "mde": fmt_mde,
         "count": fmt_int,

@@ -14,7 +14,7 @@ from evals.compare.decide import bad_side
 from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
 from evals.compare.spending import limit_stopped
-from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_value
+from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_interval, fmt_value
 
 # GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
 # gate could not judge at all, green for a pass.
@@ -99,7 +99,8 @@ def _inconclusive_sentence(u: UnitResult, st: _Style) -> str:
         )
     down = st.strong(f"{_subject(u, st)} could be down by up to {_amount(worst, u)}")
     return (
-        f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, CI {fmt_ci(u)}, "
+        f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, {u.confidence:.0%} CI "
+        f"{fmt_interval(u.marginal_low, u.marginal_high, u.metric)}, "
         f"{u.n:,} paired cases), more than the {_tolerance(u)} tolerance.{_certify(u)}"
     )
 
@@ -121,7 +122,7 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
         return wrap(st.text(f"{floor_sentence(floors[0])}{more}.", 1000))
     if c.verdict == "inconclusive":
         for u in overall:
-            if u.n >= 2 and u.ci_low is not None and u.ci_high is not None and bad_side(u)[0] < -u.tolerance:
+            if u.n >= 2 and u.marginal_low is not None and bad_side(u)[0] < -u.tolerance:
                 return wrap(_inconclusive_sentence(u, st))
     if c.verdict == "pass" and overall:
         bands = ", ".join(f"{metric_name(u.metric)} within {_tolerance(u)}" for u in overall)
