@@ -61,3 +61,9 @@ def uncommitted_changes(cwd: Path | str, *, exclude: Path | None = None) -> list
     skip = exclude.resolve() if exclude is not None else None
     paths = [entry[3:] for entry in done.stdout.split("\0") if len(entry) > 3]
     return [p for p in paths if skip is None or not (Path(top) / p).resolve().is_relative_to(skip)]
+
+
+def repository_root(folder: Path) -> Path:
+    """The git work tree holding ``folder``, or ``folder`` itself outside one."""
+    top = git_output(folder, "rev-parse", "--show-toplevel")
+    return Path(top).resolve() if top else folder.resolve()

@@ -11,6 +11,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evals.common.confine import confined
+from evals.history.engine import sqlite_path
+
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
@@ -32,12 +35,23 @@ def history_url(config: SuiteConfig | None, env: Mapping[str, str] = os.environ)
     if env.get("EVALGATE_HISTORY_URL", "").strip():
         return env["EVALGATE_HISTORY_URL"].strip()
     if spec is not None and spec.url:
-        return spec.url
+        return _config_url(config, spec.url)
     if env.get("GITHUB_ACTIONS") == "true":
         return None
     if config is not None:
         return str(config.resolve(spec.path if spec else DEFAULT_PATH))
     return str(Path.cwd() / DEFAULT_PATH)
+
+
+def _config_url(config: SuiteConfig | None, url: str) -> str:
+    """``history.url`` as the config file gives it: a SQLite file there must stay inside the
+    repository (``evals.common.confine``: a PR's config wrote ``sqlite:///<venv>/…/zz.pth``, and every
+    later Python start in that venv failed); resolved against the config's folder, like its other
+    paths. A PostgreSQL URL is passed on as it is."""
+    path = sqlite_path(url)
+    if path is None or config is None:
+        return url
+    return str(confined(config.root, str(path), "history.url", config.where("history", "url")))
 
 
 def optional_config(path: str | None, *, required: bool = False) -> SuiteConfig | None:

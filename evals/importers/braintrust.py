@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
@@ -54,12 +55,12 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     rows: Any
     if stripped.startswith("["):
         try:
-            rows = json.loads(stripped)
+            rows = jsonsafe.loads(stripped)
         except json.JSONDecodeError as exc:
             raise InputFileError(path, f"not a valid Braintrust export: invalid JSON: {json_problem(exc)}") from None
     else:
         try:
-            whole = json.loads(stripped)
+            whole = jsonsafe.loads(stripped)
         except json.JSONDecodeError:
             whole = None
         if isinstance(whole, dict) and isinstance(whole.get("events") or whole.get("data"), list):

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals import __version__
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError
 from evals.results.masking import clip_masked, mask_secrets
 from evals.results.model import (
@@ -77,7 +78,7 @@ def read_text(path: Path) -> str:
 def load_json(path: Path, what: str) -> Any:
     text = read_text(path)
     try:
-        return json.loads(text)
+        return jsonsafe.loads(text)
     except json.JSONDecodeError as exc:
         raise InputFileError(f"{path}:{exc.lineno}", f"not a valid {what}: invalid JSON: {json_problem(exc)}") from None
 
@@ -91,7 +92,7 @@ def iter_jsonl(path: Path, what: str) -> Iterator[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsonsafe.loads(line)
         except json.JSONDecodeError as exc:
             raise InputFileError(f"{path}:{lineno}", f"not a valid {what}: invalid JSON: {json_problem(exc)}") from None
         if not isinstance(obj, dict):

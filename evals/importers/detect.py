@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import json_problem, looks_truncated, read_json_bytes
 
@@ -78,7 +79,7 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
     if stripped.startswith("["):
         # A JSON list: a Braintrust export's rows.
         try:
-            rows = json.loads(stripped)
+            rows = jsonsafe.loads(stripped)
         except json.JSONDecodeError as exc:
             problem = f"invalid JSON: {json_problem(exc)}"
             return None, problem + ("; the file looks truncated" if looks_truncated(exc) else "")
@@ -86,7 +87,7 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
     if not stripped.startswith("{"):
         return None, None
     try:
-        return _json_kind(json.loads(stripped)), None
+        return _json_kind(jsonsafe.loads(stripped)), None
     except json.JSONDecodeError as exc:
         problem = f"invalid JSON: {json_problem(exc)}"
         if looks_truncated(exc):
@@ -94,7 +95,7 @@ def _sniff_text(text: str) -> tuple[str | None, str | None]:
     # JSON lines: any of the first lines tells. "\n" only ends a line (see common.iter_jsonl).
     for line in [line for line in stripped.split("\n") if line.strip()][:_SNIFF_LINES]:
         try:
-            kind = _json_kind(json.loads(line))
+            kind = _json_kind(jsonsafe.loads(line))
         except json.JSONDecodeError:
             return None, problem
         if kind in ("openai_evals", "lm_eval", "braintrust"):

@@ -25,6 +25,7 @@ from typing import Any
 
 import zstandard
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError
 from evals.importers.common import (
     ImportOptions,
@@ -109,7 +110,7 @@ def _read_eval_zip(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         raw = _zip_member(path, zf, info, room)
         room -= len(raw)
         try:
-            return json.loads(raw)
+            return jsonsafe.loads(raw)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InputFileError(path, f"zip member {info.filename} is not valid JSON: {exc}") from None
 

@@ -145,6 +145,19 @@ def _tiers(max_cases: int, excerpt_chars: int) -> list[Tier]:
     ]
 
 
+class _ConfinedLoader(jinja2.FileSystemLoader):
+    """A file loader whose templates stay in its folders once symlinks are followed: a user's
+    template (a PR's, perhaps) could otherwise ``{% include %}`` a committed symlink to
+    ``/proc/self/environ`` and post the job's environment (docs/spec.md#trust-boundaries)."""
+
+    def get_source(self, environment: jinja2.Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        source, filename, uptodate = super().get_source(environment, template)
+        real = Path(filename).resolve()
+        if not any(real.is_relative_to(Path(folder).resolve()) for folder in self.searchpath):
+            raise jinja2.TemplateNotFound(f"{template} (it leads out of the template's folder, to {real})")
+        return source, filename, uptodate
+
+
 def _environment(loader: jinja2.BaseLoader) -> jinja2.Environment:
     # Sandboxed: a template (possibly changed in a pull request) can read the context, not reach
     # Python internals such as ``__globals__`` from it.
@@ -318,7 +331,7 @@ def _load_template(template: Path | None) -> jinja2.Template:
         raise InputFileError(path, f"cannot read the report template: {exc}") from None
     # The user's folder is searched first so their template can include its own partials;
     # ours stay reachable for {% include "report.md.j2" %}-style reuse.
-    env = _environment(jinja2.FileSystemLoader([path.resolve().parent, TEMPLATE_DIR]))
+    env = _environment(_ConfinedLoader([path.resolve().parent, TEMPLATE_DIR]))
     try:
         return env.from_string(source)
     except jinja2.TemplateSyntaxError as exc:

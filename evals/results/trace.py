@@ -27,6 +27,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.common import jsonsafe
+
 TraceKind = Literal["message", "tool_call", "tool_result", "tool_error", "decision", "log"]
 KINDS: tuple[str, ...] = ("message", "tool_call", "tool_result", "tool_error", "decision", "log")
 RESULT_KINDS = ("tool_result", "tool_error")
@@ -181,7 +183,7 @@ def tool_calls(events: Sequence[Any] | None) -> list[tuple[str, Any]] | None:
         content = _field(event, "content")
         if isinstance(content, str):
             with contextlib.suppress(ValueError):  # arguments that are not JSON stay as text
-                content = json.loads(content)
+                content = jsonsafe.loads(content)
         calls.append((str(_field(event, "name")), content))
     return calls
 

@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import tempfile
 import time
 from collections.abc import Mapping
@@ -188,12 +189,18 @@ class ResponseCache:
         return removed
 
     def _entries(self) -> list[tuple[Path, int, float]]:
-        """(path, size, last used) of every entry; stale temporary files are removed on the way."""
+        """(path, size, last used) of every entry; stale temporary files are removed on the way.
+
+        Only what this cache wrote counts: a ``<2 hex>/<64 hex>`` file whose name starts with its
+        folder's and whose first bytes are this format's header, and ``.tmp-`` files in such a
+        folder. ``cache.dir`` is the user's to choose — pointed at ``.git/objects`` or a folder of
+        their own files, pruning must not delete what only looks like the layout."""
         found = []
         now = time.time()
         try:
-            subdirs = [d for d in os.scandir(self.folder) if len(d.name) == 2 and d.is_dir(follow_symlinks=False)]
-        except FileNotFoundError:
+            found_dirs = os.scandir(self.folder)
+            subdirs = [d for d in found_dirs if _HEX2.fullmatch(d.name) and d.is_dir(follow_symlinks=False)]
+        except (FileNotFoundError, NotADirectoryError):
             return []
         for sub in subdirs:
             with contextlib.suppress(FileNotFoundError), os.scandir(sub.path) as it:
@@ -202,12 +209,14 @@ class ResponseCache:
                         st = entry.stat(follow_symlinks=False)
                     except FileNotFoundError:
                         continue
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
                     if entry.name.startswith(".tmp-"):
-                        if now - st.st_mtime > STALE_TEMP_S:
+                        if now - st.st_mtime > STALE_TEMP_S and _ours(entry.path, partial=True):
                             with contextlib.suppress(FileNotFoundError):
                                 os.unlink(entry.path)
                         continue
-                    if entry.is_file(follow_symlinks=False):
+                    if _HEX64.fullmatch(entry.name) and entry.name[:2] == sub.name and _ours(entry.path):
                         found.append((Path(entry.path), st.st_size, st.st_mtime))
         return found
 
@@ -216,6 +225,22 @@ class ResponseCache:
         if self.stats.written:
             with contextlib.suppress(OSError):
                 self.prune()
+
+
+_HEX2 = re.compile(r"[0-9a-f]{2}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def _ours(path: str, *, partial: bool = False) -> bool:
+    """Whether the file at ``path`` starts as an entry of this cache does: its magic and format.
+    A temporary file (``partial``) may still be empty: a writer died before its first byte."""
+    head = MAGIC + b" %d " % FORMAT
+    try:
+        with open(path, "rb") as fh:
+            start = fh.read(len(head))
+    except OSError:
+        return False
+    return start == head or (partial and start == b"")
 
 
 def _decode(data: bytes, key: str) -> dict[str, Any] | None:

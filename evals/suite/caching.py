@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 CacheableKind = Literal["openai", "python", "command"]
 
-# Kinds whose code is not in the key: only the user's cache.key says when their answers change.
+# Kinds that opt in with cache.key: their code's files are in the key, but not what else their
+# answers depend on (a value in their env, a data file, a model behind an API they call).
 KEYED_KINDS = ("python", "command")
 DEFAULT_MAX_BYTES = 512 << 20
 
@@ -37,7 +38,8 @@ class CacheSpec(StrictModel):
     targets: list[CacheableKind] = Field(
         default_factory=_openai_only,
         description="Target kinds served from the cache (a kind or a list). openai is keyed by its exact request; "
-        "python and command only with `key` set, since their code is not in the key; [] for none.",
+        "python and command only with `key` set (their code's files are keyed, what else they read is not); "
+        "[] for none.",
     )
     judge: bool = Field(default=True, description="Serve the judge scorer's verdicts from the cache too.")
     key: Annotated[str, Field(min_length=1)] | None = Field(
@@ -61,10 +63,11 @@ class CacheSpec(StrictModel):
 
 
 def check_cache_key(cache: CacheSpec | None, target: BaseModel | None, src: Located) -> None:
-    """A python or command target served from the cache must carry ``cache.key``: nothing of its
-    code is part of what an entry is keyed on, so without one a changed target would keep getting
-    its old answers. An error naming the line, with the fix. (Given the config's parts, not the
-    config: ``evals.suite.config`` imports this module.)"""
+    """A python or command target served from the cache must carry ``cache.key``: its code's files
+    are keyed (``evals.run.targets.identity``), but not what else its answers depend on — its
+    environment's values, a data file, a model behind an API it calls. An error naming the line,
+    with the fix. (Given the config's parts, not the config: ``evals.suite.config`` imports this
+    module.)"""
     if cache is None or target is None:
         return
     kind = next((k for k in KEYED_KINDS if getattr(target, k, None) is not None), None)
@@ -72,7 +75,7 @@ def check_cache_key(cache: CacheSpec | None, target: BaseModel | None, src: Loca
         line = src.line_of(["cache", "targets"]) or src.line_of(["cache"])
         raise InputFileError(
             f"{src.path}:{line}" if line else src.path,
-            f"cache.targets lists {kind}, but cache.key is not set: a {kind} target's code is not part of what "
-            "the cache is keyed on",
-            f'add cache: {{key: "v1"}} and change it whenever the target changes, or drop {kind} from cache.targets',
+            f"cache.targets lists {kind}, but cache.key is not set: a {kind} target's answers may depend on more "
+            "than its code (its env values, data files, a model behind an API it calls), which only the key can say",
+            f'add cache: {{key: "v1"}} and change it whenever any of those changes, or drop {kind} from cache.targets',
         )

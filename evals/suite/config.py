@@ -18,12 +18,14 @@ from pydantic import (
     model_validator,
 )
 
+from evals.common.confine import confined
 from evals.common.errors import InputFileError
+from evals.common.gitinfo import repository_root
 from evals.results import console
 from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.strict import StrictModel
-from evals.suite.targets import OpenAITarget, Target
+from evals.suite.targets import CommandTarget, OpenAITarget, PythonTarget, Target
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -406,6 +408,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     _check_floor_ranges(config, src)
     _check_rate_tolerances(config, src)
     _check_pass_at_k(config, src)
+    _check_paths(config, src)
     check_cache_key(config.cache, config.target, src)
     gate = src.data.get("gate")
     if isinstance(gate, dict) and "max_detectable_drop" in gate:
@@ -525,3 +528,31 @@ def target_from_file(config: SuiteConfig, path: Path) -> Target | None:
         return SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
     except ValidationError as exc:
         raise InputFileError(path, f"not a target: {exc.errors(include_url=False)[0]['msg']}", "--target") from None
+
+
+def _check_paths(config: SuiteConfig, src: Located) -> None:
+    """Every path the file names stays inside its repository (``evals.common.confine``): the report
+    template and the case files it reads into what is posted, and the folders and files it writes."""
+    named: list[tuple[list[str | int], str]] = []
+    patterns = config.case_patterns
+    for i, pattern in enumerate(patterns):
+        named.append((["cases"] if isinstance(config.cases, str) else ["cases", i], pattern))
+    if config.report.template:
+        named.append((["report", "template"], config.report.template))
+    if "baseline" in src.data:
+        named.append((["baseline", "path"], config.baseline.path))
+    if config.cache is not None:
+        named.append((["cache", "dir"], config.cache.dir))
+    named.append((["history", "path"], config.history.path))
+    target = config.target
+    if isinstance(target, PythonTarget):
+        named += [(["target", "path", i], entry) for i, entry in enumerate(target.path)]
+    elif isinstance(target, CommandTarget) and target.cwd:
+        named.append((["target", "cwd"], target.cwd))
+    elif isinstance(target, OpenAITarget) and target.openai.system_prompt:
+        named.append((["target", "openai", "system_prompt"], target.openai.system_prompt))
+    top = repository_root(config.root)
+    for loc, raw in named:
+        line = src.line_of(loc)
+        where = f"{src.path}:{line}" if line else str(src.path)
+        confined(config.root, raw, ".".join(str(part) for part in loc if not isinstance(part, int)), where, top)

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from evals.common import jsonsafe
 from evals.common.errors import UsageError
 from evals.run.cache import ResponseCache
 from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, same_json, verdict
@@ -244,7 +245,7 @@ def _parse_json_output(output: Any, p: JsonParams) -> tuple[bool, Any]:
         return True, output
     text = _strip_fences(output) if p.strip_fences else output
     try:
-        return True, json.loads(text)
+        return True, jsonsafe.loads(text)
     except json.JSONDecodeError:
         return False, None
 
@@ -263,7 +264,7 @@ def _json_equal(p: JsonParams) -> Callable[[Any, Case], Score]:
             return Score()
         if isinstance(expected, str):
             try:
-                expected = json.loads(expected)
+                expected = jsonsafe.loads(expected)
             except json.JSONDecodeError as exc:
                 raise ScorerError(
                     f"case {case.id!r}: json_equal reads a string expected value as JSON text, "

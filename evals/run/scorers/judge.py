@@ -42,6 +42,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evals.common import jsonsafe
+from evals.common.confine import confined
 from evals.common.errors import InputFileError, UsageError
 from evals.results.model import RetryRecord
 from evals.results.spend import JudgeUsage
@@ -97,7 +99,9 @@ class Judge:
         self.params = params
         self.cache = cache
         if params.rubric_file is not None:
-            path = root / params.rubric_file
+            # Sent to the judge's endpoint, which the config names too: confined like every path a
+            # config names (evals.common.confine), or a PR could mail /proc/self/environ anywhere.
+            path = confined(root, params.rubric_file, "rubric_file", str(root / params.rubric_file))
             try:
                 self.rubric = path.read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError) as exc:
@@ -237,7 +241,7 @@ class Judge:
         """An answered call's tokens as the endpoint reports them (None on a side it does not) and
         their cost at the judge's prices (None without prices, or without the tokens a price needs)."""
         try:
-            usage = json.loads(reply.body).get("usage")
+            usage = jsonsafe.loads(reply.body).get("usage")
         except (ValueError, AttributeError):
             usage = None
         usage = usage if isinstance(usage, dict) else {}
@@ -257,7 +261,7 @@ class Judge:
 
     def _verdict(self, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
         try:
-            content = json.loads(reply.body)["choices"][0]["message"]["content"]
+            content = jsonsafe.loads(reply.body)["choices"][0]["message"]["content"]
         except (ValueError, KeyError, IndexError, TypeError):
             return f"malformed response: {reply.text[:EXCERPT_CHARS] or '(empty body)'}", 0.0
         found = _judgement(content if isinstance(content, str) else as_text(content), nonce)
@@ -296,7 +300,7 @@ def _judgement(text: str, nonce: str) -> tuple[bool | None, float | None, str, s
     text = text.strip()
     fenced = _FENCED.fullmatch(text)
     try:
-        obj = json.loads(fenced.group(1) if fenced else text)
+        obj = jsonsafe.loads(fenced.group(1) if fenced else text)
     except ValueError:
         obj = None
     if not isinstance(obj, dict):

@@ -1,8 +1,9 @@
 """A python or command target served from the response cache (docs/spec.md#response-cache), which the user opts into
 with ``cache.key``: the entry is keyed by the target's configuration (the callable or the command
-line, never the values of its environment, which may be secrets), the case as the target receives
-it, the attempt number and that key. The target's code is not in the key — nothing could say what
-of it matters — so ``cache.key`` is what tells an old answer from a new one (docs/config.md).
+line, never the values of its environment, which may be secrets), its code's identity (the blob
+hashes of the repository files it runs, ``evals.run.targets.identity``), the case as the target
+receives it, the attempt number and that key. ``cache.key`` says what no file shows (a model behind
+an API the code calls, a data file read at run time) (docs/config.md).
 
 Only a successful call is stored, and only an answer that survives JSON unchanged: a tuple or an
 object a Python target returns would come back as something else, so it is asked again instead."""

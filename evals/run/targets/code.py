@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.common import jsonsafe
 from evals.common.errors import UsageError
 from evals.results import console
 from evals.results.masking import env_secrets
@@ -26,6 +27,7 @@ from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
 from evals.run.targets.cached import CachedTarget
 from evals.run.targets.endpoint import OpenAIChatTarget
+from evals.run.targets.identity import command_code, python_code
 from evals.run.targets.loading import import_callable
 from evals.suite.config import SuiteConfig
 from evals.suite.targets import CommandTarget, PythonTarget
@@ -252,7 +254,7 @@ class CommandProcessTarget(Target):
             candidates.append(lines[-1])  # tolerate log lines printed before the result
         for candidate in candidates:
             try:
-                value = json.loads(candidate)
+                value = jsonsafe.loads(candidate)
             except json.JSONDecodeError:
                 continue
             if isinstance(value, dict) and "output" in value:
@@ -279,13 +281,15 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         except UsageError as exc:  # a misspelt module or function: point at the line to fix
             raise UsageError(f"{config.where('target', 'python')}: {exc}") from None
         if cache is not None and serves is not None and serves("python"):
-            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path})
+            code = python_code(config.root)
+            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path, "code": code})
         return target
     if isinstance(spec, CommandTarget):
         target = CommandProcessTarget(spec, config.root, config.where("target", "command"))
         if cache is not None and serves is not None and serves("command"):
             # The environment's names only: its values may be secrets (cache.key covers them).
-            identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env)}
+            code = command_code(target.argv, target.cwd)
+            identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env), "code": code}
             target = CachedTarget(target, cache, identity)
         return target
     return OpenAIChatTarget(
@@ -295,4 +299,5 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         config.retries,
         lambda key: config.where("target", "openai", key),
         cache=cache if serves is not None and serves("openai") else None,
+        concurrency=config.concurrency,
     )

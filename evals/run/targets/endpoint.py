@@ -13,12 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evals.common import jsonsafe
 from evals.common.errors import InputFileError, UsageError
 from evals.results.masking import mask_text
 from evals.results.model import RetryRecord, TargetInfo
 from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
 from evals.run.cache import ResponseCache
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
+from evals.run.containment import DaemonThreads
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
 from evals.run.targets.tools import load_tools, run_tool
 from evals.suite.config import RetrySpec
@@ -59,11 +61,14 @@ class OpenAIChatTarget(Target):
         retries: RetrySpec | None = None,
         where: Callable[[str], str] = lambda key: f"target.openai.{key}",
         cache: ResponseCache | None = None,
+        concurrency: int = 1,
     ):
         self.params = spec.openai
         self.cache = cache
         self.retries = retries or RetrySpec()
         self.tools = load_tools(self.params.tools, root, lambda: where("tools")) if self.params.tools else {}
+        # As many sync tool calls at once as attempts run at once: one tool call per attempt at a time.
+        self.tool_threads = DaemonThreads(concurrency, name="tool") if self.tools else None
         self.system_prompt: str | None = None
         if self.params.system_prompt:
             prompt_path = root / self.params.system_prompt
@@ -215,7 +220,8 @@ class OpenAIChatTarget(Target):
             for call in calls:
                 name, arguments = _function(call)
                 trace.append({"kind": "tool_call", "name": name, "content": arguments})
-                ok, text = await run_tool(self.tools, name, arguments, self.params.tool_timeout_s)
+                assert self.tool_threads is not None  # with tools
+                ok, text = await run_tool(self.tools, name, arguments, self.params.tool_timeout_s, self.tool_threads)
                 trace.append({"kind": "tool_result" if ok else "tool_error", "name": name, "content": text})
                 messages.append(
                     {"role": "tool", "tool_call_id": call.get("id"), "content": text if ok else f"error: {text}"}
@@ -281,7 +287,7 @@ class OpenAIChatTarget(Target):
         to be a complete completion. This is also what the response cache stores of it."""
         # A 2xx body that is not a complete completion is a broken or cut-off transfer: infra.
         try:
-            data = json.loads(reply.body)
+            data = jsonsafe.loads(reply.body)
             choice = data["choices"][0]
             message = choice["message"]
             if not isinstance(message, dict):
@@ -324,6 +330,8 @@ class OpenAIChatTarget(Target):
         return ((tokens_in or 0) * (p.price_in_per_mtok or 0) + (tokens_out or 0) * (p.price_out_per_mtok or 0)) / 1e6
 
     async def aclose(self) -> None:
+        if self.tool_threads is not None:
+            self.tool_threads.close()
         await self.pool.aclose()
 
 

@@ -19,7 +19,9 @@ from typing import Any
 
 from pydantic import create_model
 
+from evals.common import jsonsafe
 from evals.common.errors import UsageError
+from evals.run.containment import DaemonThreads
 from evals.run.targets.loading import import_callable
 
 
@@ -78,15 +80,20 @@ def load_tools(spec: dict[str, str], root: Path, where: Callable[[], str]) -> di
     return tools
 
 
-async def run_tool(tools: dict[str, Tool], name: str, arguments: Any, timeout_s: float) -> tuple[bool, str]:
+async def run_tool(
+    tools: dict[str, Tool], name: str, arguments: Any, timeout_s: float, threads: DaemonThreads
+) -> tuple[bool, str]:
     """Call one tool as the model asked: ``(True, result text)`` or ``(False, error text)``.
-    A sync tool runs in a thread so the other attempts go on; past the timeout its thread is left
-    to finish on its own (Python cannot stop it), its result unused."""
+    A sync tool runs on one of ``threads`` so the other attempts go on; past the timeout its thread
+    is left to finish on its own (Python cannot stop it), its result unused — a daemon thread, so a
+    tool that never returns cannot hold the end of the run (``asyncio.to_thread``'s executor is
+    joined when the loop closes: ``time.sleep(40)`` under ``tool_timeout_s: 1`` held the run 40 s,
+    and a tool that never returns held the job to its timeout, with no results written)."""
     tool = tools.get(name)
     if tool is None:
         return False, f"unknown tool {name!r}: the tools are {', '.join(sorted(tools))}"
     try:
-        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        args = jsonsafe.loads(arguments) if isinstance(arguments, str) else arguments
     except ValueError as exc:
         return False, f"the arguments are not JSON ({exc}): {str(arguments)[:200]}"
     if args is None or args == "":
@@ -103,7 +110,7 @@ async def run_tool(tools: dict[str, Tool], name: str, arguments: Any, timeout_s:
             if inspect.iscoroutinefunction(tool.fn):
                 value = await tool.fn(**args)
             else:
-                value = await asyncio.to_thread(tool.fn, **args)
+                value = await threads.call(lambda: tool.fn(**args))
                 if inspect.isawaitable(value):
                     value = await value
     except TimeoutError as exc:

@@ -351,7 +351,8 @@ def test_where_the_history_is(tmp_path: Path) -> None:
     config.history.enabled = False
     assert resolve_url(config, {}) is None
     config.history.enabled, config.history.url = True, "sqlite:///elsewhere.db"
-    assert resolve_url(config, {"GITHUB_ACTIONS": "true"}) == "sqlite:///elsewhere.db"
+    # A SQLite file the config names is relative to the config, like its other paths.
+    assert resolve_url(config, {"GITHUB_ACTIONS": "true"}) == str(tmp_path / "elsewhere.db")
     assert redact_url("postgresql://u:p@h:5/d") == "postgresql://u:***@h:5/d"
     open_engine(f"sqlite:///{tmp_path / 'x.db'}").close()  # sqlite:////absolute/path
     assert (tmp_path / "x.db").exists()

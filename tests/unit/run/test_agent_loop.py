@@ -6,6 +6,9 @@ every step and call is in the trace."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +18,7 @@ from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import write_suite
 
 from evals.common.errors import UsageError
-from evals.results.model import Attempt
+from evals.results.model import Attempt, load_results
 from evals.results.trace import step_count
 from evals.run.execution import execute
 from evals.suite.config import load_config
@@ -192,3 +195,50 @@ def test_a_tool_that_cannot_be_imported_names_the_config_line(tmp_path, openai_s
     line = next(i for i, text in enumerate(config.read_text().splitlines(), 1) if "tools:" in text)
     assert str(err.value).startswith(f"{config}:{line}: target.openai.tools: tool get_weather")
     assert "has no attribute 'nope'" in str(err.value)
+
+
+HANGING_TOOLS = """
+import time
+
+
+def stuck(seconds: float) -> str:
+    time.sleep(seconds)  # a sync tool that outlives its timeout: its thread cannot be stopped
+    return "late"
+"""
+
+
+@pytest.mark.e2e
+def test_a_hung_sync_tool_does_not_hold_the_end_of_the_run(tmp_path, openai_server):
+    """``time.sleep(40)`` under ``tool_timeout_s: 1``: the attempt is the tool's error, and
+    ``evalgate run`` writes its results and exits without waiting for the thread."""
+
+    def agent(body: dict[str, Any]) -> dict[str, Any] | str:
+        results = tool_results(body)
+        return tool_calls(("stuck", {"seconds": 40})) if not results else f"FINAL ANSWER: {results[-1]}"
+
+    openai_server.responder = agent
+    (tmp_path / "hang_tools.py").write_text(HANGING_TOOLS, encoding="utf-8")
+    target = {
+        "openai": {
+            "base_url": openai_server.url,
+            "model": "local:agent",
+            "api_key_env": None,
+            "tools": {"stuck": "hang_tools:stuck"},
+            "tool_timeout_s": 1,
+        }
+    }
+    write_suite(tmp_path, [{"id": "a", "input": "q", "expected": "x"}], target=target, scorers=["contains"])
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", "evalgate.yml", "-o", "r.json"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    took = time.monotonic() - started
+    assert done.returncode == 0, done.stderr
+    assert took < 30, f"the run waited {took:.0f} s for the hung tool's thread"
+    a = load_results(tmp_path / "r.json").cases[0].attempts[0]
+    assert "stuck did not return within tool_timeout_s=1" in (a.output or "")

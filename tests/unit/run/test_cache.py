@@ -24,7 +24,7 @@ from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import InputFileError
 from evals.results.model import load_results
-from evals.run.cache import ATTEMPT, ResponseCache, _decode
+from evals.run.cache import ATTEMPT, STALE_TEMP_S, ResponseCache, _decode
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -334,6 +334,48 @@ def test_a_command_target_is_cached_with_a_key(tmp_path):
     assert all(a.cached and a.passed for a in attempts(tmp_path / "r2.json"))
 
 
+HELPED_BOT = """
+from pathlib import Path
+from helpers import shout
+
+def answer(text):
+    with open(Path(__file__).with_name("calls.log"), "a") as fh:
+        fh.write(text + "\\n")
+    return {"output": shout(text)}
+"""
+
+
+def _git_repo(folder: Path) -> None:
+    subprocess.run(["git", "-C", str(folder), "init", "-q"], check=True)
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("kind", ["python", "command"])
+def test_changed_code_is_never_served_old_answers(tmp_path, kind):
+    """cache.key left at v1 while the code regressed served 10 of 10 old answers ("no change
+    seen", and on main a promotion): the code the target imports is in the key."""
+    _git_repo(tmp_path)
+    (tmp_path / "helpers.py").write_text("def shout(text):\n    return text\n", encoding="utf-8")
+    bot = HELPED_BOT
+    if kind == "command":
+        bot += "\nimport json, sys\nprint(json.dumps(answer(json.load(sys.stdin)['input'])))\n"
+        target: dict[str, Any] = {"command": [sys.executable, "bot.py"]}
+    else:
+        target = {"python": "bot:answer", "path": ["."]}
+    (tmp_path / "bot.py").write_text(bot, encoding="utf-8")
+    subprocess.run(["git", "-C", str(tmp_path), "add", "helpers.py", "bot.py"], check=True)
+    write_suite(tmp_path, echo_cases(3), target=target, cache={"targets": [kind], "key": "v1"})
+    run(tmp_path)
+    run(tmp_path, output="r2.json")
+    assert _calls(tmp_path) == 3  # unchanged code: served from the cache
+
+    (tmp_path / "helpers.py").write_text("def shout(text):\n    return text.upper()\n", encoding="utf-8")
+    run(tmp_path, output="r3.json")
+    assert _calls(tmp_path) == 6  # the helper changed (uncommitted): every case asked again
+    got = attempts(tmp_path / "r3.json")
+    assert not any(a.cached for a in got) and all(a.output == a.output.upper() for a in got)
+
+
 # -------------------------------------------------------------------------------- concurrency
 
 WRITER = """
@@ -403,6 +445,38 @@ def test_pruning_removes_the_least_recently_used_down_to_the_cap(tmp_path):
     assert removed == 30 and cache.size() <= 10 * size
     kept = {p.name for p in (tmp_path / "c").rglob("*") if p.is_file()}
     assert kept == {keys[0], *keys[31:]}
+
+
+def test_pruning_a_folder_of_other_files_deletes_none_of_them(tmp_path):
+    """cache.dir pointed at .git/objects: its 2-hex folders of 38-hex blobs look like the layout,
+    and pruning deleted 28 of 35 of them. Only files with this cache's name and header are entries."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    for i in range(30):
+        (repo / f"f{i}.txt").write_text(f"content {i}\n" * 50)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    objects = repo / ".git" / "objects"
+    before = sorted(p for p in objects.rglob("*") if p.is_file())
+    # A look-alike: a 64-hex name in its 2-hex folder, but not this cache's header; and an old
+    # ".tmp-" file of someone else's.
+    lookalike = objects / "ab" / ("ab" + "0" * 62)
+    lookalike.parent.mkdir(exist_ok=True)
+    lookalike.write_bytes(b"not a cache entry\n" * 100)
+    stranger = objects / "ab" / ".tmp-notes"
+    stranger.write_bytes(b"keep me")
+    old = time.time() - 10 * STALE_TEMP_S
+    os.utime(stranger, (old, old))
+
+    cache = ResponseCache(objects, max_bytes=0)
+    key = cache.key("openai", {"body": 1})
+    cache.put(key, {"pad": "z"})
+    assert cache.prune() == 1  # the one real entry, nothing else
+    after = sorted(p for p in objects.rglob("*") if p.is_file())
+    assert after == sorted([*before, lookalike, stranger])
+    assert subprocess.run([*git, "fsck", "--full"], capture_output=True).returncode == 0
 
 
 @pytest.mark.e2e
