@@ -74,19 +74,23 @@ def test_the_bound_is_the_test_inverted_for_each_method(name: str) -> None:
     t = unit_test(metric, arrays, 0.02)
     assert t.result.method == method and t.bounds is not None
     for level in (0.05, 0.0123, 0.0031):
-        upper, lower = t.bounds.upper(level), t.bounds.lower(level)
-        assert lower < t.oriented_delta < upper
+        upper = t.bounds.upper(level)
+        assert t.bounds.lower(level) < t.oriented_delta < upper
         for shift in (-0.3, -0.05, -1e-6, 1e-6, 0.05, 0.3):
             margin = -upper + shift * abs(upper) if upper else shift
             if margin < 0:
                 continue
             rejected = unit_test(metric, arrays, margin).p_worse <= level
             assert rejected == (upper < -margin), (level, shift)
-        for shift in (-0.3, -1e-6, 1e-6, 0.3):
+        # the mirror: the same cases with the runs swapped, so the lower bound is the one tested
+        swapped = unit_test(metric, arrays[::-1], 0.02).bounds
+        assert swapped is not None
+        lower = swapped.lower(level)
+        for shift in (-0.3, -0.05, -1e-6, 1e-6, 0.05, 0.3):
             margin = lower + shift * abs(lower)
             if margin < 0:
                 continue
-            assert (unit_test(metric, arrays, margin).p_better <= level) == (lower > margin), (level, shift)
+            assert (unit_test(metric, arrays[::-1], margin).p_better <= level) == (lower > margin), (level, shift)
 
 
 @pytest.mark.parametrize("name", list(CASES))
@@ -122,6 +126,17 @@ def test_no_discordant_pair_prints_the_smoothed_interval_at_the_tested_level() -
     assert u.ci_method == "smoothed" and u.no_change_seen
     assert u.ci_high == pytest.approx(z * math.sqrt(1 / 82) / math.sqrt(82))
     assert u.ci_low == pytest.approx(-u.ci_high)
+
+
+def test_the_far_end_of_a_mcnemar_interval_reaches_past_the_discordant_share() -> None:
+    """Conditional on 40 discordant pairs of 100 the inversion stops at −0.40; the far end of a
+    drop of about that size is the smoothed bound, wider, and the verdict's end is untouched."""
+    t = unit_test("pass_rate", binary(100, 38, 2), 0.02)
+    assert t.bounds is not None
+    level = 0.0035
+    assert t.bounds.lower(level) < -0.40 < -0.36 < t.bounds.upper(level) < -0.02
+    flipped = unit_test("pass_rate", binary(100, 2, 38), 0.02).bounds
+    assert flipped is not None and flipped.upper(level) > 0.40 and flipped.lower(level) == -t.bounds.upper(level)
 
 
 def test_a_side_no_pair_moved_towards_gets_the_smoothed_bound() -> None:
