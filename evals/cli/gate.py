@@ -27,7 +27,7 @@ from evals.github.publish import report_failure
 from evals.github.stored_report import post_stored
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
-from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_pull_request_target
+from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_secret_events
 from evals.pipeline.flows import run_gate, run_only
 from evals.pipeline.reset import run_reset
 from evals.results import console
@@ -49,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
     console.info(log_value(activity.why), source="gate")
     try:
         runs_suite = activity.kind in RUN_KINDS and not options.results
-        guard_pull_request_target(activity, runs_suite=runs_suite)
+        guard_secret_events(activity, runs_suite=runs_suite)
         if options.preflight:
             guard_install(activity, github_client(activity), runs_suite=runs_suite)
             return EXIT_PASS

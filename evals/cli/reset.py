@@ -14,7 +14,7 @@ from evals.cli.options import add_options, options_of
 from evals.github.activity import detect
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import no_cache_for_suite_runs
-from evals.pipeline.exposure import guard_pull_request_target
+from evals.pipeline.exposure import guard_secret_events
 from evals.pipeline.reset import run_reset
 from evals.suite.options import ResetOptions
 
@@ -28,5 +28,5 @@ def main(args: argparse.Namespace) -> int:
     isolate_token()
     no_cache_for_suite_runs(options)
     activity = detect("reset", reason=options.reason)
-    guard_pull_request_target(activity, runs_suite=not options.results)
+    guard_secret_events(activity, runs_suite=not options.results)
     return run_reset(options, activity, actor=options.actor)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
+from evals.pipeline.exposure import guard_run
 from evals.results import console
 from evals.run.execution import WrittenRun, execute
 from evals.run.shards import parse_shard
@@ -48,6 +49,7 @@ def rerun_command(options: RunOptions) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
+    guard_run()
     options = options_of(RunOptions, args)
     config = with_overrides(load_config(options.config), options)
     if options.attempt_offset < 0:

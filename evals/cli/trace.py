@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, UsageError
+from evals.common.escape import terminal_safe
 from evals.results import console
 
 if TYPE_CHECKING:
@@ -47,7 +48,8 @@ def main(args: argparse.Namespace) -> int:
 
         path = args.results or default_results()
         case, source = find_case(load_results(path).cases, args.case_id, path), path
-    sys.stdout.write(render_timeline(case, source, attempt=args.attempt, chars=args.chars))
+    # The trace is the model's and the tools' text: no escape sequence of theirs reaches the terminal.
+    sys.stdout.write(terminal_safe(render_timeline(case, source, attempt=args.attempt, chars=args.chars)))
     return EXIT_PASS
 
 

@@ -168,6 +168,18 @@ def log_line(text: str) -> str:
     return _COMMAND_START.sub(lambda m: m.group(1) + ZWSP + "::", text).replace("##[", "##" + ZWSP + "[")
 
 
+# What a terminal acts on: the C0 controls but tab, newline and carriage return (a progress line
+# is redrawn with \r), DEL, and the C1 controls (U+009B is a CSI by itself on some terminals).
+_TERMINAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """``text`` for a terminal or the job log: escape sequences and other controls shown as
+    ``\\x1b``-style text, so a model's output or a case's field cannot move the cursor, erase a
+    line, retitle the window or hide what follows it."""
+    return _TERMINAL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def log_value(value: Any, limit: int | None = 300) -> str:
     """An untrusted value (a slice name, a field of a stored report, a message quoting a user's
     file) inside one log line: line breaks shown as ``↵`` so it cannot start a line of its own,

@@ -89,6 +89,7 @@ def compare(
     reset_command: str | None = None,
     flaky: Mapping[str, float] | None = None,
     resume_command: str | None = None,
+    gate_command: str | None = None,
 ) -> Comparison:
     """Compare ``candidate`` with ``baseline`` (and, for the drift guard, with ``blessed``) and
     decide the gate verdict (docs/spec.md#decision-rule). Never raises for data problems the verdict can express.
@@ -97,7 +98,8 @@ def compare(
     of the one metric gated (default 0.02). ``flaky``: the history's flip rate of its known-flaky
     cases (``evals.history.flaky.flip_rates``), which the case diff marks. ``reset_command``: the
     command that would bless this candidate, named in a ``no-baseline`` reason; ``resume_command``:
-    the ``evalgate run --resume`` that finishes it, named when a limit stopped it.
+    the ``evalgate run --resume`` that finishes it, and ``gate_command`` the gate of the finished
+    file, named (in the reason and on the comparison, for the report) when a limit stopped it.
 
     The steps: scan both runs into tables; the settings in force (:func:`_gate_config`); the
     preconditions (``evals.compare.preconditions``); the two runs' summaries and what tells them
@@ -136,6 +138,7 @@ def compare(
         on_missing=on_missing,
         reset_command=reset_command,
         resume_command=resume_command,
+        gate_command=gate_command,
     )
     special = special_verdict(facts)
     units: list[UnitResult] = []
@@ -158,6 +161,7 @@ def compare(
     verdict, reason = with_breached_floors(verdict, reason, [f for f in floors if f.verdict == "breached"])
     warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
     drift = _drift_guard(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset, warnings)
+    stopped = cand_summary.limit is not None and not cand_summary.complete
     return Comparison(
         verdict=verdict,
         reason=reason,
@@ -174,6 +178,8 @@ def compare(
         drift=drift,
         drift_ok=drift.ok if drift else True,
         warnings=warnings,
+        resume_command=resume_command if stopped else None,
+        gate_command=gate_command if stopped else None,
         evalgate_version=__version__,
         created_at=datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )

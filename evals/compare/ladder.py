@@ -42,12 +42,13 @@ class Facts:
     on_missing: str
     reset_command: str | None
     resume_command: str | None = None
+    gate_command: str | None = None
 
 
 def stopped_by_a_limit(f: Facts) -> Said | None:
     c = f.candidate
     if not c.complete and c.limit is not None:
-        return "incomplete", limit_reason(c.limit, c, f.resume_command)
+        return "incomplete", limit_reason(c.limit, c, f.resume_command, f.gate_command)
     return None
 
 

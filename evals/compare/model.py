@@ -338,30 +338,38 @@ class SliceTrend(_Model):
 
 
 class EvidenceValue(_Model):
-    """One unit's betting e-process at one look (docs/spec.md#more-evidence)."""
+    """One unit at one look of more evidence (docs/spec.md#more-evidence): its per-case means so far."""
 
     metric: str
     unit: str
-    e_value: float = Field(description="Wealth of the bet against 'the drop is at most the tolerance'.")
-    threshold: float | None = Field(
-        description="About what it needs alone to fail the gate: 1/(ρ·α·weight); e-Holm decides exactly."
+    cases: int = Field(description="Paired cases with a value on both sides: the test's n (never the attempts).")
+    attempts_per_case: float | None = Field(description="Mean attempts per case so far on each side.")
+    observed_drop: float | None = Field(description="Mean of the per-case mean drops (oriented: positive is worse).")
+    p_value: float | None = Field(
+        description="One-sided p of the t-test on per-case means against 'the drop is at most the tolerance'; "
+        "none where the look did not test the unit (no case of it re-run yet)."
     )
+    level: float | None = Field(description="What p needs alone to fail the gate: the look's α × the unit's weight.")
     rejected: bool
-    observed_drop: float | None = Field(description="Mean paired drop over every observation so far (oriented).")
-    observations: int
-    rerun: bool = Field(description="This look's batch re-ran every case of the unit.")
+    rerun: bool = Field(description="Some batch so far re-ran cases of the unit.")
+    repeated: bool = Field(
+        default=False, description="This look's batch re-ran the unit's cases and every one answered as at the first."
+    )
 
 
 class EvidenceLook(_Model):
     look: int = Field(description="0: the first look; N: after batch N.")
     units: list[str] = Field(default_factory=list, description="Units whose cases the batch re-ran.")
-    cases: int = Field(default=0, description="Cases re-run on each side.")
+    cases: int = Field(default=0, description="Cases re-run; each ran once on each side.")
     attempts: int = Field(default=0, description="Attempts added, both sides together.")
     cost_usd: float | None = Field(default=None, description="What the batch cost, both sides (None: unknown).")
-    values: list[EvidenceValue] = Field(default_factory=list)
-    pass_e_values: dict[str, float] = Field(
-        default_factory=dict, description="Per gated metric: overall's e-value against 'the drop is at least δ'."
+    level: float | None = Field(
+        default=None, description="This look's share of ρ·α (none: the first look, or a look not taken)."
     )
+    repeated: bool = Field(
+        default=False, description="Every re-run case answered on both sides as at the first look: no look was taken."
+    )
+    values: list[EvidenceValue] = Field(default_factory=list)
     passed: bool = False
     outcome: LookOutcome
 
@@ -371,7 +379,8 @@ class MoreEvidence(_Model):
 
     rho: float
     first_look_alpha: float = Field(description="(1 − ρ)·α: the fixed-sample rule's level at the first look.")
-    sequential_alpha: float = Field(description="ρ·α: the level of the e-Holm family over every look.")
+    sequential_alpha: float = Field(description="ρ·α: what the looks after the first share.")
+    method: str = Field(default="", description="The later looks' test and how they share ρ·α.")
     select: Literal["looks_worse", "all"]
     max_batches: int
     max_cost_usd: float | None = None
@@ -415,6 +424,16 @@ class Comparison(_Model):
     )
     more_evidence: MoreEvidence | None = Field(
         default=None, description="gate.more_evidence's looks (docs/spec.md#more-evidence)."
+    )
+    resume_command: str | None = Field(
+        default=None,
+        description="When a limit stopped the candidate run: the `evalgate run --resume` that finishes it (its "
+        "config, results file and subset), as the gate knew it.",
+    )
+    gate_command: str | None = Field(
+        default=None,
+        description="When a limit stopped the candidate run: the `evalgate gate` of the finished results file, with "
+        "this gate's config and flags.",
     )
     evalgate_version: str | None = None
     created_at: str | None = None

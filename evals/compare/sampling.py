@@ -27,7 +27,6 @@ few cases in each stratum and a normal reference would be anti-conservative ther
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,57 +66,112 @@ class Estimate:
     df: float
 
 
+@dataclass(frozen=True)
+class Estimates:
+    """:class:`Estimate` for many rows of values at once (one per leading index of ``y``)."""
+
+    mean: np.ndarray
+    se: np.ndarray
+    df: np.ndarray
+
+
+# The level at which a stratum's drawn cases contradict the variance the history predicted for it.
+CONTRADICTED = 0.05
+
+
+def stratified_estimates(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Estimates:
+    """:func:`stratified_mean` of every row of ``y`` (shape ``(..., rows)``) at once, so that the
+    simulation of the draw (``benchmarks/sim_smoke.py``) tests its replicates with this code."""
+    values = np.asarray(y, dtype=float)
+    shape = values.shape[:-1]
+    values = values.reshape(-1, values.shape[-1])
+    present, index = np.unique(strata.codes, return_inverse=True)
+    member = np.zeros((index.size, present.size))
+    member[np.arange(index.size), index] = 1.0
+    n_h = member.sum(axis=0)
+    means = values @ member / n_h
+    centred = values - means[:, index]
+    squares = (centred * centred) @ member
+    several = n_h > 1
+    # Each stratum's s_h² and the degrees of freedom of its estimate: n_h − 1 for the sample variance.
+    s2 = np.where(several, squares / np.maximum(n_h - 1.0, 1.0), 0.0)
+    freedom = np.broadcast_to(np.maximum(n_h - 1.0, 1.0), s2.shape)
+    if rates:
+        s2, freedom = _rate_variances(values, member, n_h, s2, strata.predicted[present])
+    elif several.any():
+        pooled = squares[:, several].sum(axis=1) / (n_h[several] - 1.0).sum()
+        s2 = np.where(several, s2, pooled[:, None])
+    else:
+        spread = values.var(axis=1, ddof=1) if values.shape[1] > 1 else np.zeros(values.shape[0])
+        s2 = np.repeat(spread[:, None], present.size, axis=1)
+    population = strata.population[present]
+    weights = population / population.sum()
+    terms = weights * weights * s2 / n_h
+    var = terms.sum(axis=1)
+    # Satterthwaite: v² / Σ (term_h² / df_h), over the strata the unit's rows are in.
+    denominator = np.sum(terms * terms / freedom, axis=1)
+    safe = np.where(denominator > 0, denominator, 1.0)
+    df = np.where(denominator > 0, var * var / safe, np.inf)
+    return Estimates((means @ weights).reshape(shape), np.sqrt(var).reshape(shape), np.maximum(df, 1.0).reshape(shape))
+
+
+def _rate_variances(
+    values: np.ndarray, member: np.ndarray, n_h: np.ndarray, sample: np.ndarray, predicted: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``s_h²`` and its degrees of freedom for paired deltas of a rate (see :func:`stratified_mean`).
+
+    What a stratum's drawn cases show is the larger of their sample variance and their mean square
+    ``Σ d²/n_h`` — a paired delta's variance under no change, with ``n_h`` degrees of freedom (no
+    mean is estimated), which two cases that flipped the same way do not hide (their sample
+    variance is 0). The history's ``S_h²`` is the better estimate (``N_h`` cases over every history
+    run) and is taken as known — infinite degrees of freedom, so a smoke run is tested with the
+    variance the history measured — unless the drawn cases contradict it: their mean square is
+    implausibly large for it (``n_h·m/S_h²`` beyond χ²'s ``1 − CONTRADICTED`` quantile with ``n_h``
+    df), as when the target became noisier than its recorded flip rates, or a stratum the history
+    called settled flips. Then the stratum's variance is what its cases show, with their own df."""
+    from scipy.special import chdtrc  # χ²'s survival function; scipy is slow to load, only smoke runs need it
+
+    mean_square = (values * values) @ member / n_h
+    with np.errstate(divide="ignore", invalid="ignore"):
+        contradicted = chdtrc(n_h, n_h * mean_square / predicted) < CONTRADICTED
+    shown = np.maximum(sample, mean_square)
+    own = np.where(mean_square >= sample, n_h, np.maximum(n_h - 1.0, 1.0))
+    known = ~contradicted & (predicted >= sample)
+    s2 = np.where(contradicted, shown, np.maximum(predicted, sample))
+    freedom = np.where(known, np.inf, np.where(contradicted, own, np.maximum(n_h - 1.0, 1.0)))
+    return s2, freedom
+
+
 def stratified_mean(y: np.ndarray, strata: Strata, *, rates: bool = True) -> Estimate:
     """The stratified (Horvitz–Thompson) mean of ``y`` over the strata its rows are in, with its
     standard error and effective degrees of freedom (see the module docstring).
 
-    For ``rates`` (values in [0, 1], what the history measures) each ``s_h²`` is at least the
-    variance the history predicted for the stratum when the draw was made (``Stratum.variance``:
-    the run-to-run variance of its cases' outcomes, the variance of their paired deltas under no
-    change), estimated from ``N_h`` cases over every history run where ``s_h²`` has ``n_h`` of
-    them; a stratum represented by a single row uses its own ``y²`` (an unbiased estimate of
-    ``E[d²] ≥ Var d``) for ``s_h²``. For other values (latency, tokens, cost) a singleton stratum
-    takes the pooled within-stratum variance of the unit, else the variance of ``y``. A stratum
-    with no row at all (every case of it dropped from the pairing: errored or changed) is left out
-    and the weights of the others renormalised: the estimate is then of the cases that could be
-    paired.
+    For ``rates`` (``y`` the paired deltas of values in [0, 1], what the history measures) each
+    ``s_h²`` is the variance the history predicted for the stratum when the draw was made
+    (``Stratum.variance``: the run-to-run variance of its cases' outcomes, the variance of their
+    paired deltas under no change), or the stratum's own sample variance where that is larger,
+    unless the drawn cases contradict the history (see :func:`_rate_variances`): then it is what
+    they show, never less than their mean square ``Σ d²/n_h``. For other values (latency, tokens,
+    cost) a singleton stratum takes the pooled within-stratum variance of the unit, else the
+    variance of ``y``. A stratum with no row at all (every case of it dropped from the pairing:
+    errored or changed) is left out and the weights of the others renormalised: the estimate is
+    then of the cases that could be paired.
     """
-    codes = strata.codes
-    present = np.unique(codes)
-    n_h = np.bincount(codes, minlength=strata.population.size)[present].astype(float)
-    sums = np.bincount(codes, weights=y, minlength=strata.population.size)[present]
-    means = sums / n_h
-    centred = y - means[np.searchsorted(present, codes)]
-    squares = np.bincount(codes, weights=centred * centred, minlength=strata.population.size)[present]
-    if rates:
-        # A singleton's own y² (for a paired delta, an unbiased estimate of E[d²] ≥ Var d): a stratum
-        # the history called settled whose one drawn case flipped is not settled.
-        fallback = np.bincount(codes, weights=y * y)[present] / n_h
-    elif (n_h > 1).any():
-        fallback = np.full(present.size, squares[n_h > 1].sum() / (n_h[n_h > 1] - 1).sum())
-    else:
-        fallback = np.full(present.size, float(y.var(ddof=1)) if y.size > 1 else 0.0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        s2 = np.where(n_h > 1, squares / (n_h - 1), fallback)
-    # Each stratum's degrees of freedom: n_h − 1 for its own s_h² (1 for a singleton's y²) ...
-    freedom = np.maximum(n_h - 1.0, 1.0)
-    if rates:
-        # ... but never below what the history predicted: two or three drawn cases that happen to
-        # agree say far less about a stratum's noise than its N_h cases over 20 runs (s_h² = 0 from
-        # two flipped cases made 45% of A/A smoke runs of 50 of 500 fail). Where the prediction is
-        # the larger, it is a variance known from the history, with no sampling error of its own
-        # worth counting here: infinite degrees of freedom.
-        known = strata.predicted[present] >= s2
-        s2 = np.where(known, strata.predicted[present], s2)
-        freedom = np.where(known, np.inf, freedom)
-    weights = strata.population[present] / strata.population[present].sum()
-    mean = float(np.dot(weights, means))
-    terms = weights * weights * s2 / n_h
-    var = float(terms.sum())
-    # Satterthwaite: v² / Σ (term_h² / df_h).
-    denominator = float(np.sum(terms * terms / freedom))
-    df = var * var / denominator if denominator > 0 else math.inf
-    return Estimate(mean, math.sqrt(var), max(df, 1.0))
+    est = stratified_estimates(y, strata, rates=rates)
+    return Estimate(float(est.mean), float(est.se), float(est.df))
+
+
+def stratified_tests(
+    d: np.ndarray, strata: Strata, margin: float | np.ndarray, *, rates: bool = True
+) -> tuple[Estimates, np.ndarray, np.ndarray]:
+    """:func:`stratified_test` of every row of ``d`` (shape ``(..., rows)``), vectorised."""
+    from scipy.special import stdtr  # Student's t CDF; scipy is slow to load, only smoke runs need it
+
+    est = stratified_estimates(d, strata, rates=rates)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        p_worse = np.where(est.se > 0, stdtr(est.df, (est.mean + margin) / est.se), 1.0 * (est.mean >= -margin))
+        p_better = np.where(est.se > 0, stdtr(est.df, -(est.mean - margin) / est.se), 1.0 * (est.mean <= margin))
+    return est, p_worse, p_better
 
 
 def stratified_test(
@@ -128,12 +182,8 @@ def stratified_test(
     tolerance) and ``p_better`` for H0: Δ ≤ margin, from Student's t with the estimate's degrees
     of freedom. With a zero standard error (every drawn case has the same delta in each stratum)
     the p-values are 0 or 1, as :func:`evals.compare.stats.paired_clt` gives them."""
-    est = stratified_mean(d, strata, rates=rates)
-    if est.se == 0.0:
-        return est, 0.0 if est.mean < -margin else 1.0, 0.0 if est.mean > margin else 1.0
-    from scipy.stats import t  # imported here: scipy is slow to load and only smoke runs need it
-
-    return est, float(t.cdf((est.mean + margin) / est.se, est.df)), float(t.sf((est.mean - margin) / est.se, est.df))
+    est, p_worse, p_better = stratified_tests(d, strata, margin, rates=rates)
+    return Estimate(float(est.mean), float(est.se), float(est.df)), float(p_worse), float(p_better)
 
 
 def t_quantile(q: float, df: float) -> float:

@@ -1,20 +1,21 @@
-"""More evidence (docs/spec.md#more-evidence): the looks after an inconclusive first look, tested anytime-valid.
+"""More evidence (docs/spec.md#more-evidence): the looks after an inconclusive first look.
 
 The first look is the fixed-sample rule at ``(1 − ρ)·α`` (the gate runs ``compare`` with that α).
-Every look — the first included — also runs, on each gated unit of a bounded metric, a betting
-e-process for "the drop is at most δ" on the paired per-case drops ``y = base − cand`` (oriented:
-positive is worse), merged across units by weighted e-Holm with the gate's own α weights at
-``ρ·α`` (``evals.compare.evidence``). By the union bound the gate's false-fail rate stays ≤ α
-over any number of looks and whatever made us look again; re-testing the fixed-sample rule after a
-batch would not (docs/spec.md#more-evidence: boundary false fails of 8–12% after 4 batches).
+A batch is one more attempt of each selected case on both sides. After it, every gated unit of a
+bounded per-case metric that holds a re-run case is tested on its per-case means over all attempts
+so far — the t-test of ``evals.compare.evidence.drop_test``, n = the unit's case count — at the
+look's share of ``ρ·α`` (``evals.compare.evidence.look_levels``), merged by weighted Holm with the
+gate's own α weights. By the union bound the gate's false-fail rate stays ≤ α over every look
+however the looks correlate; re-testing the fixed-sample rule after a batch would not
+(docs/spec.md#more-evidence: boundary false fails of 8–12% after 4 batches).
 
-A batch is one more attempt of each selected case on both sides. A unit's wealth grows only with a
-batch that re-ran every one of its cases: a batch of the ``language=ko`` cases says nothing about
-overall's mean over all cases. With attempts of the same cases the null is the finite-case one —
-"these cases' mean drop is at most δ" — so what a fail after batches means is "these cases got
-worse", and the report says so. Pass needs every gated metric's overall unit certified: by the
-first look's rule, or by its opposite e-process ("the drop is at least δ") reaching ``1/(ρ·α)``
-(the anytime-valid lower bound of the delta above −δ, Howard et al. 2021)."""
+The estimand stays the first look's: the cases as a sample of the inputs they stand for. A
+re-run attempt refines its case's mean, never adds a case, so a target that repeats its answers
+(temperature 0, a seeded bot) brings nothing new: a batch whose every re-run case answered on both
+sides as at the first look ends the batches with no look (:data:`REPEATED`), and a unit whose
+re-runs all repeated is not selected again. Pass needs every gated metric's overall unit
+certified: by the first look's rule, or by its opposite test ("the drop is at least δ")
+rejecting at a look's level."""
 
 from __future__ import annotations
 
@@ -23,56 +24,61 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from evals.compare.evidence import LAMBDAS, e_holm, log_e, log_wealth
+from evals.compare.evidence import METHOD, drop_test, look_levels
 from evals.compare.metrics import MetricDef, metric_def, named_scores, scan
 from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, LookOutcome, UnitResult
 from evals.compare.pairing import pair, unit_indices
+from evals.compare.stats import weighted_holm
 from evals.results.model import Results
 from evals.suite.config import MoreEvidenceSpec, SuiteConfig
 
 ESTIMAND = (
-    "the same cases were run again on both sides: a fail after batches means these cases got worse "
-    "(not that new cases of the slice would)"
+    "the cases stand for the inputs they sample, as at the first look: a re-run attempt refines its case's mean, "
+    "it never counts as another case"
 )
+REPEATED = "the target answered the same: more attempts cannot help; more cases can"
+
+
+@dataclass
+class Side:
+    """One side's attempts per paired case of one metric so far: Σ value and count."""
+
+    total: np.ndarray
+    count: np.ndarray
+    first: np.ndarray  # the first look's per-case value (what a repeated answer equals)
+
+    @property
+    def mean(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(self.count > 0, self.total / self.count, np.nan)
+
+    def add(self, at: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """One attempt of the cases at ``at``; returns which repeated their first-look value (an
+        attempt with no value — an infra error — repeats nothing)."""
+        ok = np.isfinite(values)
+        self.total[at[ok]] += values[ok]
+        self.count[at[ok]] += 1
+        return ok & np.isclose(values, self.first[at], rtol=0.0, atol=1e-12)
 
 
 @dataclass
 class Member:
-    """One (metric, unit) of the e-Holm family: its design (weight, δ, cases) and its wealth."""
+    """One (metric, unit) of the gate's Holm family: its design (weight, δ, cases)."""
 
     metric: MetricDef
     unit: str
     slice_key: str | None
     weight: float
     delta: float
-    ids: frozenset[str]
-    testable: bool  # a bounded per-case metric: pass@k and unbounded metrics keep e = 1
-    worse: np.ndarray = field(default_factory=lambda: np.zeros(len(LAMBDAS)))
-    not_worse: np.ndarray = field(default_factory=lambda: np.zeros(len(LAMBDAS)))
-    observations: int = 0
-    total_drop: float = 0.0
-    rerun: bool = False  # updated by the latest batch
-
-    def add(self, y: np.ndarray) -> None:
-        y = y[np.isfinite(y)]  # a case without a value on one side (no such score) says nothing
-        if not self.testable or y.size == 0:
-            return
-        self.worse = self.worse + log_wealth(y, self.delta, "worse")
-        self.not_worse = self.not_worse + log_wealth(y, self.delta, "not_worse")
-        self.observations += int(y.size)
-        self.total_drop += float(y.sum())
-
-    @property
-    def observed_drop(self) -> float | None:
-        return self.total_drop / self.observations if self.observations else None
-
-    @property
-    def log_e_worse(self) -> float:
-        return float(log_e(self.worse)) if self.testable else 0.0
-
-    @property
-    def log_e_not_worse(self) -> float:
-        return float(log_e(self.not_worse)) if self.testable else 0.0
+    at: np.ndarray  # the unit's positions among the paired cases
+    testable: bool  # a bounded per-case metric: pass@k and percentiles are not per-case means
+    rerun: bool = False  # some batch re-ran one of its cases: the later looks test it
+    repeated: bool = False  # the latest batch re-ran its cases and every one answered the same
+    spent: bool = False  # a batch's re-runs of it all repeated: not selected again
+    p_value: float = 1.0
+    not_worse_p: float = 1.0
+    drop: float | None = None
+    cases: int = 0
 
 
 def _testable(metric: MetricDef) -> bool:
@@ -84,14 +90,21 @@ def _oriented_drops(metric: MetricDef, base: np.ndarray, cand: np.ndarray) -> np
     return np.clip(drop, -1.0, 1.0)
 
 
+def _attempts(results: Results, ids: list[str]) -> np.ndarray:
+    by_id = results.by_id()
+    return np.array([sum(not a.is_infra_error for a in by_id[i].attempts) for i in ids], dtype=float)
+
+
 @dataclass
 class Evidence:
-    """The e-Holm family of one gate and its looks so far."""
+    """The gate's units, their per-case attempts so far and the looks."""
 
     config: SuiteConfig
     spec: MoreEvidenceSpec
     alpha: float  # the gate's whole α (the config's, before the first look's share)
     members: list[Member]
+    ids: list[str]  # the paired cases, in the order of the Side arrays
+    sides: dict[str, tuple[Side, Side]]  # metric → (baseline, candidate)
     first_look_pass: dict[str, bool]  # metric → its overall was certified by the first look's rule
     looks: list[EvidenceLook] = field(default_factory=list)
 
@@ -99,9 +112,8 @@ class Evidence:
     def level(self) -> float:
         return self.spec.rho * self.alpha
 
-    @property
-    def threshold(self) -> float:
-        return 1.0 / self.level
+    def look_level(self, number: int) -> float:
+        return float(look_levels(self.level, self.spec.max_batches)[number - 1])
 
     # ------------------------------------------------------------------------------------ build
 
@@ -110,13 +122,13 @@ class Evidence:
         cls, comparison: Comparison, baseline: Results, candidate: Results, config: SuiteConfig, alpha: float
     ) -> Evidence:
         """The family from the first look: the comparison's gated units (their α weights and δ)
-        with the paired per-case drops of the first look's attempts."""
+        with each paired case's first-look value and attempt count on each side."""
         defs = {name: metric_def(name, spec) for name, spec in config.metrics.items()}
         names = named_scores(defs.values())
         bt = scan(baseline.cases, len(baseline.cases), names)
         ct = scan(candidate.cases, len(candidate.cases), names)
         pairing = pair(bt, ct, bool(candidate.run.subset or candidate.run.shard))
-        paired_ids = [ct.ids[i] for i in pairing.cand_rows]
+        ids = [ct.ids[i] for i in pairing.cand_rows]
         rows = {u.name: u.rows for u in unit_indices(ct, pairing.cand_rows, comparison.gate.slice_keys)}
         members = []
         for u in comparison.units:
@@ -124,81 +136,103 @@ class Evidence:
             if metric is None or not u.gated or u.weight <= 0 or u.unit not in rows:
                 continue
             at = rows[u.unit]
-            at = np.arange(len(paired_ids)) if at is None else at  # overall: every paired case
-            member = Member(
-                metric,
-                u.unit,
-                u.slice_key,
-                u.weight,
-                u.tolerance,
-                frozenset(paired_ids[i] for i in at),
-                _testable(metric),
-            )
-            if member.testable:
-                base = bt.values(metric)[pairing.base_rows][at]
-                cand = ct.values(metric)[pairing.cand_rows][at]
-                member.add(_oriented_drops(metric, base, cand))
-            members.append(member)
+            at = np.arange(len(ids)) if at is None else np.asarray(at, dtype=np.intp)  # overall: every case
+            members.append(Member(metric, u.unit, u.slice_key, u.weight, u.tolerance, at, _testable(metric)))
+        base_n, cand_n = _attempts(baseline, [bt.ids[i] for i in pairing.base_rows]), _attempts(candidate, ids)
+        sides = {}
+        for m in members:
+            if m.testable and m.metric.name not in sides:
+                b = bt.values(m.metric)[pairing.base_rows].astype(float)
+                c = ct.values(m.metric)[pairing.cand_rows].astype(float)
+                # The first look's mean stands for its attempts: a batch's one attempt weighs as one of them.
+                sides[m.metric.name] = (
+                    Side(np.nan_to_num(b) * base_n, np.where(np.isfinite(b), base_n, 0.0), b),
+                    Side(np.nan_to_num(c) * cand_n, np.where(np.isfinite(c), cand_n, 0.0), c),
+                )
         certified = {u.metric: u.verdict in ("unchanged", "improved") for u in comparison.units if u.unit == "overall"}
-        evidence = cls(config, config.gate.more_evidence, alpha, members, certified)
+        evidence = cls(config, config.gate.more_evidence, alpha, members, ids, sides, certified)
+        for m in evidence.members:
+            evidence._measure(m)
         return evidence
 
     # ------------------------------------------------------------------------------------ looks
 
     def select(self, comparison: Comparison) -> tuple[list[str], list[str]]:
         """(units, case ids) the next batch re-runs: ``looks_worse`` — slices not regressed whose
-        observed drop (all observations so far) is beyond δ; ``all`` — every paired case."""
+        drop (per-case means so far) is beyond δ; ``all`` — every paired case. A unit whose earlier
+        re-runs all repeated the first look is left out: another attempt would repeat again."""
         regressed = {(u.metric, u.unit) for u in comparison.units if u.verdict == "regressed"}
+        live = [m for m in self.members if m.testable and not m.spent]
         if self.spec.select == "all":
-            chosen = [m for m in self.members if m.slice_key is None and m.testable]
+            chosen = [m for m in live if m.slice_key is None]
         else:
             chosen = [
                 m
-                for m in self.members
+                for m in live
                 if m.slice_key is not None
-                and m.testable
                 and (m.metric.name, m.unit) not in regressed
-                and (m.observed_drop or 0.0) > m.delta
+                and m.drop is not None
+                and m.drop > m.delta
             ]
-        ids: set[str] = set()
+        at: set[int] = set()
         for m in chosen:
-            ids |= m.ids
-        return list(dict.fromkeys(m.unit for m in chosen)), sorted(ids)
+            at |= set(m.at.tolist())
+        return list(dict.fromkeys(m.unit for m in chosen)), sorted(self.ids[i] for i in at)
 
-    def add_batch(self, base: Results, cand: Results, rerun: Iterable[str]) -> int:
-        """Add one batch (the batch's own attempts on each side). Returns the paired cases used; a
-        case with an infra error on either side is left out of this batch."""
-        rerun = set(rerun)
-        defs = list({m.metric.name: m.metric for m in self.members}.values())
+    def add_batch(self, base: Results, cand: Results, rerun: Iterable[str]) -> bool:
+        """Add one batch (its own attempts on each side). Returns whether every re-run case
+        answered on both sides exactly as at the first look, for every tested metric."""
+        position = {case_id: i for i, case_id in enumerate(self.ids)}
+        at = np.array(sorted(position[i] for i in set(rerun) if i in position), dtype=np.intp)
+        defs = [metric_def(name, self.config.metrics[name]) for name in self.sides]
         names = named_scores(defs)
-        bt = scan(base.cases, len(base.cases), names)
-        ct = scan(cand.cases, len(cand.cases), names)
-        pairing = pair(bt, ct, True)
-        ids = [ct.ids[i] for i in pairing.cand_rows]
-        position = {case_id: i for i, case_id in enumerate(ids)}
-        drops = {
-            d.name: _oriented_drops(d, bt.values(d)[pairing.base_rows], ct.values(d)[pairing.cand_rows])
-            for d in defs
-            if _testable(d)
-        }
+        tables = scan(base.cases, len(base.cases), names), scan(cand.cases, len(cand.cases), names)
+        same = np.ones(len(self.ids), dtype=bool)
+        for d in defs:
+            for side, table in zip(self.sides[d.name], tables, strict=True):
+                rows = table.index()
+                values = np.full(at.size, np.nan)
+                found = np.array([self.ids[i] in rows for i in at], dtype=bool)
+                values[found] = table.values(d)[[rows[self.ids[i]] for i in at[found]]]
+                same[at] &= side.add(at, values)
+        rerun_at = np.zeros(len(self.ids), dtype=bool)
+        rerun_at[at] = True
         for m in self.members:
-            m.rerun = m.testable and m.ids <= rerun
-            if m.rerun:
-                at = np.array([position[i] for i in m.ids if i in position], dtype=np.intp)
-                m.add(drops[m.metric.name][at])
-        return len(ids)
+            touched = bool(rerun_at[m.at].any())
+            m.rerun |= touched and m.testable
+            m.repeated = touched and m.testable and bool(same[m.at][rerun_at[m.at]].all())
+            m.spent |= m.repeated
+            self._measure(m)
+        return bool(at.size) and bool(same[at].all())
 
-    def look(self) -> tuple[list[Member], bool]:
-        """(the members e-Holm rejects at ρ·α, whether every gated overall is certified)."""
-        log_es = np.array([m.log_e_worse for m in self.members])
+    def _measure(self, m: Member) -> None:
+        """The unit's drop and its two one-sided p-values on its per-case means so far."""
+        if not m.testable:
+            return
+        base, cand = self.sides[m.metric.name]
+        d = _oriented_drops(m.metric, base.mean[m.at], cand.mean[m.at])
+        d = d[np.isfinite(d)]  # a case without a value on one side (no such score) says nothing
+        m.cases = int(d.size)
+        m.drop = float(d.mean()) if d.size else None
+        total, square = float(d.sum()), float(d @ d)
+        m.p_value = float(drop_test(total, square, d.size, m.delta, "worse"))
+        m.not_worse_p = float(drop_test(total, square, d.size, m.delta, "not_worse"))
+
+    def look(self, number: int) -> tuple[list[Member], bool]:
+        """(the members weighted Holm rejects at look ``number``'s level, whether every gated
+        overall is certified). Only units holding a re-run case are tested."""
+        level = self.look_level(number)
+        p = np.array([m.p_value if m.rerun else 1.0 for m in self.members])
         weights = np.array([m.weight for m in self.members])
-        rejected = e_holm(log_es, weights, self.level) if self.members else np.zeros(0, dtype=bool)
-        failing = [m for m, r in zip(self.members, rejected.tolist(), strict=True) if r]
+        adjusted = weighted_holm(p, weights) if self.members else np.zeros(0)
+        failing = [
+            m
+            for m, adj in zip(self.members, adjusted.tolist(), strict=True)
+            if adj <= level and m.drop is not None and m.drop > m.delta
+        ]
         overall = [m for m in self.members if m.slice_key is None]
         certified = bool(overall) and all(
-            self.first_look_pass.get(m.metric.name, False)
-            or (m.testable and m.log_e_not_worse >= np.log(self.threshold))
-            for m in overall
+            self.first_look_pass.get(m.metric.name, False) or (m.rerun and m.not_worse_p <= level) for m in overall
         )
         return failing, certified and not failing
 
@@ -213,58 +247,62 @@ class Evidence:
         failing: list[Member],
         passed: bool,
         outcome: LookOutcome,
+        repeated: bool = False,
     ) -> EvidenceLook:
         failing_keys = {(m.metric.name, m.unit) for m in failing}
-        shown = [m for m in self.members if m.testable]
+        level = self.look_level(number) if number else None
+        tested = number > 0 and not repeated
         look = EvidenceLook(
             look=number,
             units=units,
             cases=cases,
             attempts=attempts,
             cost_usd=cost_usd,
+            level=level if tested else None,
+            repeated=repeated,
             values=[
                 EvidenceValue(
                     metric=m.metric.name,
                     unit=m.unit,
-                    e_value=float(np.exp(min(m.log_e_worse, 700.0))),
-                    threshold=self.threshold / m.weight if m.weight > 0 else None,
+                    cases=m.cases,
+                    attempts_per_case=self._attempts_per_case(m),
+                    observed_drop=m.drop,
+                    p_value=m.p_value if tested and m.rerun else None,
+                    level=level * m.weight if tested and m.rerun and level is not None else None,
                     rejected=(m.metric.name, m.unit) in failing_keys,
-                    observed_drop=m.observed_drop,
-                    observations=m.observations,
                     rerun=m.rerun,
+                    repeated=m.repeated and number > 0,
                 )
-                for m in shown
-            ],
-            pass_e_values={
-                m.metric.name: float(np.exp(min(m.log_e_not_worse, 700.0)))
                 for m in self.members
-                if m.slice_key is None and m.testable
-            },
+                if m.testable
+            ],
             passed=passed,
             outcome=outcome,
         )
         self.looks.append(look)
         return look
 
+    def _attempts_per_case(self, m: Member) -> float | None:
+        """Mean attempts per case on the candidate's side (a batch adds one on each side)."""
+        count = self.sides[m.metric.name][1].count[m.at]
+        return float(count.mean()) if count.size else None
 
-def mark_failing(comparison: Comparison, failing: list[Member], batches: int, threshold: float) -> list[UnitResult]:
-    """Give the units e-Holm rejected their verdict (their delta and interval stay the first
-    look's: the looks after it are tested, not estimated)."""
+
+def mark_failing(comparison: Comparison, failing: list[Member], batches: int, level: float) -> list[UnitResult]:
+    """Give the units the later look rejected their verdict (their delta and interval stay the
+    first look's: the looks after it are tested, not estimated)."""
     keys = {(m.metric.name, m.unit): m for m in failing}
     marked = []
+    plural = "batch" if batches == 1 else "batches"
     for u in comparison.units:
         m = keys.get((u.metric, u.unit))
         if m is None:
             continue
         u.verdict = "regressed"
-        drop = (
-            f"; observed drop {m.observed_drop:.3g} over {m.observations} paired observations"
-            if m.observed_drop
-            else ""
-        )
+        drop = f"mean drop {m.drop:.3g} over its {m.cases} cases' attempts so far; " if m.drop is not None else ""
         u.note = (
-            f"more evidence: regressed after {batches} batch{'es' if batches != 1 else ''} "
-            f"(e-value {np.exp(min(m.log_e_worse, 700.0)):.3g} ≥ {threshold / m.weight:.3g}{drop}); {ESTIMAND}"
+            f"more evidence: regressed after {batches} {plural} ({drop}p {m.p_value:.2g} ≤ {level * m.weight:.2g} "
+            f"by the {METHOD}); {ESTIMAND}"
         )
         marked.append(u)
     return marked

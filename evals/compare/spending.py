@@ -21,12 +21,16 @@ def limit_stopped(stop: LimitStop, run: RunSummary) -> str:
     )
 
 
-def limit_reason(stop: LimitStop, run: RunSummary, resume_command: str | None = None) -> str:
+def limit_reason(
+    stop: LimitStop, run: RunSummary, resume_command: str | None = None, gate_command: str | None = None
+) -> str:
     """The gate's reason (its log line, comparison.json): what stopped the run and how to finish
     and gate it, in one line, since a log has no paragraph below to say the rest.
-    ``resume_command``: the run's own command with --resume, when the caller knows it."""
+    ``resume_command``: the run's own command with --resume, and ``gate_command`` the gate of the
+    finished file (the same config and flags), when the caller knows them."""
     rerun = f"`{resume_command}`" if resume_command else "--resume"
-    return f"{limit_stopped(stop, run)}; to finish it, {resume_hint(stop, rerun)}, then gate it again"
+    again = f"then `{gate_command}`" if gate_command else "then gate it again"
+    return f"{limit_stopped(stop, run)}; to finish it, {resume_hint(stop, rerun)}, {again}"
 
 
 def unmeasured(defs: list[MetricDef], specs: dict[str, MetricSpec], bt: RunTable, ct: RunTable) -> list[str]:

@@ -139,7 +139,10 @@ def detect(
         kind, promote, why = _auto(probe)
     elif mode == "run":
         # The first job of the two-job layout: run the suite the second job's gate will judge.
-        smoke = _auto(probe)[0] == "smoke"
+        try:
+            smoke = _auto(probe)[0] == "smoke"
+        except UsageError:  # an event auto has no plan for (a release, a comment): the whole suite
+            smoke = False
         return Activity(
             kind="run", why=f"mode: run ({'smoke subset' if smoke else 'full suite'})", smoke=smoke, **facts
         )

@@ -67,18 +67,21 @@ UNIT_COLUMNS = (
 
 
 LOOK_COLUMNS = (
-    "gate_id", "look", "units", "cases", "attempts", "cost_usd", "outcome", "strongest_unit", "strongest_e_value",
+    "gate_id", "look", "units", "cases", "attempts", "cost_usd", "outcome", "strongest_unit", "strongest_p_value",
+    "strongest_level",
 )  # fmt: skip
 
 
 def _look_row(
     gate_id: int, look: EvidenceLook
-) -> tuple[int, int, str, int, int, float | None, str, str | None, float | None]:
-    top = max(look.values, key=lambda v: v.e_value, default=None)
+) -> tuple[int, int, str, int, int, float | None, str, str | None, float | None, float | None]:
+    """The look with its strongest tested unit: the smallest p against what it needed alone."""
+    tested = [v for v in look.values if v.p_value is not None and v.level]
+    top = min(tested, key=lambda v: v.p_value / v.level if v.p_value is not None and v.level else 1.0, default=None)
     unit = f"{top.metric} on {top.unit}" if top else None
     return (
         gate_id, look.look, ",".join(look.units), look.cases, look.attempts, look.cost_usd, look.outcome,
-        unit, top.e_value if top else None,
+        unit, top.p_value if top else None, top.level if top else None,
     )  # fmt: skip
 
 

@@ -9,6 +9,7 @@ One module per harness; a new one registers in ``detect`` (``--from auto``) and 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results import console
 from evals.results.model import Results
 
 # Format name -> module (each exposes ``import_files(inputs, options) -> Results``).
@@ -92,6 +94,7 @@ def import_results(
             f"not readable as {name} output: {type(exc).__name__}: {str(exc)[:300]}",
             f"if this is unmodified {name} output, please report it with the tool's version",
         ) from None
+    _cap_names(results, where)
     if opts.slice_keys and results.cases:  # no case at all: the run is empty, and says so itself
         from evals.suite.slices import require_slice_keys
 
@@ -101,3 +104,30 @@ def import_results(
         offered = carried | set(results.run.source.get("tag_keys") or [])
         require_slice_keys(missing, offered - set(missing), where=str(where), asked_in=slices_asked_in)
     return results
+
+
+# A case id or slice value past this many characters is shortened at import. Parametrised test
+# names carry their arguments (a 20 MB id was kept whole: in every report, the store, the history);
+# the cut keeps a digest of the whole, so two long ids stay two ids.
+MAX_NAME_CHARS = 512
+
+
+def _cap_names(results: Results, where: object) -> None:
+    capped = 0
+    for case in results.cases:
+        if len(case.id) > MAX_NAME_CHARS:
+            case.id, capped = _shortened(case.id), capped + 1
+        for key, value in list(case.slices.items()):
+            if len(value) > MAX_NAME_CHARS:
+                case.slices[key], capped = _shortened(value), capped + 1
+    if capped:
+        console.warning(
+            f"{where}: {capped} case id(s) or slice value(s) longer than {MAX_NAME_CHARS} characters were shortened "
+            "(their start and a digest of the whole are kept, so they stay distinct)",
+            source="import",
+        )
+
+
+def _shortened(name: str) -> str:
+    digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:16]
+    return f"{name[: MAX_NAME_CHARS - 20]}…#{digest}"

@@ -22,7 +22,7 @@ from evals.results.masking import mask_results
 from evals.results.model import Results, load_results, save_results
 from evals.run.cache import CACHE_ENV
 from evals.suite.config import MetricSpec, SuiteConfig, load_config
-from evals.suite.options import CandidateOptions, RunOptions, argv_of, run_argv
+from evals.suite.options import CandidateOptions, GateOptions, RunOptions, argv_of, run_argv
 from evals.suite.overrides import with_overrides
 
 
@@ -73,6 +73,12 @@ def gate_resume_command(options: CandidateOptions, results_path: Path, results: 
         config=options.config, output=str(results_path), smoke=results.run.subset == "smoke", resume=True
     )
     return shlex.join(["evalgate", "run", *argv_of(again)])
+
+
+def gate_again_command(options: GateOptions, results_path: Path) -> str:
+    """The gate of the finished candidate: this gate's config and flags, on its results file."""
+    again = options.model_copy(update={"results": str(results_path), "results_format": None})
+    return shlex.join(["evalgate", "gate", *argv_of(again)])
 
 
 def config_for_results(results: Results, slices: list[str] | None = None) -> SuiteConfig:

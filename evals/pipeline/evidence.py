@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING
 from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
 from evals.compare.casediff import case_diff_of
+from evals.compare.evidence import METHOD
 from evals.compare.ladder import exit_code_for
 from evals.compare.model import Comparison, LookOutcome, MoreEvidence
-from evals.compare.sequential import ESTIMAND, Evidence, Member, mark_failing
+from evals.compare.sequential import ESTIMAND, REPEATED, Evidence, Member, mark_failing
 from evals.pipeline.baseline_side import BaselineSide
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.candidate import content_digest, run_suite
@@ -146,6 +147,7 @@ def gather(
         rho=spec.rho,
         first_look_alpha=(1 - spec.rho) * alpha,
         sequential_alpha=spec.rho * alpha,
+        method=METHOD,
         select=spec.select,
         max_batches=spec.max_batches,
         max_cost_usd=spec.max_cost_usd,
@@ -155,9 +157,10 @@ def gather(
         estimand=ESTIMAND,
     )
     comparison.more_evidence = record
-    failing, passed = evidence.look()
-    outcome = _outcome(comparison, failing, passed)
-    evidence.record(0, units=[], cases=0, attempts=0, cost_usd=None, failing=failing, passed=passed, outcome=outcome)
+    # The first look was the fixed-sample rule's, and inconclusive: the later looks decide.
+    failing: list[Member] = []
+    outcome: LookOutcome = "continue"
+    evidence.record(0, units=[], cases=0, attempts=0, cost_usd=None, failing=[], passed=False, outcome=outcome)
     batches = 0
     # The gate's limits (the candidate's run, and every batch, both sides) and what the batches spent.
     budget = BatchBudget(config.limits, first_look_only(candidate), baseline)
@@ -243,9 +246,18 @@ def gather(
                 failing=[], passed=False, outcome=outcome,
             )  # fmt: skip
             break
-        evidence.add_batch(base, cand, ids)
-        failing, passed = evidence.look()
-        outcome = _outcome(comparison, failing, passed)
+        if evidence.add_batch(base, cand, ids):
+            # Attempts of the same cases that answer as before carry no new evidence, and neither
+            # would the next batch's: no look is taken (its α stays unspent).
+            outcome = "inconclusive"
+            record.summary = f"stopped after batch {number}: {REPEATED}"
+            evidence.record(
+                number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
+                failing=[], passed=False, outcome=outcome, repeated=True,
+            )  # fmt: skip
+            break
+        failing, passed = evidence.look(number)
+        outcome = _outcome(failing, passed)
         evidence.record(
             number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
             failing=failing, passed=passed, outcome=outcome,
@@ -277,6 +289,7 @@ def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | st
         rho=spec.rho,
         first_look_alpha=(1 - spec.rho) * alpha if ran else alpha,
         sequential_alpha=spec.rho * alpha if ran else 0.0,
+        method=METHOD if ran else "",
         select=spec.select,
         max_batches=spec.max_batches,
         max_cost_usd=spec.max_cost_usd,
@@ -287,7 +300,7 @@ def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | st
     )
 
 
-def _outcome(comparison: Comparison, failing: list[Member], passed: bool) -> LookOutcome:
+def _outcome(failing: list[Member], passed: bool) -> LookOutcome:
     if failing:
         return "fail"
     if passed:
@@ -318,7 +331,7 @@ def _conclude(
 ) -> None:
     plural = "batch" if batches == 1 else "batches"
     if outcome == "fail":
-        marked = mark_failing(comparison, failing, batches, evidence.threshold)
+        marked = mark_failing(comparison, failing, batches, evidence.look_level(batches))
         names = ", ".join(f"{u.metric} on {u.unit}" for u in marked)
         record.ended = "fail"
         record.summary = f"regressed after {batches} {plural}: {names}"
@@ -329,7 +342,7 @@ def _conclude(
         record.summary = f"overall certified within the tolerance after {batches} {plural}"
         comparison.verdict = "pass"
         comparison.reason = (
-            f"no regression beyond tolerance: every gated overall within the band by the anytime-valid test after "
+            f"no regression beyond tolerance: every gated overall within the band by the later looks' test after "
             f"{batches} {plural}"
         )
     elif outcome == "incomplete":

@@ -9,11 +9,13 @@ passwordless sudo), or read a git credential that actions/checkout persisted. Th
 job: the shipped workflows run the suite in a job whose token can only read, and gate, comment and
 promote in a second job that runs no suite code.
 
-- ``guard_pull_request_target``: that event gives the base repository's write token and secrets
-  to a job triggered by anyone's PR, and its working tree can hold the PR's code however HEAD
-  looks (files checked out or applied from the PR, a clone in any folder, sources without
-  ``.git``). No check of commits can rule that out, so no mode that runs the suite is allowed
-  there; ``mode: comment`` (which runs none) is. The old opt-in is refused with what to do instead.
+- ``guard_secret_events``: ``pull_request_target`` gives the base repository's write token and
+  secrets to a job triggered by anyone's PR, and its working tree can hold the PR's code however
+  HEAD looks (files checked out or applied from the PR, a clone in any folder, sources without
+  ``.git``); ``workflow_run`` and ``issue_comment`` run in the same context, started by anyone's
+  PR or comment. No check of commits can rule out PR code there, so no mode that runs the suite
+  is allowed under them (``guard_run``: nor ``evalgate run`` itself); ``mode: comment`` (which
+  runs none) is. The old opt-in is refused with what to do instead.
 - ``guard_exposed``: in a job that runs the suite, a token that can write (the repository's
   ``permissions`` as the API reports them for this token) is refused unless the workflow accepts
   it (``allow-write-token-with-suite: true``), and then the step summary says so; a persisted git
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
 OLD_OPT_IN_VAR = "EVALGATE_ALLOW_PULL_REQUEST_TARGET"
 WRITE_OPT_IN_VAR = "EVALGATE_ALLOW_WRITE_TOKEN_WITH_SUITE"  # the action's `allow-write-token-with-suite`
 RUN_KINDS = ("smoke", "full", "reset", "run")
+# Events whose jobs run in the default branch's context with its secrets, and can be started by a
+# pull request or a comment from anyone: no suite runs under them (docs/spec.md#trust-boundaries).
+SECRET_EVENTS = ("pull_request_target", "workflow_run", "issue_comment")
 TWO_PHASE = (
     "Gate pull requests on the pull_request event (a fork's token is read-only there) and post fork comments "
     "from a workflow_run job with mode: comment, which runs no code of the pull request (docs/github-action.md, "
@@ -48,10 +53,10 @@ TWO_PHASE = (
 )
 
 
-def guard_pull_request_target(activity: Activity, *, runs_suite: bool, env: Mapping[str, str] = os.environ) -> None:
+def guard_secret_events(activity: Activity, *, runs_suite: bool, env: Mapping[str, str] = os.environ) -> None:
     """Refuse (exit 2) the removed ``allow-pull-request-target`` input in any mode, and any mode
-    that runs the suite under ``pull_request_target``. Modes that run no suite code (a results
-    file given, posting a stored report) are not affected by the event."""
+    that runs the suite under an event of :data:`SECRET_EVENTS`. Modes that run no suite code (a
+    results file given, posting a stored report) are not affected by the event."""
     old = env.get(OLD_OPT_IN_VAR, "").strip()
     if old and old.lower() != "false":
         raise UsageError(
@@ -61,13 +66,32 @@ def guard_pull_request_target(activity: Activity, *, runs_suite: bool, env: Mapp
             f"and move the suite off pull_request_target. {TWO_PHASE}; migration steps in the same document, "
             '"Migrating from allow-pull-request-target"'
         )
-    if activity.event_name != "pull_request_target" or not runs_suite:
+    if activity.event_name not in SECRET_EVENTS or not runs_suite:
         return
-    raise UsageError(
-        f"pull_request_target: evalgate does not run the suite ({activity.kind}) under this event. This job holds the "
-        "base repository's token and secrets, and its working tree can hold the pull request's code (files checked "
-        "out or applied from the PR, a clone of it in any folder) that no check of commits can see. Under "
-        f"pull_request_target only mode: comment runs. {TWO_PHASE}"
+    raise UsageError(_refusal(activity.event_name, f"the suite ({activity.kind})"))
+
+
+def guard_run(env: Mapping[str, str] = os.environ) -> None:
+    """``evalgate run`` itself: it runs the suite, so it refuses the events of :data:`SECRET_EVENTS`
+    as the action's modes do — a workflow's own ``run:`` step is no safer a place for the PR's code."""
+    event = env.get("GITHUB_EVENT_NAME", "")
+    if env.get("GITHUB_ACTIONS") == "true" and event in SECRET_EVENTS:
+        raise UsageError(_refusal(event, "evalgate run"))
+
+
+def _refusal(event: str, what: str) -> str:
+    why = {
+        "pull_request_target": "its working tree can hold the pull request's code (files checked out or applied "
+        "from the PR, a clone of it in any folder) that no check of commits can see",
+        "workflow_run": "it is started by another workflow's run, which a pull request from anyone can trigger, "
+        "and what it downloads or checks out can be that pull request's code",
+        "issue_comment": "anyone who can comment starts it, and what it checks out for a pull request's comment "
+        "is that pull request's code",
+    }[event]
+    return (
+        f"{event}: evalgate does not run {what} under this event. This job runs in the default branch's context "
+        f"with the base repository's token and secrets, and {why}. Under {event} only mode: comment runs "
+        f"(it runs no code of the repository). {TWO_PHASE}"
     )
 
 
@@ -110,12 +134,12 @@ def guard_install(
     virtualenv evalgate runs from: installing runs the repository's code (a build backend,
     ``setup.py``) and can leave a ``.pth`` file that every later start of that Python runs, ``-I``
     or not, with the token in the environment. So everything that would refuse the suite refuses
-    here, before that: ``pull_request_target``, a mode that runs no suite (nothing to install for),
+    here, before that: an event of :data:`SECRET_EVENTS`, a mode that runs no suite (nothing to install for),
     a token that can write."""
-    if activity.event_name == "pull_request_target":
+    if activity.event_name in SECRET_EVENTS:
         raise UsageError(
-            "pull_request_target: the input install runs the repository's code (its build), and under this event "
-            f"that can be the pull request's, with the base repository's token and secrets. {TWO_PHASE}"
+            f"{activity.event_name}: the input install runs the repository's code (its build), and under this event "
+            f"that can be a pull request's, with the base repository's token and secrets. {TWO_PHASE}"
         )
     if not runs_suite:
         raise UsageError(

@@ -17,6 +17,7 @@ from evals.github.publish import publish_result, report_failure, set_outputs_saf
 from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
 from evals.pipeline.candidate import (
     candidate_sha,
+    gate_again_command,
     gate_reset_command,
     gate_resume_command,
     obtain_candidate,
@@ -177,6 +178,7 @@ def _compare(
             flaky=flaky,
             reset_command=gate_reset_command(options, results_path),
             resume_command=gate_resume_command(options, results_path, candidate),
+            gate_command=gate_again_command(options, results_path),
         )
         if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
             assert baseline is not None  # a side is prepared only against one

@@ -11,6 +11,8 @@ from typing import Any
 
 from evals.compare.model import Comparison
 
+# compare's warnings about what the gate can detect (its MDE against target_mde).
+_POWER = re.compile(r"can only detect drops|makes the gate detect smaller drops")
 # An absolute POSIX or Windows path inside a sentence (a store folder, a results file).
 _ABSOLUTE = re.compile(r"(?<![\w./:-])(?:/|[A-Za-z]:\\)(?:[^\s/\\'\"`,;()]+[/\\])*[^\s/\\'\"`,;()]+")
 
@@ -103,6 +105,9 @@ def notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
         if run.infra_errors:
             text += f"; {run.infra_errors:,} attempts still ended in an infra error (not counted as wrong answers)"
         notes.append(text + ".")
-    # compare's own warnings (partial baseline, blunt overall test, skipped drift guard, ...).
-    notes.extend(without_paths(w) for w in c.warnings)
+    # compare's own warnings (partial baseline, blunt overall test, skipped drift guard, ...). What
+    # a unit could not detect limits only what a pass or an inconclusive means: beside a fail it
+    # reads as doubt about the drop that was found (docs/spec.md#report-consistency).
+    power = c.verdict == "fail" or c.exit_code == 1
+    notes.extend(without_paths(w) for w in c.warnings if not (power and _POWER.search(w)))
     return list(dict.fromkeys(notes))

@@ -17,7 +17,7 @@ from evals.compare.metrics import metric_def
 from evals.compare.model import UnitResult
 from evals.report.timeline import event_line
 
-BAR_CELLS = 20
+BAR_CELLS = 12
 _EIGHTHS = " ▏▎▍▌▋▊▉"
 
 
@@ -74,25 +74,55 @@ def fmt_delta(x: float | None, metric: str = "") -> Safe:
 
 
 def fmt_ci(unit: UnitResult) -> Safe:
-    """The interval beside the unit's verdict: at the level the unit was tested at."""
-    return fmt_interval(unit.ci_low, unit.ci_high, unit.metric)
-
-
-def fmt_interval(low: float | None, high: float | None, metric: str) -> Safe:
-    if not (finite(low) and finite(high)):
+    if not (finite(unit.ci_low) and finite(unit.ci_high)):
         return Safe("–")
-    return Safe(f"[{fmt_delta(low, metric)}, {fmt_delta(high, metric)}]")
+    return Safe(f"[{fmt_delta(unit.ci_low, unit.metric)}, {fmt_delta(unit.ci_high, unit.metric)}]")
 
 
-def fmt_ci_levels(units: list[UnitResult]) -> Safe:
-    """What the units' CI column means, once per table: each interval is the unit's own test
-    inverted at the level that unit was tested at (docs/spec.md#confidence-intervals), so the
-    levels differ from unit to unit; said with their range."""
-    levels = sorted(u.ci_level for u in units if u.ci_level is not None)
-    if not levels:
+NBSP = "\u00a0"
+WJ = "\u2060"
+_UNITS = (" pp", " ms")
+
+
+def fmt_interval(unit: UnitResult) -> Safe:
+    """The interval in a table cell or a sentence: ``−46.8…−28.8 pp``, its unit said once and
+    non-breaking spaces inside, so a cell never wraps it over lines (a comment's column is narrow)."""
+    return fmt_bounds(unit.ci_low, unit.ci_high, unit.metric)
+
+
+def fmt_bounds(low_value: float | None, high_value: float | None, metric: str) -> Safe:
+    """:func:`fmt_interval` of any two bounds (the marginal interval a pass reads, say)."""
+    if not (finite(low_value) and finite(high_value)):
         return Safe("–")
-    low, high = f"{100 * levels[0]:.1f}%", f"{100 * levels[-1]:.1f}%"
-    return Safe(f"intervals at each unit's tested level, {low if low == high else f'{low}–{high}'}")
+    low, high = str(fmt_delta(low_value, metric)), str(fmt_delta(high_value, metric))
+    suffix = next((s for s in _UNITS if low.endswith(s) and high.endswith(s)), "")
+    if suffix:
+        low, high = low[: -len(suffix)], high[: -len(suffix)]
+    # The word joiners keep a browser from breaking the line at the ellipsis or a minus sign.
+    return Safe(f"{low}{WJ}…{WJ}{high}{suffix}".replace(" ", NBSP))
+
+
+def interval_levels(units: list[UnitResult]) -> Safe:
+    """The two-sided level the printed intervals are at, once per table: each unit's tested level
+    (``98.9–99.9%``) where the comparison records it, else the marginal level (old comparison files)."""
+    levels = sorted({u.ci_level for u in units if u.ci_level is not None and finite(u.ci_low)})
+    if levels:
+        low, high = (f"{100 * x:.3g}" for x in (levels[0], levels[-1]))
+        span = f"{low}%" if low == high else f"{low}–{high}%"
+        return Safe(f"intervals of Δ at each unit's tested level ({span})")
+    marginal = sorted({u.confidence for u in units if finite(u.ci_low)})
+    if not marginal:
+        return Safe("")
+    return Safe(f"{', '.join(f'{100 * x:.3g}%' for x in marginal)} intervals of Δ, each unit on its own (not adjusted)")
+
+
+def role(unit: UnitResult) -> Safe:
+    """Blocking or advisory, and *underpowered* only where it limits what the verdict means: a unit
+    that regressed or improved was powerful enough (docs/spec.md#report-consistency)."""
+    text = "blocking" if unit.blocking and unit.gated else "advisory"
+    if unit.underpowered and unit.verdict not in ("regressed", "improved"):
+        text += ", underpowered"
+    return Safe(text)
 
 
 def fmt_p(x: float | None) -> Safe:
@@ -191,8 +221,11 @@ def filters() -> dict[str, Callable[..., Any]]:
         "value": fmt_value,
         "delta": fmt_delta,
         "band": fmt_band,
-        "ci": fmt_ci,
-        "ci_levels": fmt_ci_levels,
+        "ci": fmt_interval,
+        "levels": interval_levels,
+        "role": role,
+        # A number with its unit ("−12.9 pp", "89.2% → 76.2%") kept on one line in a narrow column.
+        "nobreak": lambda text: Safe(str(text).replace(" ", NBSP)),
         "pval": fmt_p,
         "mde": fmt_mde,
         "count": fmt_int,

@@ -14,7 +14,8 @@ from evals.compare.decide import bad_side
 from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
 from evals.compare.spending import limit_stopped
-from evals.report.filters import Safe, fmt_band, fmt_ci, fmt_delta, fmt_interval, fmt_value
+from evals.report.filters import Safe, fmt_band, fmt_bounds, fmt_delta, fmt_interval, fmt_value
+from evals.results.spend import usd
 
 # GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
 # gate could not judge at all, green for a pass.
@@ -69,7 +70,7 @@ def _regressed_sentence(units: Sequence[UnitResult], st: _Style) -> str:
     first, *rest = units
     parts = [
         f"{st.strong(f'{_subject(first, st)} {_moved(first)}')} ({fmt_value(first.baseline, first.metric)} → "
-        f"{fmt_value(first.candidate, first.metric)}, CI {fmt_ci(first)}, {first.n:,} paired cases)"
+        f"{fmt_value(first.candidate, first.metric)}, CI {fmt_interval(first)}, {first.n:,} paired cases)"
     ]
     if rest:
         named = ", ".join(f"{_subject(u, st)} {fmt_delta(u.delta, u.metric)}" for u in rest[:3])
@@ -99,31 +100,51 @@ def _inconclusive_sentence(u: UnitResult, st: _Style) -> str:
         )
     down = st.strong(f"{_subject(u, st)} could be down by up to {_amount(worst, u)}")
     return (
+        # The pass reads the marginal interval (a one-sided claim at α): the bound quoted is its end.
         f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, {u.confidence:.0%} CI "
-        f"{fmt_interval(u.marginal_low, u.marginal_high, u.metric)}, "
+        f"{fmt_bounds(u.marginal_low, u.marginal_high, u.metric)}, "
         f"{u.n:,} paired cases), more than the {_tolerance(u)} tolerance.{_certify(u)}"
     )
+
+
+def rerun_clause(c: Comparison) -> str:
+    """`` Reached after 4 batches of re-runs (1,400 more attempts, $0.12).`` when more evidence
+    decided the verdict: a reviewer must see on the first screen that the first look alone did not
+    (docs/spec.md#report-consistency); empty otherwise."""
+    me = c.more_evidence
+    batches = len(me.looks) - 1 if me is not None else 0
+    if me is None or batches < 1 or me.ended != c.verdict or c.verdict not in ("fail", "pass"):
+        return ""
+    cost = f", {usd(me.cost_usd)}" if me.cost_usd is not None else ", cost unknown"
+    plural = "batch" if batches == 1 else "batches"
+    return f" Reached after {batches:,} {plural} of re-runs ({me.attempts:,} more attempts{cost})."
 
 
 def headline(c: Comparison, *, markdown: bool = True) -> str:
     """The banner's sentence: escaped markdown (``Safe``), or plain text with ``markdown=False``.
     Falls back to the gate's reason where the units cannot tell the story (a special verdict, a
     gate with nothing compared)."""
+    clause = rerun_clause(c)
+    if markdown:
+        return Safe(_headline(c, markdown=True) + _Style(True).text(clause))
+    return _headline(c, markdown=False) + clause
+
+
+def _headline(c: Comparison, *, markdown: bool) -> str:
     st = _Style(markdown)
-    wrap = Safe if markdown else str
     failing = [u for u in c.units if u.blocking and u.gated and u.verdict == "regressed"]
     overall = [u for u in c.units if u.unit == "overall" and u.gated]
     errored = c.candidate_run.attempts and sum(c.candidate_run.error_counts.values()) == c.candidate_run.attempts
     if c.verdict == "fail" and failing and not errored:  # every attempt errored: the reason says so, the units not
         failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
-        return wrap(_regressed_sentence(failing, st))
+        return _regressed_sentence(failing, st)
     if c.verdict == "fail" and (floors := c.breached_floors):
         more = f" (and {len(floors) - 1:,} more, listed below)" if len(floors) > 1 else ""
-        return wrap(st.text(f"{floor_sentence(floors[0])}{more}.", 1000))
+        return st.text(f"{floor_sentence(floors[0])}{more}.", 1000)
     if c.verdict == "inconclusive":
         for u in overall:
-            if u.n >= 2 and u.marginal_low is not None and bad_side(u)[0] < -u.tolerance:
-                return wrap(_inconclusive_sentence(u, st))
+            if u.n >= 2 and u.ci_low is not None and u.ci_high is not None and bad_side(u)[0] < -u.tolerance:
+                return _inconclusive_sentence(u, st)
     if c.verdict == "pass" and overall:
         bands = ", ".join(f"{metric_name(u.metric)} within {_tolerance(u)}" for u in overall)
         # A pass bounds overall only; a slice is said to be within the band when its own interval is.
@@ -137,13 +158,13 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
         elif unsure:
             named = ", ".join(unsure[:3]) + (f" and {len(unsure) - 3:,} more" if len(unsure) > 3 else "")
             text += f"; inconclusive on {named} (no significant regression, not enough cases to rule one out)"
-        return wrap(st.text(text + ".", 1000))
+        return st.text(text + ".", 1000)
     stop = c.candidate_run.limit
     if c.verdict == "incomplete" and stop is not None and not c.candidate_run.complete:
         # The reason also says how to finish the run; the reports say that once, under the banner.
         text = limit_stopped(stop, c.candidate_run)
-        return wrap(st.text(text[:1].upper() + text[1:] + ".", 1000))
-    return wrap(st.text(c.reason[:1].upper() + c.reason[1:], 1000))
+        return st.text(text[:1].upper() + text[1:] + ".", 1000)
+    return st.text(c.reason[:1].upper() + c.reason[1:], 1000)
 
 
 def bar_scales(units: Sequence[UnitResult]) -> dict[str, float]:

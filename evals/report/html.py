@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,18 +27,19 @@ from evals.report import facts, glance
 from evals.report.filters import (
     fmt_age,
     fmt_band,
-    fmt_ci,
-    fmt_ci_levels,
     fmt_delta,
     fmt_fixed,
     fmt_int,
+    fmt_interval,
     fmt_mde,
     fmt_p,
     fmt_value,
+    interval_levels,
+    role,
     short_sha,
     tool_rows,
 )
-from evals.report.markdown import STATUS, TREND_POINTS, UNIT_STATUS
+from evals.report.markdown import STATUS, TOP_CASES, TREND_POINTS, UNIT_STATUS, top_cases
 from evals.report.spending import limit_view, spend_row, spend_view
 from evals.report.timeline import event_line
 from evals.results.model import Attempt, CaseResult, Results, atomic_write
@@ -127,6 +129,14 @@ def _unit_rows(c: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
+def _quiet(rows: list[dict[str, Any]]) -> str:
+    """What the folded table holds besides the regressions: ``14 unchanged, 6 inconclusive``."""
+    counts = Counter(r["state"] for r in rows if r["state"] != "regressed")
+    names = {"no-change": "with no change seen"}
+    states = ("inconclusive", "improved", "no-change", "unchanged")
+    return ", ".join(f"{counts[s]:,} {names.get(s, s)}" for s in states if counts[s])
+
+
 def _diff_rows(c: Comparison) -> list[dict[str, Any]]:
     d = c.case_diff
     rows: list[dict[str, Any]] = []
@@ -159,8 +169,7 @@ def _environment() -> jinja2.Environment:
         value=fmt_value,
         delta=fmt_delta,
         band=fmt_band,
-        ci=fmt_ci,
-        ci_levels=fmt_ci_levels,
+        ci=fmt_interval,
         mde=fmt_mde,
         pval=fmt_p,
         count=fmt_int,
@@ -168,6 +177,7 @@ def _environment() -> jinja2.Environment:
         age=fmt_age,
         sha=short_sha,
         tool_rows=tool_rows,
+        role=role,
         event=lambda ev: event_line(ev["kind"], ev["name"], ev["content"], limit=None),
     )
     return env
@@ -187,6 +197,7 @@ def _comparison_context(c: Comparison) -> dict[str, Any]:
         )
         if total
     ]
+    rows = _unit_rows(c)
     return {
         "word": word,
         "failing_gate": c.exit_code == 1,
@@ -196,7 +207,12 @@ def _comparison_context(c: Comparison) -> dict[str, Any]:
         "baseline_source": facts.display_source(c.baseline.source) if c.baseline else None,
         "drift_reason": facts.drift_reason(c),
         "drift_is_headline": facts.drift_repeats_headline(c, baseline),
-        "unit_rows": _unit_rows(c),
+        "unit_rows": rows,
+        "regressed": [r for r in rows if r["state"] == "regressed"],
+        "improved": [r for r in rows if r["state"] == "improved"],
+        "quiet": _quiet(rows),
+        "levels": interval_levels(c.units),
+        "top": top_cases(c, TOP_CASES),
         "floors_breached": [floor_sentence(f) for f in c.breached_floors],
         "unit_status": {k: v.split(" ", 1)[-1] if k != "unchanged" else v for k, v in UNIT_STATUS.items()},
         "diff_rows": _diff_rows(c),

@@ -32,7 +32,7 @@ from evals.compare.floors import floor_sentence
 from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
 from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
-from evals.report.filters import Safe, filters, finalize, unit_order
+from evals.report.filters import Safe, filters, finalize
 from evals.report.spending import spend_view
 from evals.results.model import atomic_write
 from evals.suite.config import SuiteConfig
@@ -48,6 +48,13 @@ TREND_POINTS = 3
 FULL_REPORT_HINT = "The full report (report.md) and comparison.json are in this workflow run's artifacts"
 TEMPLATE_DIR = Path(__file__).with_name("templates")
 
+# What each interval method is, for the line under the statistics table (a method a newer
+# comparison names and this list does not is shown by its name alone).
+CI_METHODS = {
+    "bootstrap": "paired percentile bootstrap",
+    "smoothed": "Agresti–Min, binary units under 100 cases, where the bootstrap's is often a point",
+    "stratified-t": "the t interval of a smoke subset's stratified estimate",
+}
 STATUS = {
     "pass": ("✅", "PASS"),
     "fail": ("❌", "FAIL"),
@@ -190,9 +197,10 @@ def _grouped(entries: list[CaseDiffEntry], limit: int) -> list[dict[str, Any]]:
     return [{"slice": name, "entries": items} for name, items in groups.items()]
 
 
-def _top_cases(c: Comparison, tier: Tier) -> dict[str, Any] | None:
-    """The first flipped cases, shown open: pass → fail, or the largest score drops without any, or
-    the cases whose tool calls changed without either."""
+def top_cases(c: Comparison, count: int) -> dict[str, Any] | None:
+    """The first ``count`` flipped cases, shown open (here and on the HTML page's first screen):
+    pass → fail, or the largest score drops without any, or the cases whose tool calls changed
+    without either."""
     d = c.case_diff
     if d.pass_to_fail:
         title, entries, total = "Cases that broke", d.pass_to_fail, d.n_pass_to_fail
@@ -202,7 +210,7 @@ def _top_cases(c: Comparison, tier: Tier) -> dict[str, Any] | None:
         title, entries, total = "Cases whose tool calls changed", d.trajectory_changes, d.n_trajectory_changes
     else:
         return None
-    shown = entries[: tier.top_cases]
+    shown = entries[:count]
     return {"title": title, "entries": shown, "total": total} if shown else None
 
 
@@ -252,7 +260,7 @@ def build_context(
     if case_entries is not None and case_entries < spec.case_entries:
         cut = f"case-diff entries beyond the first {case_entries:,} of each list"
         spec = replace(spec, case_entries=case_entries, cut=(*spec.cut, cut))
-    units = sorted(c.units, key=unit_order)
+    units = sorted(c.units, key=glance.severity_order)
     if spec.units_table == "all":
         table = units
     elif spec.units_table == "changed":
@@ -263,7 +271,7 @@ def build_context(
     emoji, word = STATUS[c.verdict]
     if c.verdict == "inconclusive" and c.exit_code == 1:
         emoji = STATUS["fail"][0]
-    top = _top_cases(c, spec)
+    top = top_cases(c, spec.top_cases)
     shown_units = table[: spec.unit_rows]
     return {
         "c": c,
@@ -293,6 +301,7 @@ def build_context(
             if u.unit != "overall" and u.gated
         ],
         "units_omitted": len(units) - len(shown_units),
+        "ci_methods": [(m, CI_METHODS.get(m, m)) for m in dict.fromkeys(u.ci_method for u in shown_units) if m],
         "top_cases": top,
         "case_sections": _case_sections(c, spec, top),
         "trends": [t for t in c.trends if len(t.values) >= TREND_POINTS] if spec.name in ("full", "compact") else [],

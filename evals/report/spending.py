@@ -43,11 +43,15 @@ def _short_cost(s: Spend) -> str:
 
 
 def _change(base: Spend, cand: Spend) -> str:
-    """``, +20% cost per attempt`` when both costs are fully known (per attempt: the runs may differ in size)."""
-    if base.cost_known != "all" or cand.cost_known != "all" or not base.cost_usd or not cand.attempts:
+    """``, +20% per attempt`` when both costs are fully known, per attempt that was paid for (the
+    runs may differ in size, and a cache hit paid nothing; a candidate the cache answered whole
+    has no change to show: "−100%" would read as a cheaper change)."""
+    if base.cost_known != "all" or cand.cost_known != "all" or not base.cost_usd or not base.answered:
         return ""
-    per_base = base.cost_usd / base.attempts
-    per_cand = (cand.cost_usd or 0.0) / cand.attempts
+    if not cand.answered:
+        return ""
+    per_base = base.cost_usd / base.answered
+    per_cand = (cand.cost_usd or 0.0) / cand.answered
     change = (per_cand - per_base) / per_base
     return f" ({change:+.0%} per attempt)" if abs(change) >= 0.005 else " (same per attempt)"
 
@@ -59,9 +63,12 @@ def spend_view(c: Comparison) -> dict[str, Any]:
     cand, base = c.candidate_run, c.baseline_run
     runs = [("baseline", base)] if base else []
     runs.append(("candidate", cand))
-    summary = f"candidate {_short_cost(cand.spend)} for {cand.spend.attempts:,} attempts"
-    if cand.spend.cached:
-        summary += f", {cand.spend.cached:,} cached"
+    if cand.spend.cached and not cand.spend.answered:
+        summary = f"candidate cached: nothing paid ({cand.spend.attempts:,} attempts)"
+    else:
+        summary = f"candidate {_short_cost(cand.spend)} for {cand.spend.attempts:,} attempts"
+        if cand.spend.cached:
+            summary += f", {cand.spend.cached:,} cached"
     if base:
         summary += f" · baseline {_short_cost(base.spend)} for {base.spend.attempts:,} attempts"
         summary += _change(base.spend, cand.spend)

@@ -25,7 +25,7 @@ import os
 import sys
 from typing import Literal
 
-from evals.common.escape import log_line, workflow_data, workflow_property
+from evals.common.escape import log_line, terminal_safe, workflow_data, workflow_property
 from evals.common.logguard import command
 from evals.results.masking import mask_text
 
@@ -59,19 +59,19 @@ def error(message: str, *, source: str = "") -> None:
 
 def result(text: str) -> None:
     """A command's product on stdout, as it is (a line that a script or a reader takes as the answer)."""
-    sys.stdout.write(mask_text(text) + "\n")
+    sys.stdout.write(terminal_safe(mask_text(text)) + "\n")
 
 
 def relayed(line: str) -> None:
     """A line of a child process's output, passed on to stderr: untrusted (the suite's code writes
     there too), so masked and defused, never a workflow command in our log."""
-    sys.stderr.write(log_line(mask_text(line)) + "\n")
+    sys.stderr.write(log_line(terminal_safe(mask_text(line))) + "\n")
 
 
 def say(level: Level, message: str, *, source: str = "") -> None:
     """``message`` at ``level`` on stderr, masked; from ``source``, the evalgate command speaking."""
     speaker = f"evalgate {source}" if source else "evalgate"
-    text = mask_text(message)
+    text = terminal_safe(mask_text(message))
     if level != "info" and in_actions():
         command(f"::{level} title={workflow_property(speaker)}::{workflow_data(text)}", sys.stderr)
         return

@@ -55,10 +55,12 @@ class Baselines:
         flaky: Mapping[str, float] | None = None,
         reset_command: str | None = None,
         resume_command: str | None = None,
+        gate_command: str | None = None,
     ) -> Comparison:
         """``flaky``: the history's flip rates of known-flaky cases, for the case diff's marks;
         ``reset_command``: the command that blesses this candidate, for a no-baseline reason;
-        ``resume_command``: the one that finishes it, for a run a limit stopped."""
+        ``resume_command``: the one that finishes it, and ``gate_command`` the gate after it, for a
+        run a limit stopped."""
         from evals.compare.analysis import compare
 
         comparison = compare(
@@ -71,6 +73,7 @@ class Baselines:
             reset_command=reset_command,
             flaky=flaky,
             resume_command=resume_command,
+            gate_command=gate_command,
         )
         for loaded in (self.baseline, self.blessed):
             if loaded is not None:

@@ -145,7 +145,7 @@ class MetricSpec(StrictModel):
 
 class MoreEvidenceSpec(StrictModel):
     """More evidence: when the gate ends inconclusive, re-run the cases of the slices
-    that look worse (both sides) in batches and test again with an anytime-valid rule."""
+    that look worse (both sides) in batches and test again, on per-case means, at a share of α fixed in advance."""
 
     max_batches: Annotated[int, Field(ge=0)] = Field(
         default=0, description="Most batches to run after the first look; 0 turns more evidence off."
@@ -155,8 +155,8 @@ class MoreEvidenceSpec(StrictModel):
     )
     rho: Annotated[float, Field(gt=0, lt=1)] = Field(
         default=0.2,
-        description="Share of α the anytime-valid test gets over every look; the first look's fixed-sample "
-        "rule keeps (1 − rho)·α.",
+        description="Share of α the looks after the first share (by a spending function); the first look's "
+        "fixed-sample rule keeps (1 − rho)·α.",
     )
     select: Literal["looks_worse", "all"] = Field(
         default="looks_worse",

@@ -92,7 +92,7 @@ def test_the_gate_fails_on_the_trajectory_while_pass_rate_is_unchanged(runs: Pat
     assert paris["baseline_tools"] == ["get_weather", "to_fahrenheit"] and paris["candidate_tools"] == ["get_weather"]
     assert paris["tools_diverge_at"] == 1
     report = (runs / "report.md").read_text()
-    assert "| overall | trajectory\\_changed | 0.0% → 50.0% |" in report
+    assert "| overall | trajectory\\_changed | 0.0%\u00a0→\u00a050.0% |" in report
     assert "tool calls (first divergence at call 2, marked ≠):" in report
     assert "| 2 **≠** | to\\_fahrenheit | – |" in report
 

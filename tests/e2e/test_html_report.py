@@ -75,6 +75,13 @@ def comment_in_browser(browser: Path, comment: Path, screenshot: Path) -> dict:
     return _node(browser, RENDER, str(comment.resolve()), str(comment.with_suffix(".html").resolve()), str(screenshot))
 
 
+def comment_in_column(browser: Path, comment: Path, screenshot: Path, column: int) -> dict:
+    """The PR comment drawn in a column ``column`` px wide, plus (``fit``) with every fold open:
+    each table's scroll and drawn widths, and how many lines each interval cell takes."""
+    html = str(comment.with_suffix(".html").resolve())
+    return _node(browser, RENDER, str(comment.resolve()), html, str(screenshot), str(column))
+
+
 def fit_in_browser(browser: Path, page: Path, shots: Path, widths: list[int]) -> dict:
     """Per window width: the column's right edge, the page's scroll width, the runs table's right
     edge and what sticks out of the column (outside a box that scrolls it); screenshots
@@ -209,9 +216,9 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
                    values=[0.9, 0.8875, 0.5])
     ]  # fmt: skip
     trend_page = render_html(comparison=with_trend)
-    assert "<h2>Trends</h2>" in trend_page and "pass_rate on language=ko" in trend_page
+    assert "<summary>Trends (1)</summary>" in trend_page and "pass_rate on language=ko" in trend_page
     assert trend_page.count("<circle") == 3 and ">abc1234<" in trend_page and ">50.0%<" in trend_page
-    assert "<h2>Trends</h2>" not in render_html(comparison=Comparison.model_validate(comparison))
+    assert "<summary>Trends" not in render_html(comparison=Comparison.model_validate(comparison))
     keep_screenshot(tmp_path / "gate.png")
 
 

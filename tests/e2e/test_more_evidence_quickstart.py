@@ -1,18 +1,19 @@
 """gate.more_evidence on the bundled quickstart (what more evidence must show on a real suite): its cases, config and
 bot, with ``language=es`` cut to 25 cases (the quickstart's smallest slices hold 40) and that
 slice made worse. Without more evidence the gate is ``inconclusive``; with it, on the same
-candidate run, ``fail`` naming ``language=es``. Twice: with the quickstart's python target in a
-git repository (the baseline side runs in a worktree of the baseline's commit), and with an
+candidate run: with the quickstart's python target in a git repository (the baseline side runs in
+a worktree of the baseline's commit), a deterministic bot, one batch shows the answers repeat and
+more evidence stops, ``inconclusive``; with an
 ``openai`` target against the local OpenAI-compatible server outside any git repository (the
 baseline side is rebuilt from the openai target the baseline's results recorded), where answers
-are fresh draws per request so a batch is new evidence, and where a cost budget stops batches."""
+are fresh draws per request so a batch is new evidence, ``fail`` naming ``language=es``, and where
+a cost budget stops batches."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -92,7 +93,40 @@ def answer(question: str) -> str:
 """
 
 
-def test_quickstart_python_target_a_worse_25_case_slice_fails_with_more_evidence(tmp_path):
+# The Spanish regression made stochastic, as a sampled model's (and without the noise elsewhere,
+# whose flips both ways a 25-case slice cannot see past): a Spanish answer is wrong at random,
+# attempt by attempt (the k-th answer to a question draws from a hash of it and k, k counted in
+# files under a folder outside the repository: ``flaky_spanish(folder)``).
+FLAKY_SPANISH = """
+
+import pathlib as _pathlib
+
+_answer_before = answer
+_CALLS = _pathlib.Path(CALLS_FOLDER)
+
+
+def answer(question: str) -> str:
+    if "¿" in question or question.startswith(("Ordena", "Escribe")):
+        counter = _CALLS / hashlib.sha256(question.encode()).hexdigest()
+        with counter.open("a") as fh:
+            fh.write("x")
+        if _unit(question, f"regress-es:{counter.stat().st_size}") < 0.35:
+            working, _, wrong = _solve(question)
+            return f"{working}\\nFINAL ANSWER: {wrong}"
+    return _answer_before(question)
+"""
+
+
+def flaky_spanish(calls: Path) -> str:
+    calls.mkdir(parents=True, exist_ok=True)
+    return FLAKY_SPANISH.replace("CALLS_FOLDER", repr(str(calls)))
+
+
+def test_quickstart_python_target_answers_the_same_so_more_evidence_stops_after_one_batch(tmp_path):
+    """The quickstart's bot is deterministic: a batch's answers, on both sides, are the first
+    look's again. Taking each as a new observation failed this gate after 4 batches of the same
+    700 answers (the e-value 2.3 → 3,290); the first look's question — do these cases stand for
+    worse inputs? — has not changed, so the gate stays inconclusive and says why, after one batch."""
     repo, store = _copy_quickstart(tmp_path / "quickstart"), tmp_path / "store"
     git(repo, "init", "-q")
     git(repo, "add", "-A")
@@ -110,25 +144,36 @@ def test_quickstart_python_target_a_worse_25_case_slice_fails_with_more_evidence
 
     _configure(repo, gate={"more_evidence": {"max_batches": 10}})
     code, c, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
-    assert (code, c["verdict"]) == (1, "fail"), err
-    assert "language=es" in c["reason"] and _unit_named(c, "language=es")["verdict"] == "regressed"
+    assert (code, c["verdict"]) == (0, "inconclusive"), err
     me = c["more_evidence"]
-    assert me["ended"] == "fail" and me["baseline_side"].startswith("re-run at the baseline's commit")
-    # Every slice that looked worse than the tolerance was re-run (the quickstart's noise makes
-    # several), es among them; only es crossed its threshold.
-    assert all("language=es" in look["units"] for look in me["looks"][1:])
-    assert [v["unit"] for v in me["looks"][-1]["values"] if v["rejected"]] == ["language=es"]
-    # The comment shows the failing slice's cases first, not the other slices' noisy flips.
+    sentence = "the target answered the same: more attempts cannot help; more cases can"
+    assert me["ended"] == "inconclusive" and me["summary"] == f"stopped after batch 1: {sentence}"
+    assert me["baseline_side"].startswith("re-run at the baseline's commit")
+    assert len(me["looks"]) == 2 and me["looks"][1]["repeated"] and "language=es" in me["looks"][1]["units"]
+    assert not any(v["rejected"] for v in me["looks"][1]["values"])
+    assert sentence in err
     report = (repo / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
-    top = report[report.index("Cases that broke") :]
-    assert re.search(r"\*\*([a-z]{2})-[a-z]+-\d{3}\*\*", top).group(1) == "es"
-    # The baseline side ran the baseline commit's bot: every answer is the unchanged quickstart's.
-    base = json.loads((repo / ".evalgate" / "out" / "more-evidence" / "baseline-1.json").read_text())
+    assert sentence in report and "Found by more evidence" not in report
+    # Both sides re-ran every case of the slices that looked worse, and answered as before: the
+    # baseline side ran the baseline commit's bot (the unchanged quickstart's answers).
+    folder = repo / ".evalgate" / "out" / "more-evidence"
+    base = json.loads((folder / "baseline-1.json").read_text())
     assert len(base["cases"]) == me["looks"][1]["cases"] >= ES_CASES
     spec = importlib.util.spec_from_file_location("quickstart_bot", QUICKSTART / "bot.py")
     bot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bot)
     assert all(a["output"] == bot.answer(case["input"]) for case in base["cases"] for a in case["attempts"])
+    first_look = {case["id"]: case["attempts"][0]["output"] for case in first_results(repo)["cases"]}
+    cand = json.loads((folder / "candidate-1.json").read_text())
+    assert all(a["output"] == first_look[case["id"]] for case in cand["cases"] for a in case["attempts"])
+
+
+def first_results(repo: Path) -> dict:
+    """The candidate's results file: the first look's attempts (and the batch's, marked)."""
+    results = json.loads((repo / ".evalgate" / "out" / "results.json").read_text(encoding="utf-8"))
+    for case in results["cases"]:
+        case["attempts"] = [a for a in case["attempts"] if not a.get("batch")]
+    return results
 
 
 # --------------------------------------------------------------------------- the openai target
@@ -232,8 +277,8 @@ def test_quickstart_openai_batches_stop_at_max_cost_usd(quickstart_openai):
     code, first, err = _gate(folder, store)
     assert first["verdict"] == "inconclusive", err
     # A batch of both sides costs about $0.03 here (the slices that look worse, ~130 cases): the
-    # budget is spent after two, before the third batch that fails the gate without a budget.
-    budget = 0.04
+    # budget is spent after one, before the second batch that fails the gate without a budget.
+    budget = 0.02
     spec = {"max_batches": 10, "max_cost_usd": budget}
     _configure(folder, target=_openai(server, "v2"), gate={"more_evidence": spec})
     code, c, err = _gate(folder, store, "--results", ".evalgate/out/results.json")
@@ -241,8 +286,8 @@ def test_quickstart_openai_batches_stop_at_max_cost_usd(quickstart_openai):
     looks = me["looks"]
     per_batch = [look["cost_usd"] for look in looks[1:]]
     assert (code, c["verdict"]) == (0, "inconclusive"), err
-    assert len(per_batch) == 2 and sum(per_batch[:1]) < budget <= sum(per_batch)
+    assert len(per_batch) == 1 and budget <= per_batch[0]
     spent = f"${sum(per_batch):.4g}"
-    assert me["summary"] == f"still inconclusive after 2 batches (max_cost_usd {budget:g} reached (spent {spent}))"
+    assert me["summary"] == f"still inconclusive after 1 batch (max_cost_usd {budget:g} reached (spent {spent}))"
     report = (folder / ".evalgate" / "out" / "report.md").read_text(encoding="utf-8")
     assert f"max_cost_usd {budget:g} reached (spent {spent})" in report.replace("\\", "")  # markdown escapes

@@ -21,13 +21,16 @@ from test_html_report import (  # noqa: F401
     QUICKSTART,
     browser,
     comment_in_browser,
+    comment_in_column,
     fit_in_browser,
     keep_screenshot,
     open_in_browser,
 )
 
 from evals.compare.analysis import compare
+from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, MoreEvidence
 from evals.report import facts
+from evals.report.filters import BAR_CELLS
 from evals.report.html import render_html
 from evals.report.markdown import render_markdown
 from evals.results.model import Attempt, CaseResult, Results, RunInfo
@@ -68,7 +71,7 @@ def test_pr_comment_as_github_draws_it(browser, regressed_gate: Path) -> None:  
     assert [_pp(b["delta"]) for b in by_width] == sorted(_pp(b["delta"]) for b in bars)
     ko = max(bars, key=lambda b: b["width"])
     assert ko["unit"] == "language=ko" and ko["width"] > 100
-    cell = ko["width"] / 20  # a full bar is 20 cells; a partial block's glyph is drawn within its cell
+    cell = ko["width"] / BAR_CELLS  # a partial block's glyph is drawn within its cell
     for b in bars:
         assert b["width"] == pytest.approx(ko["width"] * _pp(b["delta"]) / _pp(ko["delta"]), abs=cell + 1)
     # The first flipped case's candidate output is on screen, not behind a fold.
@@ -76,9 +79,14 @@ def test_pr_comment_as_github_draws_it(browser, regressed_gate: Path) -> None:  
     assert seen["firstOutput"] is not None and seen["firstOutput"].strip() == first["candidate_output"].strip()
     assert seen["text"].index(first["id"]) < seen["text"].index("All units")
     # The rest sits in folds; no machine path anywhere.
-    assert seen["folds"][0].startswith("💰 Spend: candidate ")  # the first fold; its line is what is read
-    assert seen["folds"][1] == f"All units ({len(comparison['units'])})"
-    assert seen["folds"][2].startswith("Case diff: 31 pass → fail")
+    folds = seen["folds"]
+    assert folds[0].startswith("💰 Spend: candidate ")  # the first fold; its line is what is read
+    # Then the units that did not move the verdict, counted on their folds' lines, then all units.
+    quiet = {u["unit"] for u in comparison["units"] if u["verdict"] == "inconclusive"}
+    assert quiet and re.fullmatch(r"\d+ units? (inconclusive|saw no change) \(.*\)", folds[1])
+    units = folds.index(f"All units ({len(comparison['units'])})")
+    assert folds[units + 1].startswith("How each unit was tested")
+    assert folds[units + 2].startswith("Case diff: 31 pass → fail")
     comment = (regressed_gate / "out" / "comment.md").read_text()
     for path in (str(regressed_gate), str(ROOT), "/tmp/", "/home/", "/root/", "/work/"):
         assert path not in seen["text"] and path not in comment
@@ -183,7 +191,7 @@ def more_evidence_gate(tmp_path_factory) -> Path:
     """The quickstart (es cut to 25 cases) whose candidate commit breaks Spanish, gated with
     gate.more_evidence: inconclusive at the first look, fail after batches (comment.md, comparison.json)."""
     from fakes.suites import git
-    from test_more_evidence_quickstart import BROKEN_SPANISH, _configure, _copy_quickstart, _gate
+    from test_more_evidence_quickstart import _configure, _copy_quickstart, _gate, flaky_spanish
 
     where = tmp_path_factory.mktemp("evidence")
     repo, store = _copy_quickstart(where / "quickstart"), where / "store"
@@ -192,7 +200,7 @@ def more_evidence_gate(tmp_path_factory) -> Path:
     git(repo, "commit", "-qm", "baseline")
     _gate(repo, store, "--seed")
     with (repo / "bot.py").open("a", encoding="utf-8") as fh:
-        fh.write(BROKEN_SPANISH)
+        fh.write(flaky_spanish(where / "calls"))  # a deterministic bot would stop after one batch
     _configure(repo, gate={"more_evidence": {"max_batches": 10}})
     git(repo, "commit", "-qam", "candidate: breaks Spanish")
     code, comparison, err = _gate(repo, store)
@@ -212,18 +220,20 @@ def test_the_comments_more_evidence_section_as_github_draws_it(browser, more_evi
     assert "language=es" in seen["alertText"]
     first = comparison["case_diff"]["pass_to_fail"][0]
     assert first["slices"]["language"] == "es" and seen["firstOutput"].strip() == first["candidate_output"].strip()
-    # The section is on screen, not in a fold: heading, one table row per look, the levels, the estimand.
+    # The section is on screen: its heading, what was re-run and what it showed; the method and
+    # one table row per batch are one click away.
     heading = f"🔁 More evidence: regressed after {batches} batches: pass_rate on language=es"
     assert heading in text
     assert text.index(first["id"]) < text.index(heading)
+    assert f"so {batches} batches re-ran the cases of" in text and "language=es" in text
+    assert "How more evidence decides, and every look" in seen["folds"]
     rows = seen["evidenceRows"]
-    assert [row[0] for row in rows] == [str(look["look"]) for look in me["looks"]]
+    assert [row[0] for row in rows] == [str(look["look"]) for look in me["looks"][1:]]
     assert rows[-1][-1] == "fail" and all(row[-1] == "continue" for row in rows[:-1])
-    assert all("language=es" in row[1] for row in rows[1:]) and rows[0][1] == "—"
-    assert "weighted e-Holm at α 0.01" in text and "fixed-sample rule at α 0.04" in text
-    assert "these cases got worse" in text and "re-run at the baseline's commit" in text
+    assert all("language=es" in row[1] for row in rows)
+    assert "e-value" not in text and "looking again" not in text
     # The section ends its own paragraph (it once ran on into the list of inconclusive units).
-    paragraph = next(line for line in text.splitlines() if "these cases got worse" in line)
+    paragraph = next(line for line in text.splitlines() if "re-ran the cases of" in line)
     assert "inconclusive (not enough evidence" not in paragraph
 
 
@@ -308,3 +318,91 @@ def test_every_table_fits_the_page_column(browser, regressed_gate: Path, tmp_pat
         assert drawn is not None and drawn <= fit["column"] + 0.5, (width, fit)
         assert fit["out"] == [], (width, fit["out"])
         assert fit["pageWidth"] <= fit["window"], (width, fit)
+
+
+# GitHub's comment column on a pull request's conversation page, in px.
+COMMENT_COLUMN = 860
+# A laptop's window height: what a reviewer sees of the page before scrolling.
+FIRST_SCREEN = 900
+
+
+def _rerun_fail(regressed_gate: Path) -> Comparison:
+    """The quickstart's failing comparison as if more evidence had reached it: three batches of
+    re-runs of language=ko after an inconclusive first look (the looks as comparison.json records them)."""
+    c = Comparison.model_validate_json((regressed_gate / "out" / "comparison.json").read_text())
+
+    def look(i: int, e: float, outcome: str) -> EvidenceLook:
+        value = EvidenceValue(
+            metric="pass_rate", unit="language=ko", e_value=e, threshold=171.0, rejected=outcome == "fail",
+            observed_drop=0.3, observations=80 * (i + 1), rerun=i > 0,
+        )  # fmt: skip
+        units = ["language=ko"] if i else []
+        return EvidenceLook(look=i, units=units, cases=80 if i else 0, attempts=160 if i else 0, values=[value],
+                            cost_usd=0.04 if i else None, outcome=outcome)  # fmt: skip
+
+    me = MoreEvidence(
+        rho=0.2, first_look_alpha=0.04, sequential_alpha=0.01, select="looks_worse", max_batches=10,
+        baseline_side="re-run at the baseline's commit", ended="fail", summary="regressed after 3 batches",
+        looks=[look(0, 2.3, "continue"), look(1, 14.0, "continue"), look(2, 95.0, "continue"), look(3, 1.39e5, "fail")],
+        estimand="each case's mean over its attempts", attempts=480, cost_usd=0.12,
+    )  # fmt: skip
+    return c.model_copy(update={"more_evidence": me})
+
+
+@pytest.mark.parametrize("which", ["quickstart", "more-evidence"])
+def test_the_comment_fits_githubs_column(browser, regressed_gate: Path, tmp_path: Path, which: str) -> None:  # noqa: F811
+    """At 860 px, with every fold open: no table wider than the column (GitHub would scroll it and
+    cut the columns past the edge: the Role column once was), every interval on one line (each
+    once took three), and a verdict more evidence reached says so in its banner."""
+    if which == "quickstart":
+        comment = regressed_gate / "out" / "comment.md"
+    else:
+        comment = tmp_path / "comment.md"
+        comment.write_text(render_markdown(_rerun_fail(regressed_gate)), encoding="utf-8")
+    shot = tmp_path / f"column-{which}.png"
+    seen = comment_in_column(browser, comment, shot, COMMENT_COLUMN)
+    keep_screenshot(shot)
+    keep_screenshot(shot.with_name(f"column-{which}-open.png"))
+    fit = seen["fit"]
+    assert fit["bodyWidth"] == COMMENT_COLUMN
+    regressed = next(t for t in fit["tables"] if t["open"])
+    assert regressed["head"] == ["Unit", "Metric", "Baseline → Candidate", "Δ", "|Δ|", "CI"]
+    for table in fit["tables"]:
+        assert table["scrollWidth"] <= table["clientWidth"], table
+    assert len(fit["intervals"]) >= 4
+    for cell in fit["intervals"]:
+        assert cell["lines"] == 1 and cell["height"] < 1.5 * cell["lineHeight"], cell
+    if which == "more-evidence":
+        assert "Reached after 3 batches of re-runs (480 more attempts, $0.12)." in seen["alertText"]
+
+
+@pytest.mark.parametrize("which", ["quickstart", "more-evidence"])
+def test_the_pages_first_screen_holds_the_verdict_the_regressed_units_and_the_first_broken_case(
+    browser,  # noqa: F811
+    regressed_gate: Path,
+    tmp_path: Path,
+    which: str,
+) -> None:
+    """As the page opens in a 1280 × 900 window: the verdict, the regressed units and the first
+    broken case end within the first screen; the rest is folded (the page was 36,740 px tall)."""
+    if which == "quickstart":
+        page = regressed_gate / "gate.html"
+    else:
+        page = tmp_path / "more-evidence.html"
+        page.write_text(render_html(comparison=_rerun_fail(regressed_gate)), encoding="utf-8")
+    comparison = json.loads((regressed_gate / "out" / "comparison.json").read_text())
+    first = comparison["case_diff"]["pass_to_fail"][0]
+    shot = tmp_path / f"first-screen-{which}.png"
+    seen = open_in_browser(browser, page, shot, first["id"])
+    keep_screenshot(shot.with_name(f"first-screen-{which}-first.png"))
+    screen = seen["firstScreen"]
+    for part in ("verdict", "regressed", "firstCase"):
+        assert screen[part] is not None and screen[part] <= FIRST_SCREEN, (part, screen)
+    assert screen["pageHeight"] < 3 * FIRST_SCREEN, screen
+    text = seen["text"]  # every fold opened
+    top = text[: text.index("All units (")]
+    assert first["id"] in top and first["candidate_output"].strip() in top
+    regressed = [u["unit"] for u in comparison["units"] if u["verdict"] == "regressed"]
+    assert all(unit in top for unit in regressed)
+    if which == "more-evidence":
+        assert "Reached after 3 batches of re-runs" in top

@@ -23,9 +23,10 @@ if TYPE_CHECKING:
 
 
 class CachedTarget(Target):
-    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any]):
+    def __init__(self, inner: Target, cache: ResponseCache, identity: dict[str, Any], timeout_s: float):
         self.inner = inner
         self.cache = cache
+        self.timeout_s = timeout_s
         self.identity = identity
         self.kind = inner.kind
         self.secrets = inner.secrets
@@ -39,7 +40,9 @@ class CachedTarget(Target):
     async def call(self, case: Case) -> TargetOutput:
         key = self.cache.key(self.kind, {"target": self.identity, "case": case_payload(case)})
         stored = self.cache.get(key)
-        if isinstance(stored, dict) and "output" in stored:
+        # An answer that took longer than timeout_s allows now would time out live: asked again.
+        slow = isinstance(stored, dict) and float(stored.get("latency_ms") or 0.0) > self.timeout_s * 1000.0
+        if isinstance(stored, dict) and "output" in stored and not slow:
             return TargetOutput(
                 output=stored["output"],
                 tokens_in=stored.get("tokens_in"),

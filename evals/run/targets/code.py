@@ -282,7 +282,9 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
             raise UsageError(f"{config.where('target', 'python')}: {exc}") from None
         if cache is not None and serves is not None and serves("python"):
             code = python_code(config.root)
-            target = CachedTarget(target, cache, {"python": spec.python, "path": spec.path, "code": code})
+            target = CachedTarget(
+                target, cache, {"python": spec.python, "path": spec.path, "code": code}, config.timeout_s
+            )
         return target
     if isinstance(spec, CommandTarget):
         target = CommandProcessTarget(spec, config.root, config.where("target", "command"))
@@ -290,7 +292,7 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
             # The environment's names only: its values may be secrets (cache.key covers them).
             code = command_code(target.argv, target.cwd)
             identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env), "code": code}
-            target = CachedTarget(target, cache, identity)
+            target = CachedTarget(target, cache, identity, config.timeout_s)
         return target
     return OpenAIChatTarget(
         spec,

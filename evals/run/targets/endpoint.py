@@ -65,6 +65,7 @@ class OpenAIChatTarget(Target):
     ):
         self.params = spec.openai
         self.cache = cache
+        self.timeout_s = timeout_s
         self.retries = retries or RetrySpec()
         self.tools = load_tools(self.params.tools, root, lambda: where("tools")) if self.params.tools else {}
         # As many sync tool calls at once as attempts run at once: one tool call per attempt at a time.
@@ -181,6 +182,10 @@ class OpenAIChatTarget(Target):
             data = self.cache.get(key) if self.cache is not None and key is not None else None
             if data is not None and not _stored_completion(data):
                 data = None  # an entry of another shape (only a hand-made file can be): asked again
+            if data is not None and replayed_ms + float(data.get("latency_ms") or 0.0) > self.timeout_s * 1000.0:
+                # It took longer than timeout_s allows now: live, this attempt would time out, so
+                # it is asked again under the current timeout rather than replayed.
+                data = None
             if data is not None:
                 served += 1
                 replayed_ms += data.pop("latency_ms", 0.0)

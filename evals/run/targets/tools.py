@@ -10,6 +10,7 @@ the trace records as a ``tool_error``), never raises it."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Callable
@@ -17,12 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import create_model
+from pydantic import BaseModel, ValidationError, create_model
 
 from evals.common import jsonsafe
 from evals.common.errors import UsageError
 from evals.run.containment import DaemonThreads
 from evals.run.targets.loading import import_callable
+
+# A tool's result goes back to the model whole up to this many characters: a tool that returns a
+# 50 MB file would otherwise be sent with every later step of the loop (and paid for).
+MAX_RESULT_CHARS = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -32,26 +37,38 @@ class Tool:
     fn: Callable[..., Any]
     signature: inspect.Signature | None
 
+    @functools.cached_property
+    def arguments(self) -> type[BaseModel] | None:
+        """The model of the keyword arguments, from the annotations: what the schema the model is
+        given says, and what its arguments are checked against (None: no signature)."""
+        return _arguments_model(self.signature)
+
     def schema(self) -> dict[str, Any]:
         """The ``tools`` entry of a chat request."""
-        function: dict[str, Any] = {"name": self.name, "parameters": _parameters(self.signature)}
+        function: dict[str, Any] = {"name": self.name, "parameters": _parameters(self.arguments)}
         doc = inspect.getdoc(self.fn)
         if doc:
             function["description"] = doc.split("\n\n", 1)[0].strip()
         return {"type": "function", "function": function}
 
 
-def _parameters(signature: inspect.Signature | None) -> dict[str, Any]:
-    """JSON Schema of the keyword arguments a signature takes (pydantic reads the annotations)."""
+def _arguments_model(signature: inspect.Signature | None) -> type[BaseModel] | None:
     if signature is None:
-        return {"type": "object", "properties": {}}
+        return None
     fields: dict[str, Any] = {}
     for p in signature.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD, p.POSITIONAL_ONLY):
             continue
         annotation = Any if p.annotation is p.empty else p.annotation
         fields[p.name] = (annotation, ... if p.default is p.empty else p.default)
-    schema = create_model("Arguments", **fields).model_json_schema()
+    return create_model("Arguments", **fields)
+
+
+def _parameters(model: type[BaseModel] | None) -> dict[str, Any]:
+    """JSON Schema of the keyword arguments a signature takes (pydantic reads the annotations)."""
+    if model is None:
+        return {"type": "object", "properties": {}}
+    schema = model.model_json_schema()
     schema.pop("title", None)
     for prop in schema.get("properties", {}).values():
         prop.pop("title", None)
@@ -105,6 +122,10 @@ async def run_tool(
             tool.signature.bind(**args)
         except TypeError as exc:
             return False, f"bad arguments for {name}: {exc}"
+        problem = _check_types(tool, args)
+        if isinstance(problem, str):
+            return False, f"bad arguments for {name}: {problem}"
+        args = problem
     try:
         async with asyncio.timeout(timeout_s) as deadline:
             if inspect.iscoroutinefunction(tool.fn):
@@ -119,6 +140,30 @@ async def run_tool(
         return False, f"TimeoutError: {exc}"
     except Exception as exc:
         return False, f"{type(exc).__name__}: {exc}"
-    if isinstance(value, str):
-        return True, value
-    return True, json.dumps(value, ensure_ascii=False, default=str)
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    return True, _capped(text)
+
+
+def _check_types(tool: Tool, args: dict[str, Any]) -> dict[str, Any] | str:
+    """``args`` checked against the schema the model was given, strictly as JSON reads: ``"false"``
+    for a ``bool`` is an error the model reads, not ``True`` in the tool's hands. Returns the
+    arguments with the checked values (a declared model or date arrives as one), or the error."""
+    model = tool.arguments
+    if model is None:
+        return args
+    try:
+        checked = model.model_validate_json(json.dumps(args, default=str), strict=True)
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or 'arguments'}: {error['msg']}" for error in exc.errors()
+        )
+    return {**args, **{key: getattr(checked, key) for key in checked.model_fields_set}}
+
+
+def _capped(text: str) -> str:
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return (
+        text[:MAX_RESULT_CHARS] + f"\n[evalgate: the tool's result was cut at {MAX_RESULT_CHARS:,} of "
+        f"{len(text):,} characters]"
+    )

@@ -13,6 +13,8 @@ try {
   for (const width of widths.map(Number)) {
     await page.setViewport({ width, height: 900 });
     await page.goto('file://' + file, { waitUntil: 'load' });
+    // What a fold holds must fit too, once opened.
+    await page.$$eval('details', (folds) => folds.forEach((d) => { d.open = true; }));
     fits[width] = await page.evaluate(() => {
       const body = document.body;
       const style = getComputedStyle(body);

@@ -2,16 +2,21 @@
 // `marked-alert`, GitHub's colours for alerts, tables and folds) in headless Chromium, and report
 // what a reader sees without clicking: the visible text, every Δ bar's drawn width beside its Δ,
 // whether the first flipped case's candidate output is on screen, every request the page tried.
-// Usage: node render_comment.mjs COMMENT.md PAGE.html SCREENSHOT.png
+// Given COLUMN (GitHub's comment column is about 860 px wide), the body is that wide and it also
+// reports, with every fold opened, each table's scroll width beside the width it is drawn in (a
+// wider one is cut: GitHub scrolls it, the columns past the edge unseen) and how many lines each
+// interval cell ("CI" column) takes; and a second screenshot with the folds open (SCREENSHOT-open.png).
+// Usage: node render_comment.mjs COMMENT.md PAGE.html SCREENSHOT.png [COLUMN]
 import { readFileSync, writeFileSync } from 'node:fs';
 import { launch } from './launch.mjs';
 import { Marked } from 'marked';
 import markedAlert from 'marked-alert';
 
-const [, , mdFile, htmlFile, screenshot] = process.argv;
+const [, , mdFile, htmlFile, screenshot, column] = process.argv;
 const body = new Marked({ gfm: true }).use(markedAlert()).parse(readFileSync(mdFile, 'utf8'));
+const width = column ? `width: ${Number(column)}px;` : 'max-width: 900px;';
 const css = `
-body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; max-width: 900px;
+body { font: 14px/1.5 -apple-system, "Segoe UI", "Noto Sans", Helvetica, Arial, sans-serif; ${width}
        margin: 1rem auto; color: #1f2328; }
 table { border-collapse: collapse; display: block; overflow: auto; margin: 0 0 16px; }
 th, td { border: 1px solid #d1d9e0; padding: 6px 13px; }
@@ -34,7 +39,7 @@ writeFileSync(
 const browser = await launch();
 try {
   const page = await browser.newPage();
-  await page.setViewport({ width: 1000, height: 900 });
+  await page.setViewport({ width: column ? Number(column) + 100 : 1000, height: 900 });
   await page.setRequestInterception(true);
   const requests = [];
   page.on('request', (request) => {
@@ -83,7 +88,40 @@ try {
     };
   });
   await page.screenshot({ path: screenshot, fullPage: true });
-  console.log(JSON.stringify({ requests, ...seen }));
+  let fit = null;
+  if (column) {
+    fit = await page.evaluate(() => {
+      const drawn = new Set([...document.querySelectorAll('table')].filter((t) => t.checkVisibility()));
+      document.querySelectorAll('details').forEach((d) => { d.open = true; });
+      const tables = [...document.querySelectorAll('table')].map((t) => ({
+        head: [...t.querySelectorAll('thead th')].map((th) => th.textContent.trim()),
+        scrollWidth: t.scrollWidth,
+        clientWidth: t.clientWidth,
+        open: drawn.has(t),
+      }));
+      const intervals = [];
+      for (const t of document.querySelectorAll('table')) {
+        const ci = [...t.querySelectorAll('thead th')].findIndex((th) => th.textContent.trim() === 'CI');
+        if (ci < 0) continue;
+        for (const row of t.querySelectorAll('tbody tr')) {
+          const cell = row.cells[ci];
+          const range = document.createRange();
+          range.selectNodeContents(cell);
+          const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          intervals.push({
+            unit: row.cells[0].textContent,
+            text: cell.textContent,
+            lines: tops.size,
+            height: range.getBoundingClientRect().height,
+            lineHeight: parseFloat(getComputedStyle(cell).lineHeight),
+          });
+        }
+      }
+      return { tables, intervals, bodyWidth: document.body.clientWidth };
+    });
+    await page.screenshot({ path: screenshot.replace(/\.png$/, '-open.png'), fullPage: true });
+  }
+  console.log(JSON.stringify({ requests, ...seen, fit }));
 } finally {
   await browser.close();
 }

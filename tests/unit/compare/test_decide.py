@@ -165,4 +165,5 @@ def test_report_counts_one_unit_without_stray_characters():
     c = compare(run("a"), run("b"), SuiteConfig(suite="demo", cases="c.jsonl"))
     text = render_markdown(c, kind="full")
     # 50 identical cases: not a bare "inconclusive" but a unit that saw no change, and its band
-    assert "1 unit saw no change (both runs agree on every case): pass\\_rate on overall (resolves ±3.17 pp)" in text
+    assert "<summary>1 unit saw no change (both runs agree on every case)</summary>" in text
+    assert "\n\npass\\_rate on overall (resolves ±3.17 pp).\n</details>" in text

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from evals.compare.analysis import compare
-from evals.compare.sampling import Strata, stratified_mean
+from evals.compare.sampling import Strata, stratified_estimates, stratified_mean, stratified_test
 from evals.results.model import Attempt, CaseResult, Results, RunInfo, SampleDesign
 
 # A suite of 7 cases in two strata: A = [1, 0, 0, 1, 1] of which 2 are drawn, B = [0, 1] of which 1.
@@ -88,3 +88,47 @@ def test_a_smoke_run_with_inclusion_probabilities_is_weighted_to_the_suite() -> 
     (unweighted,) = [u for u in plain.units if u.unit == "overall"]
     assert unweighted.method == "mcnemar-mid-p" and unweighted.delta == pytest.approx(-2 / 6)
     assert not any("weighted" in w for w in plain.warnings)
+
+
+def one_stratum(drawn: int, predicted: float, population: int = 50) -> Strata:
+    return Strata(np.zeros(drawn, dtype=np.intp), np.array([float(population)]), np.array([predicted]))
+
+
+def test_two_cases_that_flip_the_same_way_are_not_a_known_variance() -> None:
+    # The history called the stratum nearly settled (S² 0.01); both drawn cases went pass→fail. Their
+    # sample variance is 0, and the history's 0.01 taken as known made this a near-certain drop
+    # (p ≈ 1e-45): a target noisier than its history failed A/A smoke runs this way.
+    est, p_worse, _ = stratified_test(np.array([-1.0, -1.0]), one_stratum(2, 0.01), 0.02)
+    assert est.se == pytest.approx(np.sqrt(1.0 / 2))  # their mean square, 1, over n_h = 2
+    assert est.df == pytest.approx(2.0)  # the drawn cases' own degrees of freedom, not infinite
+    assert p_worse > 0.1
+
+
+def test_satterthwaite_counts_the_contradicted_stratum_with_its_own_degrees_of_freedom() -> None:
+    # Stratum 0: 4 drawn cases agreeing with the history's S² 0.5 (known). Stratum 1: settled by the
+    # history (S² 0.001) but its 3 drawn cases all flipped: its variance is their mean square, 1, with 3 df.
+    codes = np.array([0, 0, 0, 0, 1, 1, 1], dtype=np.intp)
+    strata = Strata(codes, np.array([40.0, 60.0]), np.array([0.5, 0.001]))
+    d = np.array([-1.0, 0.0, 0.0, 0.0, -1.0, -1.0, -1.0])
+    est = stratified_mean(d, strata)
+    terms = np.array([0.4**2 * 0.5 / 4, 0.6**2 * 1.0 / 3])
+    assert est.se == pytest.approx(np.sqrt(terms.sum()))
+    assert est.df == pytest.approx(terms.sum() ** 2 / (terms[1] ** 2 / 3))
+
+
+def test_the_history_stands_where_the_drawn_cases_agree_with_it() -> None:
+    # A stratum the history measured at S² 0.4 whose two drawn cases flipped the same way: plausible for
+    # that variance, so it is kept as known (what gives the informative draw its power).
+    est = stratified_mean(np.array([-1.0, -1.0]), one_stratum(2, 0.4))
+    assert est.se == pytest.approx(np.sqrt(0.4 / 2)) and est.df == np.inf
+
+
+def test_many_replicates_at_once_give_each_replicate_s_estimate() -> None:
+    rng = np.random.default_rng(3)
+    codes = np.repeat(np.arange(3, dtype=np.intp), [1, 2, 5])
+    strata = Strata(codes, np.array([10.0, 30.0, 60.0]), np.array([0.05, 0.2, 0.5]))
+    rows = rng.integers(-1, 2, size=(40, codes.size)).astype(float)
+    together = stratified_estimates(rows, strata)
+    for i, row in enumerate(rows):
+        alone = stratified_mean(row, strata)
+        assert (together.mean[i], together.se[i], together.df[i]) == pytest.approx((alone.mean, alone.se, alone.df))

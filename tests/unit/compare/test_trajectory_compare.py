@@ -66,7 +66,7 @@ def test_the_share_of_changed_sequences_is_advisory_and_the_same_loaded_lean(tmp
     save_results(cand, tmp_path / "c.json")
     lean = compare(*load_runs(tmp_path / "b.json", tmp_path / "c.json"), None)
     assert units(lean)["overall"].model_dump() == overall.model_dump()
-    assert "| overall | trajectory\\_changed | 0.0% | 25.0% |" in render_markdown(c)
+    assert "| overall | trajectory\\_changed | 0.0%\u00a0→\u00a025.0% |" in render_markdown(c)
 
 
 def test_a_flipped_case_without_a_trace_on_one_side_shows_it():

@@ -106,11 +106,11 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         return done.stdout
 
     applied = (
-        "applied 0001_runs, 0002_results, 0003_views, 0004_looks, 0005_attempt_cached, 0006_run_identity "
-        "(schema version 6)"
+        "applied 0001_runs, 0002_results, 0003_views, 0004_looks, 0005_attempt_cached, 0006_run_identity, "
+        "0007_look_p_value (schema version 7)"
     )
     assert applied in init()
-    assert "up to date (schema version 6)" in init()
+    assert "up to date (schema version 7)" in init()
     assert rows(history_url, "SELECT version, name FROM schema_migrations ORDER BY version") == [
         (1, "runs"),
         (2, "results"),
@@ -118,6 +118,7 @@ def test_init_applies_migrations_once(history_url: str, tmp_path: Path) -> None:
         (4, "looks"),
         (5, "attempt_cached"),
         (6, "run_identity"),
+        (7, "look_p_value"),
     ]
 
 
@@ -156,7 +157,7 @@ def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones
     assert "from the response cache" not in before.stdout
 
     init = evalgate("history", "init", "--url", history_url)
-    applied = "applied 0005_attempt_cached, 0006_run_identity (schema version 6)"
+    applied = "applied 0005_attempt_cached, 0006_run_identity, 0007_look_p_value (schema version 7)"
     assert init.returncode == 0 and applied in init.stdout, init.stderr
     assert rows(history_url, "SELECT cached FROM attempts") == [(None,)]
 

@@ -18,6 +18,7 @@ from evals.common.errors import InputFileError
 from evals.compare.analysis import compare
 from evals.compare.model import Comparison
 from evals.report.ci_outputs import annotation_lines, junit_xml
+from evals.report.filters import BAR_CELLS, bar
 from evals.report.markdown import render_markdown, write_reports
 from evals.results.manifest import BaselineRef, SnapshotInfo
 from evals.results.model import Results, parse_results
@@ -175,23 +176,24 @@ def test_delta_bars_are_as_long_as_the_change(regression: Comparison) -> None:
     slice the longest (the mermaid chart drew language=ko, −27 pp, as the shortest bar)."""
     md = render_markdown(regression)
     assert "mermaid" not in md
-    bars = bar_cells(md, "<summary>All units")
-    deltas = {u.unit: abs(u.delta) for u in regression.units}
-    by_length = sorted(bars, key=lambda unit: bars[unit][1])
-    assert by_length == sorted(deltas, key=lambda unit: (deltas[unit], by_length.index(unit)))
-    assert bars["language=ko"] == ("−27.0 pp", 160) and bars["language=de"][1] == 0
-    assert bars["overall"][1] == round(160 * 6.5 / 27)
-    assert bar_cells(md, "#### 🔻 Regressed") == {u: bars[u] for u in ("overall", "language=ko")}
+    bars = bar_cells(md, "#### 🔻 Regressed")
+    full = 8 * BAR_CELLS
+    assert bars == {"language=ko": ("−27.0\u00a0pp", full), "overall": ("−6.5\u00a0pp", round(full * 6.5 / 27))}
+    # Units by severity: the longest bar, the slice, after overall (the one the whole gate reads).
+    assert list(bars) == ["overall", "language=ko"]
+    assert bar(0.0, 0.27) == "" and bar(-0.27, 0.27) == "█" * BAR_CELLS
 
 
 def test_all_units_table_and_what_changed(regression: Comparison) -> None:
     md = render_markdown(regression)
-    table = md.split("<summary>All units", 1)[1].split("</details>", 1)[0]
-    rows = [line for line in table.split("\n") if line.startswith("| ") and "Unit" not in line]
-    assert len(rows) == len(regression.units) == 5
-    header = "| Unit | Metric | Baseline | Candidate | Δ | \\|Δ\\| | CI | MDE | n | Test | Role | p / q | Verdict |"
-    assert header in table
-    overall = next(r for r in rows if r.startswith("| overall |"))
+    table, stats = md.split("<summary>All units", 1)[1].split("</details>", 1)[0].split("<summary>How each unit", 1)
+    # The verdicts open; how each unit was tested one more click away, so each table fits a comment.
+    assert "| Unit | Metric | Baseline → Candidate | Δ | CI | Verdict |" in table
+    assert "| Unit | Metric | n | Test | Interval | MDE | Role | p / q |" in stats
+    for shown in (table, stats):
+        rows = [line for line in shown.split("\n") if line.startswith("| ") and "Unit" not in line]
+        assert len(rows) == len(regression.units) == 5
+    overall = next(r for r in stats.split("\n") if r.startswith("| overall |"))
     assert "| 400 |" in overall and "blocking" in overall
     changed = md.split("<summary>What changed", 1)[1]
     assert "| model | openai:gpt-4o-mini | openai:gpt-4.1-mini |" in changed
@@ -380,12 +382,14 @@ def test_compact_tier_leaves_out_unchanged_units() -> None:
     comparison = compare(run(BASE, False), run(CAND, True), tolerance=0.05)
     assert [u.unit for u in comparison.regressed] == ["topic=topic-007"]
     full = render_markdown(comparison, kind="full")
-    assert full.count("| topic=topic-") == 51  # 50 rows in the table of all units, one among the regressed
+    # 50 rows in the table of all units, 50 in the one of how each was tested, one among the regressed.
+    assert full.count("| topic=topic-") == 101
     md = render_markdown(comparison, max_chars=len(full.encode()) * 2 // 3)
     assert "(compact view): left out unchanged units" in md
-    table = md.split("<summary>All units", 1)[1].split("</details>", 1)[0]
-    rows = [line.split(" | ")[0] for line in table.split("\n") if line.startswith("| ") and "Unit" not in line]
-    assert rows == ["| overall", "| topic=topic-007"]
+    table, stats = md.split("<summary>All units", 1)[1].split("</details>", 1)[0].split("<summary>How each unit", 1)
+    for shown in (table, stats):
+        rows = [line.split(" | ")[0] for line in shown.split("\n") if line.startswith("| ") and "Unit" not in line]
+        assert rows == ["| topic=topic-007", "| overall"]  # by severity: the regressed slice first
     assert "**t-00007** · topic=topic-007 · pass → fail\n\n(no excerpts recorded)" in md
 
 

@@ -213,3 +213,24 @@ def test_a_run_page_says_its_limit_stop_once() -> None:
     page = _page_text(render_html(results=partial, summary=summarize(partial)))
     assert page.count("limits.max_cost_usd ($0.05)") == 1 and page.count("--resume") == 1, page
     assert "with $0.06 spent" in page and "30/40 cases complete (cancelled)" in page
+
+
+def test_the_finish_paragraph_names_the_gate_s_own_commands() -> None:
+    """A gate of a config elsewhere than ./evalgate.yml: the paragraph and the reason give the full
+    commands the gate knows (config, results file, flags), not the bare flags."""
+    resume = "evalgate run --config suites/chat/evalgate.yml --output out/results.json --smoke --resume"
+    again = "evalgate gate --config suites/chat/evalgate.yml --results out/results.json --mode smoke"
+    stop = LimitStop(limit="max_cost_usd", value=0.05, spent=0.06)
+    comparison = compare(_stopped(None, 40, "a"), _stopped(stop, 30, "b"), resume_command=resume, gate_command=again)
+    assert comparison.reason.endswith(
+        f"then rerun with `{resume}` (what the kept cases spent counts toward the limit: "
+        f"with the same limit the run stops again at once), then `{again}`"
+    )
+    assert (comparison.resume_command, comparison.gate_command) == (resume, again)
+    text = _as_read(render_markdown(comparison))
+    page = _page_text(render_html(comparison=comparison))
+    for shown in (text, page):
+        assert shown.count(resume) == 1 and shown.count(again) == 1, shown
+        assert "--output results.json" not in shown and "--results results.json" not in shown
+    finished = compare(_stopped(None, 40, "a"), _stopped(None, 40, "b"), resume_command=resume, gate_command=again)
+    assert finished.resume_command is None and finished.gate_command is None, "said only of a run a limit stopped"

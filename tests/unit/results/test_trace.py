@@ -253,3 +253,44 @@ def test_trace_without_results_reads_the_newer_default_file_and_names_it(tmp_pat
     os.utime(tmp_path / "results.json", (1_700_000_200, 1_700_000_200))  # a run after the gate
     done = trace()
     assert "stale answer" in done.stdout and "reading results.json, newer than .evalgate/out" in done.stderr
+
+
+def test_trace_and_the_log_show_terminal_escapes_as_text(tmp_path: Path, repo_root: Path) -> None:
+    """A model's output with raw escape sequences (clear the screen, retitle the window, an OSC 8
+    link) reached the terminal through ``evalgate trace`` and the log; now each control is text."""
+    import os
+
+    nasty = "before\x1b[2J\x1b]0;pwned\x07\x1b]8;;http://evil.example\x1b\\link\x1b]8;;\x1b\\\x9b31mafter"
+    data = {
+        "schema_version": 1,
+        "run": {"suite": "s", "status": "success", "total_cases": 1, "completed_cases": 1},
+        "cases": [
+            {
+                "id": "esc-1",
+                "attempts": [
+                    {"passed": False, "output": nasty, "trace": [{"seq": 0, "kind": "log", "content": nasty}]}
+                ],
+            }
+        ],
+    }
+    (tmp_path / "results.json").write_text(json.dumps(data), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "trace", "esc-1", "--results", "results.json"],
+        cwd=tmp_path, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(repo_root)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "\x1b" not in done.stdout and "\x07" not in done.stdout and "\x9b" not in done.stdout
+    assert "before\\x1b[2J" in done.stdout and "\\x9b31mafter" in done.stdout
+
+
+def test_the_funnel_shows_terminal_escapes_as_text(capsys, monkeypatch) -> None:
+    from evals.results import console
+
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    console.warning("case \x1b[2Kid\x1b[1A failed", source="gate")
+    console.relayed("child \x1b]0;title\x07 line")
+    console.result("answer\x1b[31m red")
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\x07" not in err
+    assert "case \\x1b[2Kid\\x1b[1A failed" in err and "child \\x1b]0;title\\x07 line" in err
+    assert out == "answer\\x1b[31m red\n"

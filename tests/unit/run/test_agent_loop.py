@@ -242,3 +242,44 @@ def test_a_hung_sync_tool_does_not_hold_the_end_of_the_run(tmp_path, openai_serv
     assert took < 30, f"the run waited {took:.0f} s for the hung tool's thread"
     a = load_results(tmp_path / "r.json").cases[0].attempts[0]
     assert "stuck did not return within tool_timeout_s=1" in (a.output or "")
+
+
+TYPED_TOOLS = """
+def switch(on: bool, level: int = 1, ratio: float = 0.5) -> str:
+    return f"on={on!r} level={level!r} ratio={ratio!r}"
+
+
+def big() -> str:
+    return "x" * 200_000
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "told"),
+    [
+        # The schema says boolean: "false" was passed through and read as true.
+        (("switch", {"on": "false"}), "error: bad arguments for switch: on: Input should be a valid boolean"),
+        (("switch", {"on": True, "level": "3"}), "error: bad arguments for switch: level: Input should be a valid"),
+        (("switch", {"on": False, "ratio": 2}), "on=False level=1 ratio=2.0"),  # an integer is a JSON number
+        (("big", {}), "x" * 100),
+    ],
+)
+def test_tool_arguments_are_checked_against_the_schema_and_results_are_capped(tmp_path, openai_server, call, told):
+    def agent(body: dict[str, Any]) -> dict[str, Any] | str:
+        return tool_calls(call) if not tool_results(body) else "done"
+
+    openai_server.responder = agent
+    (tmp_path / "typed_tools.py").write_text(TYPED_TOOLS, encoding="utf-8")
+    config = suite(
+        tmp_path,
+        openai_server,
+        [{"id": "a", "input": "q", "expected": "x"}],
+        tools={"switch": "typed_tools:switch", "big": "typed_tools:big"},
+    )
+    attempt(config, tmp_path)
+    sent = openai_server.requests[1]["messages"][-1]["content"]
+    assert sent.startswith(told)
+    if call[0] == "big":
+        assert len(sent) < 70_000 and sent.endswith(
+            "[evalgate: the tool's result was cut at 65,536 of 200,000 characters]"
+        )

@@ -517,3 +517,41 @@ def test_an_answer_that_would_not_survive_json_is_not_stored(tmp_path):
     run(tmp_path)
     run(tmp_path, output="r2.json")
     assert _calls(tmp_path) == 4 and not entries(tmp_path)  # a tuple would come back as a list: asked again
+
+
+SLOW_BOT = """
+import time
+from pathlib import Path
+
+def answer(text):
+    with open(Path(__file__).with_name("calls.log"), "a") as fh:
+        fh.write(text + "\\n")
+    time.sleep(1.5)
+    return {"output": text}
+"""
+
+
+@pytest.mark.e2e
+def test_an_answer_slower_than_the_current_timeout_is_not_replayed(tmp_path, openai_server):
+    """An answer cached under timeout_s: 10 that took 1.5 s was replayed under timeout_s: 1, where a
+    live call times out: the cache made a slow candidate look fine. Now it is asked again."""
+    (tmp_path / "bot.py").write_text(SLOW_BOT, encoding="utf-8")
+    target = {"python": "bot:answer", "path": ["."]}
+    cache = {"targets": "python", "key": "v1"}
+    write_suite(tmp_path, echo_cases(2), target=target, cache=cache, timeout_s=10, retries={"max": 0})
+    run(tmp_path)
+    run(tmp_path, output="r2.json")
+    assert _calls(tmp_path) == 2  # replayed under the timeout it was made under
+    write_suite(tmp_path, echo_cases(2), target=target, cache=cache, timeout_s=1, retries={"max": 0})
+    run(tmp_path, output="r3.json")
+    assert _calls(tmp_path) == 4
+    got = attempts(tmp_path / "r3.json")
+    assert not any(a.cached for a in got) and all(a.error is not None for a in got)
+
+    openai_server.latency = 1.5
+    openai_suite(tmp_path, openai_server, n=2, timeout_s=10, retries={"max": 0, "backoff_s": [0]})
+    run(tmp_path, output="o1.json")
+    openai_suite(tmp_path, openai_server, n=2, timeout_s=1, retries={"max": 0, "backoff_s": [0]})
+    run(tmp_path, output="o2.json")
+    assert len(openai_server.requests) == 4
+    assert not any(a.cached for a in attempts(tmp_path / "o2.json"))

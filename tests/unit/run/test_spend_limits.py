@@ -123,8 +123,10 @@ def test_cost_limit_stops_the_gate_incomplete_and_a_raised_limit_resumes_to_a_ve
     comment = (tmp_path / "out" / "comment.md").read_text(encoding="utf-8")
     assert "limits.max\\_cost\\_usd (\\$0.10) reached" in comment
     assert "raise `limits.max_cost_usd` (what the" in comment
-    assert "`evalgate run --resume --output results.json`" in comment
-    assert "`evalgate gate --results results.json`" in comment
+    # The comment's paragraph names the same commands as the reason: this gate's config, file and flags.
+    regate = f"`evalgate gate --config {config} --results out/results.json --out-dir out`"
+    assert f"`evalgate run --config {config} --output out/results.json --resume`" in comment
+    assert regate in comment and f"then {regate}" in said and "gate it again" not in said
     verdict = json.loads((tmp_path / "out" / "comparison.json").read_text(encoding="utf-8"))
     assert verdict["verdict"] == "incomplete" and verdict["exit_code"] == EXIT_INFRA
     assert verdict["candidate_run"]["limit"]["limit"] == "max_cost_usd"

@@ -1,7 +1,8 @@
-"""JSON nested deeper than anything real (docs/spec.md#attempt-errors): a model's reply, its tool
-call's arguments, a command's stdout, an imported file. ``json.loads`` recurses per level, so 1,100
-levels of brackets (2.2 KB) ended the whole run as an internal error, its in-flight cases lost; now
-each is that attempt's error (the run goes on) or, for a file, exit 2 naming it."""
+"""What comes from outside is bounded (docs/spec.md#reliability). JSON nested deeper than anything
+real — a model's reply, its tool call's arguments, a command's stdout, an imported file:
+``json.loads`` recurses per level, so 1,100 levels of brackets (2.2 KB) ended the whole run as an
+internal error, its in-flight cases lost; now each is that attempt's error (the run goes on) or,
+for a file, exit 2 naming it. And an imported case id of megabytes is shortened, staying distinct."""
 
 from __future__ import annotations
 
@@ -115,3 +116,36 @@ def test_importing_a_deep_file_is_exit_2_naming_it(tmp_path, fmt, suffix):
     )
     assert done.returncode == 2, done.stderr
     assert str(path) in done.stderr and "Traceback" not in done.stderr
+
+
+def test_an_imported_id_of_megabytes_is_shortened_and_stays_distinct(tmp_path):
+    """pytest's parametrised names carry their arguments: a 20 MB id was kept whole."""
+    long_a, long_b = "test_api[" + "a" * 2_000_000 + "x]", "test_api[" + "a" * 2_000_000 + "y]"
+    report = {
+        "created": 1.0,
+        "duration": 1.0,
+        "exitcode": 1,
+        "root": str(tmp_path),
+        "environment": {},
+        "summary": {"passed": 2, "total": 3},
+        "collectors": [],
+        "tests": [
+            {"nodeid": f"t.py::{name}", "lineno": 1, "outcome": outcome, "keywords": [], "setup": {}, "call": {}}
+            for name, outcome in ((long_a, "passed"), (long_b, "failed"), ("test_short", "passed"))
+        ],
+    }
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps(report), encoding="utf-8")
+    out = tmp_path / "out.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "evals", "import", "--from", "pytest_json", str(path), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "longer than 512 characters were shortened" in done.stderr
+    ids = [case["id"] for case in json.loads(out.read_text(encoding="utf-8"))["cases"]]
+    assert len(ids) == len(set(ids)) == 3 and max(len(i) for i in ids) <= 512
+    assert any(i.endswith("test_short") for i in ids)
