@@ -149,7 +149,7 @@ def test_a_small_slice_inconclusive_at_first_fails_with_more_evidence(tmp_path):
     assert "More evidence: regressed after" in report and "it never counts as another case" in report
     assert "e-value" not in report and "does not raise false alarms" not in report
     banner = report.split("\n\n", 1)[0]
-    assert "Found by more evidence, after" in banner
+    assert "Reached after 2 batches of re-runs" in banner
 
     # Run again on the same first look (--results): the batch files are reused, same verdict.
     code, again, err = _gate(repo, store, "--results", ".evalgate/out/results.json")
