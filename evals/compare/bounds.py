@@ -8,8 +8,9 @@ largest θ that the "worse" test does not reject at level ``a_worse`` as "Δ ≥
 then is the same event as ``U < −δ`` (and improved as ``L > δ``), whatever the method:
 
 - McNemar (mid-p or exact, with the δ shift): the margin moves the null's π0 = ½ + m·n/(2·D), and
-  the p-value grows with π0, so ``U`` is where the p-value crosses the level, found on π0 by Brent's method (mid-p has
-  no closed form);
+  the p-value grows with π0, so ``U`` is where the p-value crosses the level, found on π0 by
+  Brent's method (mid-p has no closed form); the far end, which decides nothing, is widened
+  (:class:`McNemarBounds`);
 - paired CLT and the stratified t: ``U = mean + q_{1−a}·SE`` (normal or Student quantile);
 - bootstrap-t: ``p = (1 + #{t* ≤ (mean + m)/SE}) / (B + 1) ≤ a`` exactly when
   ``(mean + m)/SE`` is below the (k+1)-th smallest t*, k = ⌊a·(B + 1)⌋ − 1, so ``U = mean −
