@@ -10,7 +10,11 @@ Each distinct ``(n, b, c)`` is tested once by ``evals.compare.paired.paired_test
 gates real runs, on arrays with those counts — and the replicates' p-values go through the gate's
 α weights (``evals.compare.decide.alpha_weights``) and weighted Holm, vectorised over replicates.
 ``--check`` replicates per cell are also run end to end through ``decide`` and ``gate_verdict`` on
-case arrays, and every disagreement is counted and printed (it must be 0). The first version's rule
+case arrays, and every disagreement is counted and printed (it must be 0). In those replicates every
+unit's printed interval is checked against its verdict (docs/spec.md#confidence-intervals: no
+"inconclusive" or "unchanged" unit with an interval wholly beyond ±δ, no "regressed" or "improved"
+one reaching into the band; the count per cell must be 0), and its coverage of the unit's true
+delta is counted beside the level it printed. The first version's rule
 (a slice blocks only when its observed MDE at Holm's strictest level is ≤ 0.10; exact McNemar; Holm
 over the blocking units) is judged on the same draws, so each cell shows both.
 
@@ -45,6 +49,7 @@ import numpy as np
 
 from evals.compare.decide import alpha_weights, decide, gate_verdict, paired_tests
 from evals.compare.metrics import metric_def
+from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.stats import mde
 from evals.suite.config import GateSpec, MetricSpec
@@ -178,6 +183,28 @@ class Cell:
     replicates: int
     checked: int = 0
     mismatches: int = 0
+    disagreements: int = 0  # a printed interval that contradicts its unit's verdict
+    intervals: int = 0  # intervals checked, both for agreement and coverage
+    covered: int = 0  # of those, how many hold the unit's true delta
+    level_sum: float = 0.0  # the printed levels, summed (their mean is what coverage is held to)
+
+
+def true_deltas(sizes: list[int], scenario: str, drop_slice: int, drop: float) -> list[float]:
+    """Each unit's true delta (overall, then the slices): −(P10 − P01) = −E[p]·(1 − scale)."""
+    slices = [-MEAN * (1.0 - s) for s in scales_for(sizes, scenario, drop_slice, drop)]
+    return [float(np.dot(slices, sizes)) / sum(sizes), *slices]
+
+
+def interval_disagrees(u: UnitResult) -> bool:
+    """The unit's printed interval says something its verdict does not (oriented: positive = better)."""
+    if u.ci_low is None or u.ci_high is None:
+        return False
+    low, high = (u.ci_low, u.ci_high) if u.direction == "higher" else (-u.ci_high, -u.ci_low)
+    if u.verdict == "regressed":
+        return high >= -u.tolerance
+    if u.verdict == "improved":
+        return low <= u.tolerance
+    return high < -u.tolerance or low > u.tolerance
 
 
 def _first_version(p: np.ndarray, delta: np.ndarray, se: np.ndarray, gate: GateSpec) -> np.ndarray:
@@ -245,13 +272,22 @@ def run_cell(
     old_regressed = _first_version(p_old, delta, se, gate)
     old_fails = old_regressed.any(axis=1)
     old_found = old_fails & old_regressed[:, target] if scenario == "drop" else old_fails
-    mismatches = 0
+    mismatches = disagreements = intervals = covered = 0
+    level_sum = 0.0
+    truth = true_deltas(sizes, scenario, drop_slice, drop)
     for rep in range(min(check, replicates)):
         base, cand = _cases(sizes, b[rep], c[rep])
         results = decide([MetricInput(new.definition, new.spec, base, cand)], units, gate, seed=rep)
         real_fail = gate_verdict(results)[0] == "fail"
         real_found = real_fail and (results[target].verdict == "regressed" if scenario == "drop" else True)
         mismatches += (real_fail != bool(fails[rep])) or (real_found != bool(found[rep]))
+        for u, true in zip(results, truth, strict=True):
+            if u.ci_low is None or u.ci_high is None or u.ci_level is None:
+                continue
+            disagreements += interval_disagrees(u)
+            intervals += 1
+            covered += u.ci_low <= true <= u.ci_high
+            level_sum += u.ci_level
     return Cell(
         float(fails.mean()),
         float(found.mean()),
@@ -260,6 +296,10 @@ def run_cell(
         replicates,
         min(check, replicates),
         mismatches,
+        disagreements,
+        intervals,
+        covered,
+        level_sum,
     )
 
 
@@ -337,6 +377,7 @@ def main() -> None:
     )
     misses: list[str] = []
     worst_loss = (0.0, "")
+    agreement: list[tuple[str, Cell]] = []  # every checked cell: its interval/verdict disagreements, its coverage
     print(f"\n{'layout':<7} {'model':<19} {'A/A false-fail':>16} {'boundary false-fail':>20}")
     for layout in args.layouts:
         for model in MODELS:
@@ -347,6 +388,7 @@ def main() -> None:
             aa, nb = cells["aa"], cells["boundary"]
             print(f"{layout:<7} {model:<19} {aa.fail:>7.4f} ({aa.old_fail:.4f}) {nb.fail:>11.4f} ({nb.old_fail:.4f})")
             for s, cell in cells.items():
+                agreement.append((f"{layout:<7} {model:<19} {s}", cell))
                 checked, mismatched = checked + cell.checked, mismatched + cell.mismatches
                 if cell.fail > FALSE_FAIL_LIMITS[s]:
                     misses.append(f"false-fail {s} {layout} {model}: {cell.fail:.4f} > {FALSE_FAIL_LIMITS[s]}")
@@ -374,6 +416,7 @@ def main() -> None:
                 shown = " ".join(f"{c.found:>6.3f} ({c.old_found:.3f})" for c in cells)
                 print(f"{layout:<7} {f'{sizes[which]} cases':<9} {model:<19} {shown}")
                 for d, cell in zip(args.drops, cells, strict=True):
+                    agreement.append((f"{layout:<7} {model:<19} slice {which} ({sizes[which]}) −{d:.2f}", cell))
                     checked, mismatched = checked + cell.checked, mismatched + cell.mismatches
                     loss = cell.old_found - cell.found
                     if d >= LOSS_MIN_DROP - 1e-9 and loss > worst_loss[0]:
@@ -388,8 +431,17 @@ def main() -> None:
     for layout in args.layouts:
         for model in MODELS:
             cell = run_cell(
-                layout, model, args.power_replicates, args.seed, scenario="uniform", drop=UNIFORM_DROP, tests=tests
+                layout,
+                model,
+                args.power_replicates,
+                args.seed,
+                scenario="uniform",
+                drop=UNIFORM_DROP,
+                check=args.check,
+                tests=tests,
             )
+            agreement.append((f"{layout:<7} {model:<19} uniform −{UNIFORM_DROP}", cell))
+            checked, mismatched = checked + cell.checked, mismatched + cell.mismatches
             print(f"{layout:<7} {model:<19} {cell.fail:>7.3f} ({cell.old_fail:.3f})")
             if (layout, model) == UNIFORM_TARGET[:2] and cell.fail < UNIFORM_TARGET[2]:
                 misses.append(f"uniform drop {layout} {model}: {cell.fail:.3f} < {UNIFORM_TARGET[2]}")
@@ -406,6 +458,20 @@ def main() -> None:
         misses.append(f"worse than the first version by {worst_loss[0]:.3f}: {worst_loss[1]}")
     print(f"\nlargest loss against the first version (drops ≥ {LOSS_MIN_DROP}): {worst_loss[0]:.3f} {worst_loss[1]}")
     print(f"end-to-end check: {checked:,} replicates through decide/gate_verdict, {mismatched} disagreements")
+    print(
+        "\nprinted intervals against their verdicts, in the end-to-end replicates (docs/spec.md#confidence-intervals): "
+        "disagreements (must be 0); coverage of the true delta against the mean printed level"
+    )
+    for name, cell in agreement:
+        coverage = cell.covered / cell.intervals if cell.intervals else math.nan
+        level = cell.level_sum / cell.intervals if cell.intervals else math.nan
+        print(
+            f"{name:<48} {cell.intervals:>7,} intervals {cell.disagreements:>3} disagree  "
+            f"cover {coverage:.4f} ({level:.4f})"
+        )
+    disagreed = sum(cell.disagreements for _, cell in agreement)
+    if disagreed:
+        misses.append(f"{disagreed} printed intervals disagree with their unit's verdict")
     if mismatched:
         misses.append(f"{mismatched} replicates where the vectorised rule disagrees with decide/gate_verdict")
     print("validity targets: " + ("all met" if not misses else "MISSED: " + "; ".join(misses)))

@@ -21,6 +21,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from evals.compare.bounds import agree, bh_level, holm_levels
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, Tested, UnitIndex, paired_test
 from evals.compare.power import binary_cases, binary_mde, run_discordance, se_cases
@@ -75,7 +76,8 @@ def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -
     """Blocking units (weight > 0) get weighted-Holm adjusted p-values and their verdicts from
     them; every unit gets a BH q-value (advisory context), which also gives advisory units theirs.
     Each unit's MDE is at its own level: α·weight (Holm's strictest step) for blocking units,
-    α / (number of units) for advisory ones."""
+    α / (number of units) for advisory ones. Each unit's interval is at the level its verdict was
+    reached at (``evals.compare.bounds``): its step of weighted Holm, or BH's α·R/m."""
     p_worse = np.array([t.p_worse for t in tested])
     p_better = np.array([t.p_better for t in tested])
     worse_adj = weighted_holm(p_worse, weights)
@@ -86,6 +88,9 @@ def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -
         for t in tested
         if t.result.slice_key is None and t.flips is not None
     }
+    worse_levels = holm_levels(p_worse, weights, gate.alpha)
+    better_levels = holm_levels(p_better, weights, gate.alpha)
+    advisory_levels = (bh_level(q_worse, gate.alpha), bh_level(q_better, gate.alpha))
     for i, t in enumerate(tested):
         r = t.result
         r.weight = float(weights[i])
@@ -95,9 +100,10 @@ def assign_verdicts(tested: list[Tested], weights: np.ndarray, gate: GateSpec) -
         r.alpha_level = float(level)
         if r.blocking:
             r.p_adjusted = float(worse_adj[i])
-            _verdict(t, float(worse_adj[i]), float(better_adj[i]), gate.alpha)
+            levels = (float(worse_levels[i]), float(better_levels[i]))
+            _verdict(t, float(worse_adj[i]), float(better_adj[i]), gate.alpha, levels)
         else:
-            _verdict(t, float(q_worse[i]), float(q_better[i]), gate.alpha)
+            _verdict(t, float(q_worse[i]), float(q_better[i]), gate.alpha, advisory_levels)
         if math.isfinite(t.se):
             _power(t, level, gate, suite.get(r.metric))
 
@@ -159,14 +165,25 @@ def decide(
     return results
 
 
-def _verdict(t: Tested, p_worse: float, p_better: float, alpha: float) -> None:
-    if t.result.n < 2:
+def _verdict(t: Tested, p_worse: float, p_better: float, alpha: float, levels: tuple[float, float]) -> None:
+    """The unit's verdict, and its interval at ``levels`` (the worse and the better test's):
+    regressed exactly when the interval lies wholly below −δ, improved when above δ, unchanged
+    when it (and the smoothed one) lies inside the band."""
+    if t.result.n < 2 or t.bounds is None:
         return
-    if p_worse <= alpha and t.oriented_delta < -t.margin:
+    regressed = p_worse <= alpha and t.oriented_delta < -t.margin
+    improved = not regressed and p_better <= alpha and t.oriented_delta > t.margin
+    upper, lower = agree(
+        t.bounds.upper(levels[0]), t.bounds.lower(levels[1]), t.margin, regressed=regressed, improved=improved
+    )
+    r = t.result
+    r.ci_low, r.ci_high = (lower, upper) if r.direction == "higher" else (-upper, -lower)
+    r.ci_level, r.ci_method = 1.0 - levels[0] - levels[1], t.bounds.method
+    if regressed:
         t.result.verdict = "regressed"
-    elif p_better <= alpha and t.oriented_delta > t.margin:
+    elif improved:
         t.result.verdict = "improved"
-    elif t.oriented_low >= -t.margin and t.oriented_high <= t.margin:
+    elif lower >= -t.margin and upper <= t.margin:
         if t.smoothed_low >= -t.margin and t.smoothed_high <= t.margin:
             t.result.verdict = "unchanged"
         else:
@@ -204,20 +221,27 @@ def fmt(x: float | None) -> str:
     return "n/a" if x is None else f"{x:+.4g}"
 
 
+def ci_name(u: UnitResult) -> str:
+    """The interval beside a verdict, named with its level: each unit's is its own (the level it was tested at)."""
+    return "CI" if u.ci_level is None else f"{u.ci_level:.2%} CI"
+
+
 def describe_unit(u: UnitResult) -> str:
     p = "n/a" if u.p_adjusted is None else f"{u.p_adjusted:.3g}"
     return (
-        f"{u.metric} on {u.unit} {fmt(u.delta)} (CI {fmt(u.ci_low)} to {fmt(u.ci_high)}, "
+        f"{u.metric} on {u.unit} {fmt(u.delta)} ({ci_name(u)} {fmt(u.ci_low)} to {fmt(u.ci_high)}, "
         f"tolerance {u.tolerance:.4g}, {u.method}, p_adj {p}, n={u.n})"
     )
 
 
 def bad_side(u: UnitResult) -> tuple[float, str]:
-    """The unit's worst plausible oriented delta: the bad end of the reported interval or of the
-    smoothed one, whichever is worse (a bootstrap interval is 0 wide when every case has the same
-    delta), and that interval as the reason shows it, so the number it quotes is the one it prints."""
+    """The unit's worst plausible oriented delta for the gate's pass, a one-sided claim at α: the
+    bad end of the marginal 1 − 2α interval or of the smoothed one, whichever is worse (a bootstrap
+    interval is 0 wide when every case has the same delta), and that interval as the reason shows
+    it, so the number it quotes is the one it prints."""
     sign = 1.0 if u.direction == "higher" else -1.0
-    intervals = [("CI", u.ci_low, u.ci_high), ("smoothed interval", u.smoothed_low, u.smoothed_high)]
+    marginal = f"{u.confidence:.0%} CI"
+    intervals = [(marginal, u.marginal_low, u.marginal_high), ("smoothed interval", u.smoothed_low, u.smoothed_high)]
     worst: tuple[float, str] | None = None
     for name, low, high in intervals:
         if low is None or high is None:
@@ -248,7 +272,7 @@ def gate_verdict(units: list[UnitResult]) -> tuple[Literal["pass", "fail", "inco
     if not overall:
         return "inconclusive", "no gated metric could be compared"
     for u in overall:
-        if u.n < 2 or u.ci_low is None or u.ci_high is None:
+        if u.n < 2 or u.marginal_low is None or u.marginal_high is None:
             return "inconclusive", f"{u.metric}: fewer than 2 paired cases with a value on both sides to compare"
         worst, interval = bad_side(u)
         if worst < -u.tolerance:

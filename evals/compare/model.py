@@ -5,8 +5,11 @@ Conventions every consumer relies on:
 
 - ``delta`` is always ``candidate - baseline`` in the metric's own units; whether that is good
   depends on ``direction`` (``lower`` is better for latency, tokens, cost, error rate).
-- ``ci_low``/``ci_high`` bound that same raw delta at ``confidence`` (= 1 − 2·alpha, so each side
-  is a one-sided bound at ``alpha``, matching the one-sided tests).
+- ``ci_low``/``ci_high`` bound that same raw delta at ``ci_level``: each end is the unit's own
+  one-sided test inverted at the level it was tested at, so a unit is regressed exactly when its
+  interval lies wholly beyond −tolerance on the bad side. ``marginal_low``/``marginal_high`` bound
+  it at ``confidence`` (= 1 − 2·alpha, each side a one-sided bound at ``alpha``): the gate's pass
+  reads overall's bad end there.
 - Strings that came from a case (ids, slice values, input/expected/output excerpts, error
   messages) are stored RAW here; the report escapes them when it renders.
 """
@@ -28,7 +31,17 @@ Verdict = Literal["pass", "fail", "inconclusive", "no-baseline", "incomplete", "
 UnitVerdict = Literal["regressed", "improved", "unchanged", "inconclusive"]
 Method = Literal["mcnemar-mid-p", "mcnemar", "clt", "bootstrap", "bootstrap-t", "stratified-ht"]
 Direction = Literal["higher", "lower"]
-CiMethod = Literal["bootstrap", "smoothed", "stratified-t"]
+CiMethod = Literal[
+    "mcnemar-inverted",
+    "clt-inverted",
+    "bootstrap-t-inverted",
+    "bootstrap-inverted",
+    "stratified-t-inverted",
+    "smoothed",
+    # Comparisons written before intervals were at the tested level named the marginal interval's method.
+    "bootstrap",
+    "stratified-t",
+]
 Bound = Literal["min", "max"]
 FlakyBasis = Literal["history", "attempts"]
 LookOutcome = Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
@@ -81,9 +94,11 @@ class UnitResult(_Model):
     ci_high: float | None = None
     ci_method: CiMethod | None = Field(
         default=None,
-        description="bootstrap: paired percentile interval; smoothed: Agresti–Min interval, used for binary units "
-        "under 100 cases, where the bootstrap interval is often a point; stratified-t: the t interval of the "
-        "stratified Horvitz–Thompson estimate of an informative smoke run.",
+        description="How [ci_low, ci_high] was made: the unit's own test inverted at its tested level "
+        "(mcnemar-inverted, clt-inverted, bootstrap-t-inverted, bootstrap-inverted: the percentile bootstrap, "
+        "stratified-t-inverted: the t test of an informative smoke run's stratified estimate); smoothed: the "
+        "Agresti–Min interval at the tested level, for a binary unit with no discordant pair, whose McNemar test "
+        "cannot reject anything. Older comparisons: bootstrap, stratified-t (the marginal interval's method).",
     )
     confidence: float = Field(
         description="Two-sided level of the marginal interval [marginal_low, marginal_high], 1 − 2·alpha."
@@ -97,7 +112,9 @@ class UnitResult(_Model):
     marginal_low: float | None = Field(
         default=None,
         description="The marginal interval of the delta at `confidence` (not adjusted for the other units): the "
-        "gate's pass reads its bad end for overall; shown only labelled as marginal.",
+        "paired bootstrap's percentile interval; for binary units under 100 cases the smoothed one; for an "
+        "informative smoke run the stratified t interval. The gate's pass reads its bad end for overall; "
+        "shown only labelled as marginal.",
     )
     marginal_high: float | None = None
     method: Method | None = Field(default=None, description="Test used for the p-value.")

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from evals.compare.bounds import BootstrapBounds, BootstrapTBounds, Bounds, McNemarBounds, NormalBounds
 from evals.compare.metrics import MetricDef
-from evals.compare.model import CiMethod, Method, UnitResult
+from evals.compare.model import Method, UnitResult
 from evals.compare.sampling import Strata, stratified_mean, stratified_test, t_quantile
 from evals.compare.stats import (
     bootstrap_mean,
@@ -29,6 +30,7 @@ from evals.compare.stats import (
     bootstrap_p_worse,
     bootstrap_percentile_delta,
     bootstrap_t_p,
+    bootstrap_t_star,
     cases_to_certify,
     certifiable_tolerance,
     mcnemar_worse,
@@ -69,7 +71,10 @@ class UnitIndex:
 
 @dataclass
 class Tested:
-    """A unit after its test, before any verdict. Intervals here are *oriented* (positive = better)."""
+    """A unit after its test, before any verdict. Intervals here are *oriented* (positive = better):
+    ``oriented_low``/``oriented_high`` the marginal interval at 1 − 2α (what the gate's pass reads),
+    ``bounds`` the test's inversion that gives the interval printed at the unit's tested level once
+    the multiple-testing rule has set that level (``evals.compare.decide.assign_verdicts``)."""
 
     result: UnitResult
     se: float
@@ -87,6 +92,7 @@ class Tested:
     # the baseline value for latency, tokens and cost, whose drops only mean something relative to
     # their size (0.10 = 10% slower).
     drop_unit: float = 1.0
+    bounds: Bounds | None = None
     # A binary unit's flips (pass→fail, fail→pass): what its power is computed from
     # (``evals.compare.power``); None when its values are not all 0 or 1.
     flips: tuple[int, int] | None = None
@@ -166,25 +172,37 @@ def paired_test(
     if d_.bounded:
         s_low, s_high = max(s_low, -1.0), min(s_high, 1.0)
     method: Method
+    bounds: Bounds
     if d_.percentile is not None:
         method = "bootstrap"
         p_worse, p_better = bootstrap_p_worse(dist, margin)
+        bounds = BootstrapBounds("bootstrap-inverted", scale, np.sort(dist))
     elif n >= CLT_MIN_CASES:
         method = "clt"
-        _, _, p_worse, p_better = paired_clt(d, margin)
+        mean, clt_se, p_worse, p_better = paired_clt(d, margin)
+        bounds = NormalBounds("clt-inverted", scale, mean, clt_se)
     elif binary:
         mid_p = gate.mcnemar == "mid-p"
         method = "mcnemar-mid-p" if mid_p else "mcnemar"
         worse, better = int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))
         p_worse = mcnemar_worse(worse, better, n, margin, mid_p=mid_p)
         p_better = mcnemar_worse(better, worse, n, margin, mid_p=mid_p)
+        smoothed = NormalBounds("smoothed", scale, smoothed_center, se)
+        bounds = McNemarBounds("mcnemar-inverted", scale, worse, better, n, mid_p, smoothed)
     else:
         assert spreads is not None
         method = "bootstrap-t"
-        p_worse, p_better = bootstrap_t_p(dist, spreads, float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n), margin)
-    interval: CiMethod = "bootstrap"
+        center, t_se = float(d.mean()), float(d.std(ddof=1)) / math.sqrt(n)
+        p_worse, p_better = bootstrap_t_p(dist, spreads, center, t_se, margin)
+        bounds = BootstrapTBounds(
+            "bootstrap-t-inverted", scale, center, t_se, np.sort(bootstrap_t_star(dist, spreads, center))
+        )
+    if not d.any():
+        # Both runs agree on every case: no test can reject anything and each inverts to the point
+        # 0; the smoothed interval at the tested level (about 0, so it agrees) says what n resolves.
+        bounds = NormalBounds("smoothed", scale, smoothed_center, se)
     if binary and n < SMALL_BINARY_CASES:
-        low, high, interval = s_low, s_high, "smoothed"
+        low, high = s_low, s_high
     raw_low, raw_high = (low, high) if sign > 0 else (-high, -low)
     result = UnitResult(
         **common,
@@ -192,9 +210,8 @@ def paired_test(
         candidate=c_value,
         delta=c_value - b_value,
         tolerance=margin,
-        ci_low=raw_low,
-        ci_high=raw_high,
-        ci_method=interval,
+        marginal_low=raw_low,
+        marginal_high=raw_high,
         method=method,
         p_value=p_worse,
         p_improved=p_better,
@@ -210,7 +227,7 @@ def paired_test(
         result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
     drop_unit = 1.0 if d_.bounded else abs(b_value)
     flips = (int(np.count_nonzero(d < 0)), int(np.count_nonzero(d > 0))) if binary else None
-    return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit, flips)
+    return Tested(result, se, margin, p_worse, p_better, low, high, oriented, s_low, s_high, drop_unit, bounds, flips)
 
 
 def _stratified(
@@ -244,9 +261,8 @@ def _stratified(
         candidate=c_value,
         delta=c_value - b_value,
         tolerance=margin,
-        ci_low=raw_low,
-        ci_high=raw_high,
-        ci_method="stratified-t",
+        marginal_low=raw_low,
+        marginal_high=raw_high,
         method="stratified-ht",
         p_value=p_worse,
         p_improved=p_better,
@@ -262,7 +278,9 @@ def _stratified(
         result.certifiable = certifiable_tolerance(n, discordance, gate.alpha, CERTIFY_PROBABILITY)
         result.cases_to_certify = cases_to_certify(margin, discordance, gate.alpha, CERTIFY_PROBABILITY)
     drop_unit = 1.0 if metric.definition.bounded else abs(b_value)
-    return Tested(result, est.se, margin, p_worse, p_better, low, high, est.mean, low, high, drop_unit)
+    limit = 1.0 if metric.definition.bounded else data_scale(base, cand)
+    bounds = NormalBounds("stratified-t-inverted", limit, est.mean, est.se, est.df)
+    return Tested(result, est.se, margin, p_worse, p_better, low, high, est.mean, low, high, drop_unit, bounds)
 
 
 def data_scale(base: np.ndarray, cand: np.ndarray) -> float:

@@ -219,11 +219,17 @@ def bootstrap_t_p(means: np.ndarray, ses: np.ndarray, center: float, se: float, 
     to 12× at 10 cases, against an exact paired t-test. A resample whose cases are all equal has
     ``se* = 0``: its t* is ±∞ (0 when it equals ``center``), which only makes the test stricter."""
     b = means.size
-    t_star = _ratio(means - center, ses)
+    t_star = bootstrap_t_star(means, ses, center)
     t_worse, t_better = _ratio(center + margin, se), _ratio(center - margin, se)
     worse = (1 + int(np.count_nonzero(t_star <= t_worse))) / (b + 1)
     better = (1 + int(np.count_nonzero(t_star >= t_better))) / (b + 1)
     return min(worse, 1.0), min(better, 1.0)
+
+
+def bootstrap_t_star(means: np.ndarray, ses: np.ndarray, center: float) -> Any:
+    """The resamples' ``t* = (mean* − center) / se*`` of :func:`bootstrap_t_p` (what
+    ``evals.compare.bounds`` inverts it by)."""
+    return _ratio(means - center, ses)
 
 
 def _ratio(a: ArrayLike, b: ArrayLike) -> Any:

@@ -87,9 +87,14 @@ _UNITS = (" pp", " ms")
 def fmt_interval(unit: UnitResult) -> Safe:
     """The interval in a table cell or a sentence: ``−46.8…−28.8 pp``, its unit said once and
     non-breaking spaces inside, so a cell never wraps it over lines (a comment's column is narrow)."""
-    if not (finite(unit.ci_low) and finite(unit.ci_high)):
+    return fmt_bounds(unit.ci_low, unit.ci_high, unit.metric)
+
+
+def fmt_bounds(low_value: float | None, high_value: float | None, metric: str) -> Safe:
+    """:func:`fmt_interval` of any two bounds (the marginal interval a pass reads, say)."""
+    if not (finite(low_value) and finite(high_value)):
         return Safe("–")
-    low, high = str(fmt_delta(unit.ci_low, unit.metric)), str(fmt_delta(unit.ci_high, unit.metric))
+    low, high = str(fmt_delta(low_value, metric)), str(fmt_delta(high_value, metric))
     suffix = next((s for s in _UNITS if low.endswith(s) and high.endswith(s)), "")
     if suffix:
         low, high = low[: -len(suffix)], high[: -len(suffix)]

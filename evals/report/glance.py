@@ -14,7 +14,7 @@ from evals.compare.decide import bad_side
 from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
 from evals.compare.spending import limit_stopped
-from evals.report.filters import Safe, fmt_band, fmt_delta, fmt_interval, fmt_value
+from evals.report.filters import Safe, fmt_band, fmt_bounds, fmt_delta, fmt_interval, fmt_value
 from evals.results.spend import usd
 
 # GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
@@ -100,7 +100,9 @@ def _inconclusive_sentence(u: UnitResult, st: _Style) -> str:
         )
     down = st.strong(f"{_subject(u, st)} could be down by up to {_amount(worst, u)}")
     return (
-        f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, CI {fmt_interval(u)}, "
+        # The pass reads the marginal interval (a one-sided claim at α): the bound quoted is its end.
+        f"no significant regression, but {down} (Δ {fmt_delta(u.delta, u.metric)}, {u.confidence:.0%} CI "
+        f"{fmt_bounds(u.marginal_low, u.marginal_high, u.metric)}, "
         f"{u.n:,} paired cases), more than the {_tolerance(u)} tolerance.{_certify(u)}"
     )
 

@@ -76,3 +76,25 @@ def test_normalising_keeps_everything_but_ages_and_candidate_latencies():
         "vs baseline 36f0588609 (N days old) · made 2026-11-29T19:56:55Z, N days ago.\n"
         "| baseline | 1 ms | 1 ms | – | – |\n| candidate | N ms | N ms | – | – |\n"
     )
+
+
+@pytest.mark.parametrize("name", ["quickstart-pass", "quickstart-fail-ko"])
+def test_every_interval_of_the_quickstart_comment_agrees_with_its_verdict(name: str):
+    """docs/spec.md#confidence-intervals, on the comment the test above holds to its gold file: no
+    inconclusive or unchanged unit beside an interval wholly beyond the tolerance (the failing
+    comment once printed category=reverse −10.0 pp, CI [−16.4 pp, −3.0 pp], as inconclusive), no
+    regressed unit beside one that reaches into the band."""
+    tolerance = {"pass\\_rate": 2.0, "format\\_valid": 5.0}  # examples/quickstart/evalgate.yml, in pp
+    table = (GOLD / f"{name}.comment.md").read_text(encoding="utf-8").split("<summary>All units", 1)[1]
+    # An interval cell reads "−17.6…−10.2 pp" (word joiners around the ellipsis, a no-break space).
+    text = table.split("</details>", 1)[0].replace("\u2060", "").replace("\u00a0", " ")
+    rows = [line.split(" | ") for line in text.splitlines() if line.startswith("| ") and "…" in line]
+    assert len(rows) == 18
+    for row in rows:
+        cell = next(c for c in row if "…" in c).removesuffix(" pp")
+        low, high = (float(x.replace("−", "-").replace("±", "").removesuffix(" pp")) for x in cell.split("…"))
+        band = tolerance[row[1]]
+        if "regressed" in row[-1]:
+            assert high < -band, row
+        else:
+            assert high >= -band and low <= band, row

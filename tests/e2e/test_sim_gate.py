@@ -47,6 +47,8 @@ def test_the_vectorised_rule_is_the_gate_s_rule_on_every_checked_replicate(sim, 
         layout, "heterogeneous", 120, seed=9, scenario=scenario, drop_slice=drop_slice, drop=drop, check=120
     )
     assert cell.checked == 120 and cell.mismatches == 0
+    # docs/spec.md#confidence-intervals: every unit's printed interval agrees with its verdict
+    assert cell.intervals == 120 * (1 + len(sim.LAYOUTS[layout])) and cell.disagreements == 0
 
 
 def test_exact_bounds_reproduce_the_audit(sim):

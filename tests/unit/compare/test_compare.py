@@ -98,7 +98,9 @@ def test_small_slices_use_mcnemar_and_block_at_their_share_of_alpha():
     # 25 of 200 cases each: the slices' 0.7 of α split by case counts
     assert all(u.weight == pytest.approx(0.7 / 8) and u.alpha_level == pytest.approx(0.05 * 0.7 / 8) for u in slices)
     assert all(u.q_value is not None and u.p_adjusted >= u.p_value for u in slices)
-    assert all(u.ci_method == "smoothed" for u in slices)
+    assert all(u.ci_method == "mcnemar-inverted" for u in slices)
+    # beside it, the marginal interval: the smoothed one, binary and under 100 cases
+    assert all((u.marginal_low, u.marginal_high) == (u.smoothed_low, u.smoothed_high) for u in slices)
     # A slice that regressed showed its test could see the drop: never called underpowered.
     assert {u.verdict for u in slices} == {"regressed", "inconclusive"}
     assert all(u.underpowered == (u.verdict != "regressed") for u in slices)
@@ -130,12 +132,16 @@ def test_tiny_slices_whose_cases_all_moved_alike_cannot_fail_or_pass():
         # None: no drop at all is caught with power 0.8 by a test of so few cases at its level.
         assert u.mde is None and u.underpowered and u.q_value is not None, u
         assert u.verdict == "inconclusive" and u.smoothed_low < -0.02
-        # binary and under 100 cases: the reported interval is the smoothed one, never a point
-        assert u.ci_method == "smoothed" and u.ci_high - u.ci_low > 0.3
+        # binary and under 100 cases: the marginal interval is the smoothed one, never a point; the
+        # interval at the tested level is the McNemar test inverted, or with no discordant pair the
+        # smoothed one at that level
+        assert u.marginal_high - u.marginal_low > 0.3 and u.ci_high - u.ci_low > 0.3
+        assert u.ci_method == ("mcnemar-inverted" if name == "language=t4" else "smoothed")
     assert by["language=t4"].weight == pytest.approx(0.7 * 4 / 412)
     # the 400 unchanged cases can show no change: 1.645 / 402 < 0.02
     assert by["language=big"].verdict == "unchanged" and by["language=big"].mde < 0.10
-    assert by["language=big"].ci_method == "bootstrap"
+    # 400 cases that all agree: the CLT's inversion would be the point 0, the smoothed interval is printed
+    assert by["language=big"].ci_method == "smoothed" and by["language=big"].ci_low < 0 < by["language=big"].ci_high
     assert c.verdict == "pass"
 
 
@@ -633,7 +639,7 @@ def _quoted_bound(reason: str) -> tuple[float, str, float, float]:
     import re
 
     m = re.search(
-        r"(?:could be down by up to |resolve only ±)([0-9.e+-]+) \((CI|smoothed interval) ([+-][0-9.e+-]+) "
+        r"(?:could be down by up to |resolve only ±)([0-9.e+-]+) \((90% CI|smoothed interval) ([+-][0-9.e+-]+) "
         r"to ([+-][0-9.e+-]+)[,)]",
         reason,
     )
@@ -647,7 +653,7 @@ def test_inconclusive_reason_prints_the_interval_that_bound_the_decision():
     ok = outcomes(50, 0.8, 6)
     same = compare(run_of([case(i, bool(ok[i])) for i in range(50)]), run_of([case(i, bool(ok[i])) for i in range(50)]))
     drop, name, low, high = _quoted_bound(same.reason)
-    assert same.verdict == "inconclusive" and name == "CI" and same.units[0].ci_method == "smoothed"
+    assert same.verdict == "inconclusive" and name == "90% CI" and same.units[0].ci_method == "smoothed"
     assert drop == pytest.approx(-low, rel=1e-3) and low == pytest.approx(-1.645 / 52, rel=1e-2)
     assert "CI +0 to +0" not in same.reason
 
@@ -659,8 +665,8 @@ def test_inconclusive_reason_prints_the_interval_that_bound_the_decision():
     )
     drop, name, low, high = _quoted_bound(noisy.reason)
     unit = next(u for u in noisy.units if u.unit == "overall")
-    shown = (unit.ci_low, unit.ci_high) if name == "CI" else (unit.smoothed_low, unit.smoothed_high)
-    assert noisy.verdict == "inconclusive" and name == "CI"
+    shown = (unit.marginal_low, unit.marginal_high) if name == "90% CI" else (unit.smoothed_low, unit.smoothed_high)
+    assert noisy.verdict == "inconclusive" and name == "90% CI"
     assert (low, high) == pytest.approx(shown, rel=1e-3) and drop == pytest.approx(-low, rel=1e-3)
 
 

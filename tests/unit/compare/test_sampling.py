@@ -79,7 +79,7 @@ def test_a_smoke_run_with_inclusion_probabilities_is_weighted_to_the_suite() -> 
     comparison = compare(baseline, candidate, blessed=baseline)
     (overall,) = [u for u in comparison.units if u.unit == "overall"]
     # Weights N_h/N = 4/12 and 8/12: baseline 1/3·0.5 + 2/3·1 = 5/6; candidate 1/3·0 + 2/3·1 = 2/3.
-    assert overall.method == "stratified-ht" and overall.ci_method == "stratified-t"
+    assert overall.method == "stratified-ht" and overall.ci_method == "stratified-t-inverted"
     assert overall.baseline == pytest.approx(5 / 6) and overall.candidate == pytest.approx(2 / 3)
     assert overall.delta == pytest.approx(-1 / 6)
     assert any("weighted to the full suite" in w for w in comparison.warnings)

@@ -115,7 +115,8 @@ def test_an_interval_is_one_unbreakable_cell_with_its_level_said_once(regression
     shown = fmt_interval(ko)
     assert " " not in shown and re.fullmatch(r"−\d+\.\d\u2060…\u2060−\d+\.\d\u00a0pp", shown), shown
     # An old comparison file (no tested level): the marginal level, said to be unadjusted.
-    assert interval_levels(regression.units) == "90% intervals of Δ, each unit on its own (not adjusted)"
+    old = [u.model_copy(update={"ci_level": None}) for u in regression.units]
+    assert interval_levels(old) == "90% intervals of Δ, each unit on its own (not adjusted)"
     # Each unit's tested level: the regressed ones' under their table, every unit's under all units.
     levels = {"overall": 0.989, "language=ko": 0.999, "language=de": 0.995, "language=en": 0.998}
     tested = [u.model_copy(update={"ci_level": levels.get(u.unit, 0.997)}) for u in regression.units]

@@ -378,7 +378,8 @@ def test_compact_tier_leaves_out_unchanged_units() -> None:
         run = {"suite": "s", "status": "success", "total_cases": 5000, "completed_cases": 5000, "git_sha": sha}
         return parse_results(json.dumps({"schema_version": 1, "run": run, "cases": cases}).encode(), sha)
 
-    comparison = compare(run(BASE, False), run(CAND, True))
+    # A tolerance of 5 pp: 100 unchanged cases show "unchanged" at their tested level (about 99.9%).
+    comparison = compare(run(BASE, False), run(CAND, True), tolerance=0.05)
     assert [u.unit for u in comparison.regressed] == ["topic=topic-007"]
     full = render_markdown(comparison, kind="full")
     # 50 rows in the table of all units, 50 in the one of how each was tested, one among the regressed.
@@ -642,7 +643,8 @@ def test_a_pass_names_the_slices_it_could_not_clear() -> None:
     assert first_line(render_markdown(clean)).endswith("(400 paired cases); no slice regressed (4 tested).")
     doubt = compare(results(BASE, base_pass), results(CAND, lambda i: base_pass(i) and i not in (2, 6)), tolerance=0.02)
     assert doubt.verdict == "pass"
-    assert [u.unit for u in doubt.units if u.verdict == "inconclusive"] == ["language=ja"]
+    # The other slices saw no change: at their tested level that resolves more than ±2 pp on 100 cases.
+    assert [u.unit for u in doubt.units if u.verdict == "inconclusive" and not u.no_change_seen] == ["language=ja"]
     line = first_line(render_markdown(doubt))
     assert "inconclusive on language=ja (no significant regression, not enough cases to rule one out)" in line
     assert "no slice regressed" not in line
