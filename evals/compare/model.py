@@ -338,20 +338,29 @@ class SliceTrend(_Model):
 
 
 class EvidenceValue(_Model):
-    """One unit at one look of more evidence (docs/spec.md#more-evidence): its per-case means so far."""
+    """One unit at one look of more evidence (docs/spec.md#more-evidence): its per-case means so far.
+    The statistics have defaults so that a comparison.json of an evalgate before this test (its
+    e-values are left out as unknown fields) still reads, with them unknown."""
 
     metric: str
     unit: str
-    cases: int = Field(description="Paired cases with a value on both sides: the test's n (never the attempts).")
-    attempts_per_case: float | None = Field(description="Mean attempts per case so far on each side.")
-    observed_drop: float | None = Field(description="Mean of the per-case mean drops (oriented: positive is worse).")
-    p_value: float | None = Field(
-        description="One-sided p of the t-test on per-case means against 'the drop is at most the tolerance'; "
-        "none where the look did not test the unit (no case of it re-run yet)."
+    cases: int = Field(
+        default=0, description="Paired cases with a value on both sides: the test's n (never the attempts)."
     )
-    level: float | None = Field(description="What p needs alone to fail the gate: the look's α × the unit's weight.")
+    attempts_per_case: float | None = Field(default=None, description="Mean attempts per case so far on each side.")
+    observed_drop: float | None = Field(
+        default=None, description="Mean of the per-case mean drops (oriented: positive is worse)."
+    )
+    p_value: float | None = Field(
+        default=None,
+        description="One-sided p of the t-test on per-case means against 'the drop is at most the tolerance'; "
+        "none where the look did not test the unit (no case of it re-run yet).",
+    )
+    level: float | None = Field(
+        default=None, description="What p needs alone to fail the gate: the look's α × the unit's weight."
+    )
     rejected: bool
-    rerun: bool = Field(description="Some batch so far re-ran cases of the unit.")
+    rerun: bool = Field(default=False, description="Some batch so far re-ran cases of the unit.")
     repeated: bool = Field(
         default=False, description="This look's batch re-ran the unit's cases and every one answered as at the first."
     )

@@ -444,6 +444,59 @@ def test_a_comparison_from_a_newer_evalgate_is_read_without_the_fields_this_one_
         parse_comparison(json.dumps(data).encode(), "comparison.json")
 
 
+def test_a_comparison_of_the_e_process_days_still_reads():
+    """comparison.json files written before more evidence's t-test (their e-values, thresholds and
+    observation counts) are read with those left out and the new statistics unknown: the comment
+    phase of a default branch that moved on still posts a PR's stored report."""
+    import json
+
+    from evals.report.files import parse_comparison
+
+    baseline, candidate = regression_pair()
+    data = json.loads(compare(baseline, candidate).model_dump_json())
+    data["more_evidence"] = {
+        "rho": 0.2,
+        "first_look_alpha": 0.04,
+        "sequential_alpha": 0.01,
+        "select": "looks_worse",
+        "max_batches": 10,
+        "baseline_side": "re-run at the baseline's commit",
+        "looks": [
+            {
+                "look": 1,
+                "units": ["language=ko"],
+                "cases": 25,
+                "attempts": 50,
+                "values": [
+                    {
+                        "metric": "pass_rate",
+                        "unit": "language=ko",
+                        "e_value": 139000.0,
+                        "threshold": 2857.1,
+                        "rejected": True,
+                        "observed_drop": 0.3,
+                        "observations": 50,
+                        "rerun": True,
+                    }
+                ],
+                "outcome": "fail",
+            }
+        ],
+        "ended": "fail",
+        "summary": "regressed after 1 batch",
+        "estimand": "the same cases",
+    }
+    ignored: list[str] = []
+    c = parse_comparison(json.dumps(data).encode(), "comparison.json", ignored)
+    value = c.more_evidence.looks[0].values[0]
+    assert value.rejected and value.observed_drop == 0.3 and value.p_value is None and value.cases == 0
+    assert sorted(ignored) == [f"more_evidence.looks.0.values.0.{k}" for k in ("e_value", "observations", "threshold")]
+    from evals.report.html import render_html
+    from evals.report.markdown import render_markdown
+
+    assert "More evidence" in render_markdown(c, kind="comment") and "More evidence" in render_html(comparison=c)
+
+
 def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tmp_path):
     from evals.suite.config import load_config
 
