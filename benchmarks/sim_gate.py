@@ -119,6 +119,19 @@ def draw_counts(
     return b, c
 
 
+def cell_counts(
+    layout: str, model: str, replicates: int, seed: int, scenario: str, drop_slice: int = 0, drop: float = 0.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """A cell's (b, c) per replicate and slice, from its own seed: the same draws whoever asks."""
+    sizes = LAYOUTS[layout]
+    probs = [pair_probs(model, s) for s in scales_for(sizes, scenario, drop_slice, drop)]
+    kind = ["aa", "boundary", "drop", "uniform"].index(scenario)
+    rng = np.random.default_rng(
+        [seed, list(LAYOUTS).index(layout), list(MODELS).index(model), drop_slice, round(drop * 100), kind]
+    )
+    return draw_counts(sizes, probs, replicates, rng)
+
+
 def case_arrays(n: int, b: int, c: int) -> tuple[np.ndarray, np.ndarray]:
     """Baseline and candidate outcomes with these counts (concordant cases pass in both)."""
     base = np.ones(n)
@@ -243,12 +256,7 @@ def run_cell(
     tests = tests if tests is not None else {}
     new = tests.setdefault("new", UnitTests(gate))
     old = tests.setdefault("old", UnitTests(FIRST_VERSION_GATE))
-    probs = [pair_probs(model, s) for s in scales_for(sizes, scenario, drop_slice, drop)]
-    kind = ["aa", "boundary", "drop", "uniform"].index(scenario)
-    rng = np.random.default_rng(
-        [seed, list(LAYOUTS).index(layout), list(MODELS).index(model), drop_slice, round(drop * 100), kind]
-    )
-    b, c = draw_counts(sizes, probs, replicates, rng)
+    b, c = cell_counts(layout, model, replicates, seed, scenario, drop_slice, drop)
     unit_n = [sum(sizes), *sizes]
     unit_b = np.concatenate([b.sum(axis=1, keepdims=True), b], axis=1)
     unit_c = np.concatenate([c.sum(axis=1, keepdims=True), c], axis=1)
@@ -258,13 +266,7 @@ def run_cell(
         p[:, u], delta[:, u], se[:, u] = new.lookup(n, unit_b[:, u], unit_c[:, u])
         p_old[:, u] = old.lookup(n, unit_b[:, u], unit_c[:, u])[0]
     units = units_for(sizes)
-    design = [
-        t.result
-        for t in paired_tests(
-            [MetricInput(new.definition, new.spec, *case_arrays(sum(sizes), 0, 0))], units, gate, seed=0
-        )
-    ]
-    weights = alpha_weights(design, gate.slice_alpha_share, gate.slice_weights)
+    weights = gate_weights(layout, gate)
     regressed = (weighted_holm_rows(p, weights) <= gate.alpha) & (delta < -TOLERANCE)
     fails = regressed.any(axis=1)
     target = 1 + drop_slice
@@ -336,7 +338,8 @@ def _targeted(layout: str, which: int, drop: float, model: str) -> bool:
     )
 
 
-def unit_level(layout: str, unit: int, gate: GateSpec = SIM_GATE) -> float:
+def gate_weights(layout: str, gate: GateSpec = SIM_GATE) -> np.ndarray:
+    """The gate's α weights of the layout's units (overall, then the slices), as ``decide`` gives them."""
     sizes = LAYOUTS[layout]
     design = [
         t.result
@@ -347,7 +350,11 @@ def unit_level(layout: str, unit: int, gate: GateSpec = SIM_GATE) -> float:
             seed=0,
         )
     ]
-    return gate.alpha * float(alpha_weights(design, gate.slice_alpha_share, gate.slice_weights)[unit])
+    return alpha_weights(design, gate.slice_alpha_share, gate.slice_weights)
+
+
+def unit_level(layout: str, unit: int, gate: GateSpec = SIM_GATE) -> float:
+    return gate.alpha * float(gate_weights(layout, gate)[unit])
 
 
 def main() -> None:
