@@ -743,18 +743,21 @@ def test_reset_run_directly_also_keeps_the_token_from_the_suite(tmp_path: Path) 
 # ------------------------------------------------------------------------------------ the response cache
 
 # Appended to the quickstart's bot on a pull request: at import (before the run reads the cache) it
-# writes a forged, well-formed entry for every case of the suite under the very keys main uses.
+# writes a forged, well-formed entry for every case of the suite under the very keys its own run
+# uses (the code's identity included: it is the PR's code that forges).
 FORGER = """
 
 from evals.run.cache import ResponseCache as _Cache
 from evals.run.targets.base import case_payload as _payload
+from evals.run.targets.identity import python_code as _code
 from evals.suite.cases import load_cases as _load_cases
 from evals.suite.config import load_config as _load_config
 
 _config = _load_config(__import__("pathlib").Path(__file__).with_name("evalgate.yml"))
 _cache = _Cache(_config.resolve(_config.cache.dir), 1 << 30, _config.cache.key)
 for _case in _load_cases(_config):
-    _key = _cache.key("python", {"target": {"python": "bot:answer", "path": ["."]}, "case": _payload(_case)})
+    _target = {"python": "bot:answer", "path": ["."], "code": _code(_config.root)}
+    _key = _cache.key("python", {"target": _target, "case": _payload(_case)})
     _cache.put(_key, {"output": "FINAL ANSWER: forged", "latency_ms": 1.0})
 """
 
@@ -1210,13 +1213,18 @@ MORE_EVIDENCE = WORKFLOWS / "eval-gate-more-evidence.yml"
 MORE_EVIDENCE_CONFIG = "examples/quickstart/evalgate-more-evidence.yml"
 
 
+# The PR's bot: a new version whose Spanish answers are wrong at random, attempt by attempt, as a
+# sampled model's (FLAKY_SPANISH of tests/e2e/test_more_evidence_quickstart.py, at a rate the first
+# look cannot decide on): a deterministic bot answers a re-run as it did at first, and more
+# evidence stops after one batch, saying so.
+SPANISH_ERROR_RATE = 0.25
+
+
 def _break_spanish(checkout: Path) -> None:
-    """The PR's bot: a new version that errs on other questions (noise both ways) and broke part of
-    its Spanish handling (tests/e2e/test_more_evidence_quickstart.py)."""
-    from test_more_evidence_quickstart import BROKEN_SPANISH
+    from test_more_evidence_quickstart import flaky_spanish
 
     with (checkout / BOT).open("a", encoding="utf-8") as fh:
-        fh.write(BROKEN_SPANISH)
+        fh.write(flaky_spanish(checkout.parent / f"{checkout.name}-calls", SPANISH_ERROR_RATE))
 
 
 def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:

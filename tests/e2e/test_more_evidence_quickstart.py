@@ -110,16 +110,16 @@ def answer(question: str) -> str:
         counter = _CALLS / hashlib.sha256(question.encode()).hexdigest()
         with counter.open("a") as fh:
             fh.write("x")
-        if _unit(question, f"regress-es:{counter.stat().st_size}") < 0.35:
+        if _unit(question, f"regress-es:{counter.stat().st_size}") < ERROR_RATE:
             working, _, wrong = _solve(question)
             return f"{working}\\nFINAL ANSWER: {wrong}"
     return _answer_before(question)
 """
 
 
-def flaky_spanish(calls: Path) -> str:
+def flaky_spanish(calls: Path, rate: float = 0.35) -> str:
     calls.mkdir(parents=True, exist_ok=True)
-    return FLAKY_SPANISH.replace("CALLS_FOLDER", repr(str(calls)))
+    return FLAKY_SPANISH.replace("CALLS_FOLDER", repr(str(calls))).replace("ERROR_RATE", repr(rate))
 
 
 def test_quickstart_python_target_answers_the_same_so_more_evidence_stops_after_one_batch(tmp_path):

@@ -331,10 +331,10 @@ def _rerun_fail(regressed_gate: Path) -> Comparison:
     re-runs of language=ko after an inconclusive first look (the looks as comparison.json records them)."""
     c = Comparison.model_validate_json((regressed_gate / "out" / "comparison.json").read_text())
 
-    def look(i: int, e: float, outcome: str) -> EvidenceLook:
+    def look(i: int, p: float, outcome: str) -> EvidenceLook:
         value = EvidenceValue(
-            metric="pass_rate", unit="language=ko", e_value=e, threshold=171.0, rejected=outcome == "fail",
-            observed_drop=0.3, observations=80 * (i + 1), rerun=i > 0,
+            metric="pass_rate", unit="language=ko", cases=80, attempts_per_case=i + 1.0, observed_drop=0.3,
+            p_value=p if i else None, level=2.4e-5 * i * i if i else None, rejected=outcome == "fail", rerun=i > 0,
         )  # fmt: skip
         units = ["language=ko"] if i else []
         return EvidenceLook(look=i, units=units, cases=80 if i else 0, attempts=160 if i else 0, values=[value],
@@ -343,7 +343,7 @@ def _rerun_fail(regressed_gate: Path) -> Comparison:
     me = MoreEvidence(
         rho=0.2, first_look_alpha=0.04, sequential_alpha=0.01, select="looks_worse", max_batches=10,
         baseline_side="re-run at the baseline's commit", ended="fail", summary="regressed after 3 batches",
-        looks=[look(0, 2.3, "continue"), look(1, 14.0, "continue"), look(2, 95.0, "continue"), look(3, 1.39e5, "fail")],
+        looks=[look(0, 1.0, "continue"), look(1, 0.02, "continue"), look(2, 1e-3, "continue"), look(3, 1e-6, "fail")],
         estimand="each case's mean over its attempts", attempts=480, cost_usd=0.12,
     )  # fmt: skip
     return c.model_copy(update={"more_evidence": me})
