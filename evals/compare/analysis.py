@@ -22,6 +22,7 @@ from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
 from evals.compare.errored import errored_reason, errors_warning
 from evals.compare.floors import check_floors, floor_sentence, subset_floors
+from evals.compare.gate_changes import gate_changes
 from evals.compare.ladder import Facts, exit_code_for, special_verdict, with_breached_floors
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
@@ -163,6 +164,7 @@ def compare(
     warnings += [f"{floor_sentence(f)}: not significant, not failing" for f in floors if f.verdict == "uncertain"]
     drift = _drift_guard(blessed, blessed_ref, candidate, ct, defs, specs, gate, subset, warnings)
     stopped = cand_summary.limit is not None and not cand_summary.complete
+    changed = gate_changes(baseline.run.gate_settings, config.gate_settings()) if baseline and config else []
     return Comparison(
         verdict=verdict,
         reason=reason,
@@ -172,6 +174,7 @@ def compare(
         floors=floors,
         case_diff=diff,
         provenance=sides.provenance if sides else [],
+        gate_changes=changed,
         baseline=baseline_ref,
         baseline_run=sides.summary if sides else None,
         candidate_run=cand_summary,

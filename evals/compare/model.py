@@ -417,6 +417,11 @@ class Comparison(_Model):
     floors: list[FloorResult] = Field(default_factory=list, description="metrics.<m>.min / max, per unit.")
     case_diff: CaseDiff
     provenance: list[ProvenanceChange] = Field(default_factory=list, description="What changed between the runs.")
+    gate_changes: list[str] = Field(
+        default_factory=list,
+        description="The gate settings (metrics, gate:, slices, smoke) the candidate's config holds otherwise than "
+        "the baseline run's, as 'key: old → new': the candidate is judged by rules its own change set.",
+    )
     baseline: BaselineRef | None = None
     baseline_run: RunSummary | None = None
     candidate_run: RunSummary

@@ -325,6 +325,7 @@ def report_not_run(
         git_sha=options.sha or activity.candidate_sha or current_sha(),
         config_hash=config.config_hash(),
         definitions=config.definitions(),
+        gate_settings=config.gate_settings(),
         message="not run: the gate stopped before running the suite",
     )
     stale = [out_dir / name for name in ("report.md", "comment.md", "comparison.json")]

@@ -120,11 +120,21 @@ def rerun_clause(c: Comparison) -> str:
     return f" Reached after {batches:,} {plural} of re-runs ({me.attempts:,} more attempts{cost})."
 
 
+def own_rules_clause(c: Comparison) -> str:
+    """`` This change also changes its own gate: metrics.pass_rate.tolerance: 0.02 → 0.5.`` when the
+    candidate's config judges it by other rules than its baseline's (docs/spec.md#trust-boundaries):
+    a reviewer must read the verdict knowing the change set the bar it was measured against."""
+    if not c.gate_changes:
+        return ""
+    shown = "; ".join(c.gate_changes[:4]) + (f"; and {len(c.gate_changes) - 4} more" if len(c.gate_changes) > 4 else "")
+    return f" This change also changes its own gate against the baseline's: {shown}."
+
+
 def headline(c: Comparison, *, markdown: bool = True) -> str:
     """The banner's sentence: escaped markdown (``Safe``), or plain text with ``markdown=False``.
     Falls back to the gate's reason where the units cannot tell the story (a special verdict, a
     gate with nothing compared)."""
-    clause = rerun_clause(c)
+    clause = rerun_clause(c) + own_rules_clause(c)
     if markdown:
         return Safe(_headline(c, markdown=True) + _Style(True).text(clause))
     return _headline(c, markdown=False) + clause

@@ -175,6 +175,11 @@ class RunInfo(_Model):
     definitions: dict[str, Any] | None = Field(
         default=None, description="What config_hash covers (scorers, directions), so a mismatch can say what changed."
     )
+    gate_settings: dict[str, Any] | None = Field(
+        default=None,
+        description="The config's metrics, gate:, slices and smoke: when the run was made; a gate lists what a "
+        "candidate's config changes of them against its baseline's.",
+    )
     target: TargetInfo | None = None
     attempts_per_case: Annotated[int, Field(ge=1)] = 1
     shard: str | None = Field(default=None, description='"i/N" when this file holds one shard.')

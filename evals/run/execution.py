@@ -309,6 +309,7 @@ def execute(
         git_dirty=uncommitted(config),
         config_hash=config.config_hash(),
         definitions=config.definitions(),
+        gate_settings=config.gate_settings(),
         target=info,
         attempts_per_case=config.attempts,
         shard=f"{shard[0]}/{shard[1]}" if shard else None,

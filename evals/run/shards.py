@@ -105,6 +105,7 @@ def merge_results(parts: list[Results], names: list[str]) -> Results:
         git_dirty=True if any(p.run.git_dirty for p in parts) else first.git_dirty,
         config_hash=config_hash,
         definitions=first.definitions,
+        gate_settings=first.gate_settings,
         target=first.target.model_copy(update={"params": params}) if first.target else None,
         attempts_per_case=first.attempts_per_case,
         subset=first.subset,

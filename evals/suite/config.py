@@ -359,6 +359,17 @@ class SuiteConfig(StrictModel):
         time from the stored attempts, so adding one or tightening a band needs no reset."""
         return hash_json(self.definitions())
 
+    def gate_settings(self) -> dict[str, Any]:
+        """The rules a candidate is judged by (docs/spec.md#trust-boundaries): metrics (tolerances,
+        gate flags, floors), ``gate:``, the slices and the smoke draw. Runs record them, so that a
+        gate can say when a candidate's config judges it by other rules than its baseline's."""
+        return {
+            "metrics": {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())},
+            "gate": self.gate.model_dump(mode="json", exclude={"id"}),
+            "slices": list(self.slices),
+            "smoke": self.smoke.model_dump(mode="json"),
+        }
+
     def definitions(self) -> dict[str, Any]:
         """What ``config_hash`` covers; runs record it, so a mismatch can say what changed."""
         return {

@@ -971,3 +971,51 @@ def test_a_slice_key_with_one_value_on_every_case_is_no_unit():
     md = render_markdown(c, kind="full")
     assert "| language=ko |" in md and "| task=toy |" not in md  # a case may still name its tags
     assert "task=toy (" not in md  # nor in "Why each slice could or could not block"
+
+
+def test_a_candidate_whose_config_loosens_its_own_gate_says_so_in_the_headline():
+    """A PR's config set tolerance 0.5 and gate: false on the metric that broke: the fail became
+    inconclusive and "What changed" listed only the commit. Every run records its gate settings;
+    the comparison lists what the candidate's config changes of the baseline's, in the headline."""
+    from evals.compare.gate_changes import gate_changes
+    from evals.report.glance import headline
+
+    strict = SuiteConfig(suite="demo", cases="c.jsonl", slices=["language"], metrics={"pass_rate": {"tolerance": 0.02}})
+    loose = SuiteConfig(
+        suite="demo",
+        cases="c.jsonl",
+        slices=["language"],
+        metrics={"pass_rate": {"tolerance": 0.5, "gate": False}, "score": {"gate": False}},
+        gate=GateSpec(slice_alpha_share=0.0),
+    )
+    baseline, candidate = regression_pair()
+    baseline = baseline.model_copy(
+        update={"run": baseline.run.model_copy(update={"gate_settings": strict.gate_settings()})}
+    )
+    assert compare(baseline, candidate, strict).gate_changes == []
+    c = compare(baseline, candidate, loose)
+    assert c.verdict != "fail"
+    assert "metrics.pass_rate.tolerance: 0.02 → 0.5" in c.gate_changes
+    assert "metrics.pass_rate.gate: true → false" in c.gate_changes
+    assert "gate.slice_alpha_share: 0.7 → 0.0" in c.gate_changes
+    assert any(line.startswith("metrics.score: (not set) → {") for line in c.gate_changes)
+    said = headline(c, markdown=False)
+    assert "changes its own gate against the baseline's: " in said and "metrics.pass_rate.gate: true → false" in said
+    # A baseline that recorded none (an older evalgate, an imported file): nothing to compare with.
+    assert gate_changes(None, loose.gate_settings()) == []
+
+
+def test_a_run_records_its_configs_gate_settings(tmp_path):
+    import sys
+
+    from fakes.suites import echo_cases, write_suite
+
+    from evals.run.execution import execute
+    from evals.suite.config import load_config
+
+    echo = "import json, sys; print(json.dumps({'output': json.load(sys.stdin)['input']}))"
+    path = write_suite(tmp_path, echo_cases(3), target={"command": [sys.executable, "-c", echo]}, scorers=["exact"])
+    config = load_config(path)
+    results = execute(config, tmp_path / "r.json", progress=False)
+    assert results.run.gate_settings == config.gate_settings()
+    assert results.run.gate_settings["metrics"]["pass_rate"]["tolerance"] == 0.02
