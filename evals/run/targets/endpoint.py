@@ -320,9 +320,10 @@ class OpenAIChatTarget(Target):
         fingerprint = data.get("system_fingerprint")
         if fingerprint:
             self.fingerprints.add(fingerprint)
-        usage.add(data.get("usage") or {})
         choice = data["choice"]
-        return choice["message"], choice.get("finish_reason"), fingerprint
+        message = choice["message"]
+        usage.add(data.get("usage") or {}, answered=bool(_text(message.get("content")).strip()))
+        return message, choice.get("finish_reason"), fingerprint
 
     def _cost(self, tokens_in: int | None, tokens_out: int | None) -> float | None:
         p = self.params
@@ -342,19 +343,22 @@ class OpenAIChatTarget(Target):
 
 class _Usage:
     """Tokens over the steps of an attempt; None on a side no reply reported (a sum of some steps
-    would understate it)."""
+    would understate it). A count of 0 where there must be tokens — the prompt of any request, the
+    completion of a reply with text — is an endpoint that does not count, not a free call:
+    unreported, so ``limits.max_tokens`` and ``max_cost_usd`` stop the run as unknown instead of
+    never being reached."""
 
     def __init__(self) -> None:
         self.tokens_in: int | None = 0
         self.tokens_out: int | None = 0
 
-    def add(self, usage: dict[str, Any]) -> None:
-        def count(value: Any, total: int | None) -> int | None:
-            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    def add(self, usage: dict[str, Any], *, answered: bool) -> None:
+        def count(value: Any, total: int | None, *, least: int) -> int | None:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= least
             return total + value if ok and total is not None else None
 
-        self.tokens_in = count(usage.get("prompt_tokens"), self.tokens_in)
-        self.tokens_out = count(usage.get("completion_tokens"), self.tokens_out)
+        self.tokens_in = count(usage.get("prompt_tokens"), self.tokens_in, least=1)
+        self.tokens_out = count(usage.get("completion_tokens"), self.tokens_out, least=1 if answered else 0)
 
 
 def _stored_completion(data: Any) -> bool:

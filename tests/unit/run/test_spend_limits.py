@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fakes.openai_server import OpenAIServer
+from fakes.openai_server import OpenAIServer, status
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE
@@ -186,6 +186,34 @@ def test_token_limit_against_the_openai_server(tmp_path: Path) -> None:
         assert len(server.requests) == 30  # the kept cases were not asked again
         gate = evalgate("gate", "--config", str(config), "--results", str(out), "--out-dir", "out2", cwd=tmp_path)
         assert gate.returncode == EXIT_PASS and "evalgate gate: no-baseline" in gate.stdout, gate.stdout
+
+
+@pytest.mark.e2e
+def test_an_endpoint_that_counts_no_tokens_for_its_answers_is_stopped_as_unreported(tmp_path: Path) -> None:
+    """Zero usage on a non-empty answer is an endpoint that does not count, not a free call: with
+    max_tokens set, every one of 30 answers was taken as costing nothing and the limit was never
+    reached. Now the run stops at the first such answer, its spend unknown."""
+    zero = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": "an answer"}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+    )
+    with OpenAIServer() as server:
+        server.script(None, *[status(200, body=zero) for _ in range(30)])
+        target = {"openai": {"base_url": server.url, "model": "local:echo", "api_key_env": None}}
+        config = write_suite(tmp_path, echo_cases(30), target=target, concurrency=1, limits={"max_tokens": 1_000})
+        out = tmp_path / "results.json"
+        stopped = evalgate("run", "--config", str(config), "--output", str(out), cwd=tmp_path)
+        assert stopped.returncode == EXIT_INFRA, stopped.stderr
+        partial = load_results(out)
+        assert partial.run.limit is not None and partial.run.limit.limit == "max_tokens" and partial.run.limit.unknown
+        assert partial.run.completed_cases < 30 and len(server.requests) < 30
+        assert all(a.tokens_in is None and a.tokens_out is None for c in partial.cases for a in c.attempts)
 
 
 @pytest.mark.e2e
