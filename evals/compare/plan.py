@@ -111,7 +111,7 @@ def plan_suite(
 
 def first_look_alpha(gate: GateSpec) -> float:
     """The α the fixed-sample rule decides with: with ``more_evidence`` on, the first look keeps
-    (1 − ρ)·α and the later looks' e-processes get the rest (docs/spec.md#more-evidence), so its
+    (1 − ρ)·α and the later looks' tests share the rest (docs/spec.md#more-evidence), so its
     tests, their MDE and what an unchanged candidate certifies are all at (1 − ρ)·α."""
     return gate.alpha * (1.0 - gate.more_evidence.rho) if gate.more_evidence.enabled else gate.alpha
 

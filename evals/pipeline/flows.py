@@ -375,8 +375,9 @@ def more_evidence_setup(
     if isinstance(side, str):
         console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
         return config, side, candidate
-    rho = config.gate.more_evidence.rho
-    gate = config.gate.model_copy(update={"alpha": config.gate.alpha * (1 - rho)})
+    from evals.compare.plan import first_look_alpha
+
+    gate = config.gate.model_copy(update={"alpha": first_look_alpha(config.gate)})
     return config.model_copy(update={"gate": gate}), side, first_look_only(candidate)
 
 

@@ -362,10 +362,13 @@ class SuiteConfig(StrictModel):
     def gate_settings(self) -> dict[str, Any]:
         """The rules a candidate is judged by (docs/spec.md#trust-boundaries): metrics (tolerances,
         gate flags, floors), ``gate:``, the slices and the smoke draw. Runs record them, so that a
-        gate can say when a candidate's config judges it by other rules than its baseline's."""
+        gate can say when a candidate's config judges it by other rules than its baseline's. Left
+        out: ``gate.id`` and ``gate.more_evidence``, which name a gate and budget its re-runs — the
+        shipped more-evidence workflow gates the suite with a config of its own that differs in just
+        these, and every PR it gates would otherwise read as one that changed its own gate."""
         return {
             "metrics": {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())},
-            "gate": self.gate.model_dump(mode="json", exclude={"id"}),
+            "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence"}),
             "slices": list(self.slices),
             "smoke": self.smoke.model_dump(mode="json"),
         }

@@ -993,6 +993,9 @@ def test_a_candidate_whose_config_loosens_its_own_gate_says_so_in_the_headline()
         update={"run": baseline.run.model_copy(update={"gate_settings": strict.gate_settings()})}
     )
     assert compare(baseline, candidate, strict).gate_changes == []
+    # Another gate of the same rules (the more-evidence workflow's config): no change of rules.
+    another = strict.model_copy(update={"gate": GateSpec(id="more", more_evidence={"max_batches": 10})})
+    assert compare(baseline, candidate, another).gate_changes == []
     c = compare(baseline, candidate, loose)
     assert c.verdict != "fail"
     assert "metrics.pass_rate.tolerance: 0.02 → 0.5" in c.gate_changes
