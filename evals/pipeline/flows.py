@@ -81,7 +81,7 @@ def run_gate(
     client = github_client(activity)
     runs_suite = given is None and not options.results
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
-    rules = rules_for(config, activity, baselines.baseline)
+    rules = rules_for(config, activity, baselines.baseline, options)
     config = rules.config
     results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:

@@ -22,12 +22,14 @@ from evals.common.gitinfo import git, repository_root
 from evals.compare.gate_changes import gate_changes
 from evals.results import console
 from evals.suite.config import GateSpec, MetricSpec, SuiteConfig
+from evals.suite.overrides import with_overrides
 from evals.suite.yamlsource import load_yaml
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
     from evals.github.activity import Activity
     from evals.store.baseline import LoadedBaseline
+    from evals.suite.options import GateOptions
 
 
 @dataclass
@@ -46,9 +48,10 @@ class Rules:
         comparison.gate_decided_by = self.source if self.changes else None
 
 
-def rules_for(config: SuiteConfig, activity: Activity, baseline: LoadedBaseline | None) -> Rules:
-    """The rules of a gate: the config's own, except on a pull request, where the base commit's
-    settings (else the baseline run's) decide."""
+def rules_for(config: SuiteConfig, activity: Activity, baseline: LoadedBaseline | None, options: GateOptions) -> Rules:
+    """The rules of a gate: the config's own (``options`` applied), except on a pull request, where the
+    base commit's settings (else the baseline run's) decide, with the same ``options`` applied: the
+    workflow's ``--tolerance`` or ``--slice-key`` are no change of the PR's."""
     if not activity.is_pr:
         return Rules(config)
     source, settings = None, None
@@ -66,14 +69,14 @@ def rules_for(config: SuiteConfig, activity: Activity, baseline: LoadedBaseline 
             "(git show; use fetch-depth: 0) nor a baseline run that recorded its settings was found"
         )
         return Rules(config)
-    changes = gate_changes(settings, config.gate_settings())
-    if not changes:
-        return Rules(config, source, [])
     try:
-        judged = with_settings(config, settings)
+        judged = with_overrides(with_settings(config, settings), options)
     except (ValidationError, KeyError, TypeError) as exc:
         console.warning(f"{source} could not be used ({exc.__class__.__name__}); the PR's own settings decide")
         return Rules(config)
+    changes = gate_changes(judged.gate_settings(), config.gate_settings())
+    if not changes:
+        return Rules(config, source, [])
     console.info(f"this pull request changes its own gate settings ({len(changes)}): {source} decides", source="gate")
     return Rules(judged, source, changes)
 
