@@ -420,7 +420,13 @@ class Comparison(_Model):
     gate_changes: list[str] = Field(
         default_factory=list,
         description="The gate settings (metrics, gate:, slices, smoke) the candidate's config holds otherwise than "
-        "the baseline run's, as 'key: old → new': the candidate is judged by rules its own change set.",
+        "the baseline run's, as 'key: old → new': the candidate is judged by rules its own change set. On a "
+        "pull request: what it changes of its base commit's settings, which decided (gate_decided_by).",
+    )
+    gate_decided_by: str | None = Field(
+        default=None,
+        description="On a pull request whose config changes its gate settings: whose settings judged it instead "
+        "(its base commit's config, else the baseline run's record); the PR's take effect once merged.",
     )
     baseline: BaselineRef | None = None
     baseline_run: RunSummary | None = None

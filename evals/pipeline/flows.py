@@ -25,6 +25,7 @@ from evals.pipeline.candidate import (
     run_suite,
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
+from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
 from evals.results import console
 from evals.results.model import Results, RunInfo
@@ -80,10 +81,13 @@ def run_gate(
     client = github_client(activity)
     runs_suite = given is None and not options.results
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
+    rules = rules_for(config, activity, baselines.baseline, options)
+    config = rules.config
     results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:
         _say_brought_errors(results, config)
     comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)
+    rules.annotate(comparison)
     _record(comparison, results, baselines.baseline, store, config, activity, options)
     paths = _write_files(comparison, results, results_path, config, activity, options, out_dir)
     exit_code = comparison.exit_code  # the verdict's: a promotion never changes it

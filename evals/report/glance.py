@@ -127,6 +127,8 @@ def own_rules_clause(c: Comparison) -> str:
     if not c.gate_changes:
         return ""
     shown = "; ".join(c.gate_changes[:4]) + (f"; and {len(c.gate_changes) - 4} more" if len(c.gate_changes) > 4 else "")
+    if c.gate_decided_by:
+        return f" This change also changes its own gate, so {c.gate_decided_by} judged it: {shown}."
     return f" This change also changes its own gate against the baseline's: {shown}."
 
 
