@@ -1,5 +1,5 @@
 """Cost and token limits under concurrency (docs/spec.md#limits): the run reserves an estimate (the
-mean of the paid attempts so far) for every attempt started or committed to, and starts a case only
+dearest paid attempt so far) for every attempt started or committed to, and starts a case only
 while spent + reserved stays below the limit. Against the local OpenAI-compatible server, an agent
 whose every attempt is a three-call tool loop, priced, at concurrency 8: a limit of a few attempts'
 cost once ended at 2-3× it (every slot's attempt started before the first one's cost was known)."""
@@ -78,8 +78,8 @@ def test_a_cost_limit_is_passed_by_at_most_one_attempt_not_one_per_slot(tmp_path
     assert results.run.limit.spent == pytest.approx(spent) and results.run.status == "cancelled"
     # Nothing the server answered is lost: 3 model calls an attempt, every attempt in the file.
     assert asked == 3 * len(costs) and all(c == pytest.approx(per_attempt) for c in costs)
-    # The SPEC's bound (one attempt's cost per slot), and what the reservation makes of it with an
-    # estimate that is right: the limit reached, and passed by less than one attempt.
+    # The bound of docs/spec.md#limits (one attempt's cost per slot), and what the reservation makes
+    # of it when attempts cost the same: the limit reached, and passed by less than one attempt.
     assert spent <= limit + CONCURRENCY * per_attempt
     assert limit <= spent < limit + per_attempt, (spent / limit, len(costs))
     assert "limits.max_cost_usd" in said and "reached" in said
