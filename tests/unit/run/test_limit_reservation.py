@@ -16,7 +16,7 @@ import pytest
 from fakes.openai_server import OpenAIServer, tool_calls, tool_results
 from fakes.suites import echo_cases, write_suite
 
-from evals.common.errors import EXIT_INFRA
+from evals.common.errors import EXIT_INFRA, EXIT_PASS
 from evals.results.model import Results, load_results
 from evals.results.spend import usd
 
@@ -37,7 +37,22 @@ def three_calls(body: dict[str, Any]) -> dict[str, Any] | str:
     return question
 
 
-def run(tmp_path: Path, server: OpenAIServer, limits: dict[str, float], attempts: int = 1) -> tuple[Results, str]:
+def one_to_four_calls(body: dict[str, Any]) -> dict[str, Any] | str:
+    """Case i's attempt makes 1 + i % 4 model calls: attempts' costs differ, the first ones cheap."""
+    question = next(m["content"] for m in body["messages"] if m.get("role") == "user")
+    if len(tool_results(body)) < int(question[1:]) % 4:
+        return tool_calls(("lookup", {"key": question}), content="let me check")
+    return question
+
+
+def run(
+    tmp_path: Path,
+    server: OpenAIServer,
+    limits: dict[str, float],
+    attempts: int = 1,
+    cases: int = 40,
+    code: int = EXIT_INFRA,
+) -> tuple[Results, str]:
     tmp_path.mkdir(parents=True)
     (tmp_path / "agent_tools.py").write_text(TOOLS, encoding="utf-8")
     target = {
@@ -47,7 +62,7 @@ def run(tmp_path: Path, server: OpenAIServer, limits: dict[str, float], attempts
         }
     }  # fmt: skip
     config = write_suite(
-        tmp_path, echo_cases(40), target=target, scorers=["contains"], concurrency=CONCURRENCY,
+        tmp_path, echo_cases(cases), target=target, scorers=["contains"], concurrency=CONCURRENCY,
         attempts=attempts, limits=limits,
     )  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
@@ -56,7 +71,7 @@ def run(tmp_path: Path, server: OpenAIServer, limits: dict[str, float], attempts
         [sys.executable, "-m", "evals", "run", "--config", str(config), "--output", str(out)],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env, check=False,
     )  # fmt: skip
-    assert done.returncode == EXIT_INFRA, done.stderr
+    assert done.returncode == code, done.stderr
     return load_results(out), done.stderr
 
 
@@ -111,3 +126,17 @@ def test_a_case_is_started_only_when_all_its_attempts_fit_and_is_never_cut(tmp_p
     assert results.run.limit.spent == pytest.approx(6 * per_attempt)
     stop = f"limits.max_cost_usd ({usd(7.5 * per_attempt)}) reached: {usd(6 * per_attempt)} spent"
     assert f"{stop} (the next case would pass it) after 2 of 40 cases" in said
+
+
+def test_the_reservation_learns_from_the_dearest_attempt_and_fills_slots_as_answers_come(tmp_path: Path) -> None:
+    """Costs that differ by attempt (1 to 4 model calls), the first cheap: a reservation of the mean
+    so far, with all 8 slots filled from the first answer, passed a limit of 2.5 mean attempts by ~4
+    of the dearest attempts (3.6; 5.6 with no reservation). The dearest so far, and no more attempts
+    under way than paid ones seen, keep it within one."""
+    with OpenAIServer(latency=0.05, responder=one_to_four_calls) as server:
+        probe, _ = run(tmp_path / "probe", server, {}, cases=8, code=EXIT_PASS)
+        mean = sum(c for c, _ in paid(probe)) / 8
+        results, _ = run(tmp_path / "run", server, {"max_cost_usd": 2.5 * mean})
+    costs = [c for c, _ in paid(results)]
+    assert results.run.limit is not None and results.run.limit.limit == "max_cost_usd"
+    assert 2.5 * mean <= sum(costs) < 2.5 * mean + max(c for c, _ in paid(probe)), (sum(costs) / mean, costs)
