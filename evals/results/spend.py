@@ -291,13 +291,17 @@ def limit_amount(limit: LimitName, value: float | None) -> str:
 
 
 def limit_sentence(stop: LimitStop) -> str:
-    """``limits.max_cost_usd ($0.50) reached: $0.52 spent``, or why it could not be measured."""
+    """``limits.max_cost_usd ($0.50) reached: $0.52 spent``, or why it could not be measured. A
+    run stops short of a cost or token limit when its next case would pass it (the estimate the
+    runner reserves for each attempt, docs/spec.md#limits): then it says so."""
     key = f"limits.{stop.limit} ({limit_amount(stop.limit, stop.value)})"
     if stop.unknown:
         what = "cost" if stop.limit == "max_cost_usd" else "tokens"
         who = "an attempt's judge" if stop.unreported_by == "judge" else "an attempt"
         return f"{key} cannot be enforced: {who} reported no {what}, so the run stopped"
-    return f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
+    said = f"{key} reached: {limit_amount(stop.limit, stop.spent)} spent"
+    short = stop.spent is not None and stop.spent < stop.value * (1 - 1e-9) and stop.limit != "max_duration_s"
+    return f"{said} (the next case would pass it)" if short else said
 
 
 def resume_hint(stop: LimitStop, rerun: str = "--resume") -> str:

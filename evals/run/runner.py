@@ -8,7 +8,16 @@ cancelled. Stopping on a limit (``limits:``, docs/spec.md#limits): no new case s
 already paid for or under way is kept — in-flight attempts finish (each within ``timeout_s``) and
 so do the other attempts of cases already started, so no paid answer is thrown away. A case is
 reported only when all its attempts have finished, so a stopped run holds whole cases only and
-``--resume`` can redo the rest."""
+``--resume`` can redo the rest.
+
+Under ``max_cost_usd`` or ``max_tokens`` a case starts only when it fits: what was spent, plus a
+reservation (the dearest paid attempt so far) for every attempt started or committed to and not yet
+finished, plus the case's own attempts beyond its first, stays below the limit. Otherwise the worker
+waits for an attempt to finish (its reservation released, its real spend counted) and looks again;
+with nothing under way, the next case would pass the limit and the run stops there. So a run passes
+a limit only by what the attempts under way when it started its last case cost beyond their
+reservation, plus one attempt (docs/spec.md#limits states the bound). An attempt is never cut in
+the middle of its tool loop: its calls so far are paid, and cut it would have no answer."""
 
 from __future__ import annotations
 
@@ -21,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evals.results.masking import Masker
 from evals.results.model import Attempt, AttemptError, CaseResult, RetryRecord
-from evals.results.spend import LimitStop, Spend, attempt_spend
+from evals.results.spend import LimitName, LimitStop, Spend, attempt_spend
 from evals.results.trace import TraceError, build_trace
 from evals.run.cache import ATTEMPT
 from evals.run.scorers.builtin import ScorerError, score_attempt_async
@@ -68,6 +77,10 @@ class Runner:
         self._queue: deque[tuple[Case, int]] = deque()
         self._started: set[str] = set()
         self._clock = time.monotonic()
+        self._total = Spend()  # spent, the cases a --resume kept included (counted under limits only)
+        self._committed = 0  # attempts of started cases not finished yet: each holds a reservation
+        self._dearest: dict[LimitName, float] = {}  # the most a paid attempt cost (USD, tokens) so far
+        self._freed = asyncio.Event()  # set (and replaced) each time an attempt finishes
 
     # ------------------------------------------------------------------------------------ control
 
@@ -97,10 +110,12 @@ class Runner:
         if limits is None:  # counted only when something reads it: the runner's overhead is measured
             return
         if attempt is not None:
-            self.spent = self.spent.plus(attempt_spend(attempt))
+            spend = attempt_spend(attempt)
+            self.spent = self.spent.plus(spend)
+            self._note_dearest(spend)
+        total = self._total = self.spent.plus(self.settings.spent_before or Spend())
         if self.limit is not None:
             return
-        total = self.spent.plus(self.settings.spent_before or Spend())
         # An answer must say what it cost; a crash or a timeout has no answer to say it with (its
         # cost, if any, is unknown in the report, but it is no sign of a target that never reports).
         answered = (
@@ -140,6 +155,51 @@ class Runner:
                     LimitStop(limit="max_tokens", value=limits.max_tokens, spent=total.tokens, spend=total)
                 )
 
+    def _note_dearest(self, spend: Spend) -> None:
+        """Keep the most one paid attempt cost: what the runner reserves for each attempt under way.
+        The dearest rather than the mean: attempts' costs differ (an agent's loop takes 1 step or
+        8), and a mean learnt from the first, cheap ones let a run pass its limit by ~4 attempts."""
+        if spend.cost_reported and spend.cost_usd is not None:
+            self._dearest["max_cost_usd"] = max(self._dearest.get("max_cost_usd", 0.0), spend.cost_usd)
+        if spend.tokens_reported and spend.tokens is not None:
+            self._dearest["max_tokens"] = max(self._dearest.get("max_tokens", 0.0), spend.tokens)
+
+    def _no_room(self) -> LimitName | None:
+        """The limit the next case does not fit under, or None: spent + a reservation of the
+        dearest paid attempt's spend for each attempt committed (the new case's beyond its first
+        included) must stay below it. Before any paid attempt there is nothing to estimate by: a
+        case starts only when no other is under way (the first answers give the estimate), and
+        never more attempts are under way than paid ones were seen."""
+        limits = self.settings.limits
+        if limits is None:
+            return None
+        total = self._total
+        ahead = self._committed + self.settings.attempts - 1
+        measures: tuple[tuple[LimitName, float | None, float | None, int], ...] = (
+            ("max_cost_usd", limits.max_cost_usd, total.cost_usd, total.cost_reported),
+            ("max_tokens", limits.max_tokens, total.tokens, total.tokens_reported),
+        )
+        for key, cap, used, seen in measures:
+            if cap is None:
+                continue
+            per = self._dearest.get(key)
+            # No more attempts under way than paid ones seen: the dearest of a few is a poor guess
+            # of the next (so the slots fill 1, 2, 4, 8 ... as answers come, near the limit or not).
+            if self._committed and (per is None or self._committed >= seen):
+                return key
+            # The same float tolerance as the reached check in _account.
+            if per is not None and (used or 0) + per * ahead >= cap * (1 - 1e-9):
+                return key
+        return None
+
+    def _would_pass(self, key: LimitName) -> None:
+        """Nothing is under way and the next case does not fit: the run stops short of the limit
+        rather than start a case whose attempts would take it past (limit_sentence says so)."""
+        total = self._total
+        value = getattr(self.settings.limits, key)
+        spent = total.cost_usd if key == "max_cost_usd" else total.tokens
+        self._limit_reached(LimitStop(limit=key, value=value, spent=spent, spend=total))
+
     def _duration_reached(self) -> None:
         assert self.settings.limits is not None and self.settings.limits.max_duration_s is not None
         total = self.spent.plus(self.settings.spent_before or Spend())
@@ -157,17 +217,42 @@ class Runner:
         n = self.settings.attempts
         # A case's attempts are next to each other: a limit stop finishes the started cases first.
         self._queue = deque((case, i) for case in cases for i in range(n))
-        self._started = set()
+        self._started, self._committed, self._freed = set(), 0, asyncio.Event()
+        # The cases a --resume kept give a first estimate: their mean paid attempt.
+        before = self.settings.spent_before or Spend()
+        self._dearest = {}
+        if before.cost_reported and before.cost_usd is not None:
+            self._dearest["max_cost_usd"] = before.cost_usd / before.cost_reported
+        if before.tokens_reported and before.tokens is not None:
+            self._dearest["max_tokens"] = before.tokens / before.tokens_reported
         slots: dict[str, list[Attempt | None]] = {case.id: [None] * n for case in cases}
         self._account(None)  # the cases a --resume kept may have spent the budget already
+        limits = self.settings.limits
+        metered = limits is not None and (limits.max_cost_usd is not None or limits.max_tokens is not None)
 
         async def worker() -> None:
             try:
                 while self._queue and not stop.is_set():
-                    case, index = self._queue.popleft()
-                    self._started.add(case.id)
-                    attempt = await self.attempt(case, self.settings.attempt_offset + index)
+                    case, index = self._queue[0]
+                    if case.id not in self._started:
+                        full = self._no_room() if metered else None
+                        if full is not None and self._committed:
+                            await self._freed.wait()  # an attempt's end releases its reservation
+                            continue
+                        if full is not None:
+                            self._would_pass(full)  # leaves only started cases' attempts queued
+                            continue
+                        self._started.add(case.id)
+                        self._committed += n
+                    self._queue.popleft()
+                    try:
+                        attempt = await self.attempt(case, self.settings.attempt_offset + index)
+                    finally:
+                        self._committed -= 1
                     self._account(attempt)
+                    if metered:
+                        self._freed.set()
+                        self._freed = asyncio.Event()
                     slot = slots[case.id]
                     slot[index] = attempt
                     done = [a for a in slot if a is not None]
