@@ -27,10 +27,10 @@ from evals.github.publish import report_failure
 from evals.github.stored_report import post_stored
 from evals.github.token_guard import isolate_token
 from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite_runs
-from evals.pipeline.evidence_side import run_side
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_secret_events
 from evals.pipeline.flows import run_gate, run_only
 from evals.pipeline.reset import run_reset
+from evals.pipeline.side_job import run_side
 from evals.results import console
 from evals.suite.options import GateOptions
 

@@ -6,9 +6,9 @@
   or its recorded openai target). Only where the candidate's code is trusted as much as the
   baseline's: outside GitHub Actions (the developer's own code), or a job that ran no PR.
 - :class:`ReplaySource` reads the batch files the two side jobs of the more-evidence workflow wrote
-  (``evalgate gate --evidence-side``, ``evals.pipeline.evidence_side``): the baseline's side ran in
+  (``evalgate gate --evidence-side``, ``evals.pipeline.side_job``): the baseline's side ran in
   a job of its own, on a fresh checkout of the base commit, before or apart from any PR code
-  (SPEC §8). The baseline side's files are checked against the sha256 digests that job gave as
+  (docs/spec.md#more-evidence). The baseline side's files are checked against the sha256 digests that job gave as
   its output (``--evidence-digest``): an artifact can be replaced by any job of the run, the PR's
   included; a job's outputs only by that job.
 

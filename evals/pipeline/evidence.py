@@ -1,7 +1,10 @@
 """``gate.more_evidence`` in the gate (docs/spec.md#more-evidence): when the first look is inconclusive, run batches
 of one more attempt of the selected cases on both sides and look again (``evals.compare.sequential``
-decides). The candidate's side runs from this checkout, the baseline's from a git worktree of the
-baseline's commit or its recorded openai target (``evals.pipeline.baseline_side``): the slices were
+decides). Batches come from a source (``evals.pipeline.batch_source``): run here — the candidate's
+side from this checkout, the baseline's from a git worktree of the baseline's commit or its
+recorded openai target (``evals.pipeline.baseline_side``) — or, on pull requests in Actions,
+replayed from the files the two side jobs wrote (``evals.pipeline.side_job``), so the
+baseline's side never runs where the PR's code ran. The slices were
 chosen *because* of the first look, so re-running only the candidate against the stored baseline's
 values would keep the baseline's lucky draws and fail unchanged slices
 (``benchmarks/sim_evidence.py`` measures it). Where neither can run, more evidence says so and does

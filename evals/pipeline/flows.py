@@ -417,7 +417,7 @@ def batches_refused(activity: Activity, ran_suite: bool) -> str | None:
     """Why batches cannot run in this job, else None. Batches run the suite's code (on a pull
     request, its author's). In Actions, a job that gates a results file (the second job of the
     two-job layout) holds a token that can write and runs no code of the repository: that promise
-    is kept. And the baseline's side never runs where a PR's code ran (SPEC §8): that code could
+    is kept. And the baseline's side never runs where a PR's code ran (docs/spec.md#more-evidence): that code could
     have planted a git hook, or changed the virtualenv or the cache the baseline side would use.
     Either way the first look decides alone; outside Actions (the developer's own code), or on a
     push, both sides run here."""

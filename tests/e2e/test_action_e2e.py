@@ -1284,7 +1284,7 @@ def test_the_more_evidence_config_is_the_quickstart_gated_with_more_evidence_und
 
 
 def more_evidence_pr(world: World, checkout: Path, head: str, **pr: Any) -> Job:
-    """The pull_request event as eval-gate-more-evidence.yml sees it. Its only job asks for
+    """The pull_request event as eval-gate-more-evidence.yml sees it. Each of its jobs asks for
     ``contents: read``, so GitHub gives it a token that can only read, from a fork or not."""
     job = world.pull_request(checkout, head, **pr)
     job.workflow, job.token = MORE_EVIDENCE, world.gh.read_token
@@ -1312,7 +1312,8 @@ def _more_evidence_failed(world: World, run: StepRun, checkout: Path) -> dict[st
     assert "More evidence: regressed after" in run.summary
     artifacts = world.runner.artifacts / str(run.run_id)
     baseline_side = json.loads((artifacts / "evalgate-evidence-baseline" / "baseline-1.json").read_text())
-    assert baseline_side["run"]["git_sha"] == world.origin.main_sha  # the baseline's commit, in a worktree
+    # The baseline commit's bot answered, untouched by any hook the PR's code planted in its checkout.
+    assert not any("nope" in str(a["output"]) for case in baseline_side["cases"] for a in case["attempts"])
     assert (artifacts / "evalgate-evidence-candidate" / "candidate-1.json").is_file()
     assert not (run.out_dir / "more-evidence").exists()  # the gate job ran no batch
     assert git(checkout, "worktree", "list").count("\n") == 0  # no worktree was made in the PR's checkout
@@ -1324,11 +1325,14 @@ def _as_posted(body: str) -> str:
 
 
 def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_the_comment_phase(world: World) -> None:
-    """The shipped eval-gate-more-evidence.yml on a same-repository PR: its one read-only job runs
-    the smoke subset, is inconclusive on the 20-case es slice at a fixed sample, batches on both
-    sides (the baseline's in a worktree of the PR's base commit) and fails naming the slice. It
-    cannot comment; its completed run starts eval-gate-fork-comment.yml, which posts that verdict
-    with its More evidence section. eval-gate.yml's own PR gate keeps its own comment."""
+    """The shipped eval-gate-more-evidence.yml on a same-repository PR whose bot also plants a
+    post-checkout hook in its checkout (the review's reproduction: in one job, the base commit's
+    worktree then answered "nope" and an honest fail became inconclusive). Its read-only jobs run
+    the smoke subset, find the 20-case es slice inconclusive at a fixed sample, batch on both sides
+    — the baseline's in a job of its own on a fresh checkout of the base commit — and the gate job
+    replays the looks and fails naming the slice. It cannot comment; its completed run starts
+    eval-gate-fork-comment.yml, which posts that verdict with its More evidence section.
+    eval-gate.yml's own PR gate keeps its own comment."""
     gh = world.gh
     world.seed()
     feature = world.checkout("feature")

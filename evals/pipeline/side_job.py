@@ -1,7 +1,7 @@
 """One side of more evidence, in a job of its own (``evalgate gate --evidence-side``; docs/spec.md#more-evidence,
 docs/github-action.md "More evidence on pull requests").
 
-On a pull request the baseline's side must not run where the PR's code ran (SPEC §8): that code
+On a pull request the baseline's side must not run where the PR's code ran (docs/spec.md#more-evidence): that code
 could plant a git hook the baseline's worktree runs, or change the virtualenv or the cache the
 baseline side reads. So the more-evidence workflow runs each side in its own job, from the run
 job's results file: the candidate's from the PR's checkout, the baseline's from a fresh checkout
