@@ -56,7 +56,7 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
     folder.mkdir(parents=True, exist_ok=True)
     why = _batches(config, activity, options, side, client)
     if why is not None:
-        console.info(f"more evidence, {side} side: no batch: {log_value(why, limit=None)}", source="gate")
+        console.info(f"more evidence, {side} side: {log_value(why, limit=None)}", source="gate")
     digests = side_digests(folder, side)
     # Never an empty folder: its artifact is then uploaded even when no batch ran, and the gate job's
     # download of both sides finds something.
@@ -70,19 +70,22 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
 def _batches(
     config: SuiteConfig, activity: Activity, options: GateOptions, side: SideName, client: GitHubClient | None
 ) -> str | None:
-    """Run the side's batches; why none ran, else None."""
+    """Run the side's batches; why it stopped before ``max_batches``, else None."""
     spec = config.gate.more_evidence
+    out_dir = out_dir_of(options)
     if not spec.enabled:
-        return f"gate.more_evidence is off in {options.config}"
+        return _forget(out_dir, side, f"no batch: gate.more_evidence is off in {options.config}")
     store = open_store_for(config, client=client)
     baselines = load_baselines(store, config, pr_base_sha=activity.base_sha, is_pr=activity.is_pr)
     baseline = baselines.baseline
     if baseline is None:
-        return "no baseline to compare with"
+        return _forget(out_dir, side, "no batch: no baseline to compare with")
     candidate = load_results(options.results or "")
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
     candidate = first_look_only(candidate)
+    # The files of another first look go (this one's are kept, to be reused by a side run again).
+    folder = start_folder(out_dir, candidate, content_digest(baseline.results))
     from evals.compare.plan import first_look_alpha
 
     look_config = config.model_copy(
@@ -90,18 +93,17 @@ def _batches(
     )
     comparison = baselines.compare(candidate, look_config)
     if comparison.verdict != "inconclusive":
-        return f"the first look decided ({comparison.verdict})"
+        return f"no batch: the first look decided ({comparison.verdict})"
     evidence = Evidence.first_look(comparison, baseline.results, candidate, config, config.gate.alpha)
     units, ids = evidence.select(comparison)
     if not ids:
-        return "the first look selected no case to re-run"
+        return "no batch: the first look selected no case to re-run"
     config_path, cwd, target, prepared = Path(options.config).resolve(), Path.cwd(), None, None
     if side == "baseline":
         prepared = prepare_baseline_side(config, Path(options.config), baseline)
         if isinstance(prepared, str):
-            return prepared
+            return f"no batch: {prepared}"
         config_path, cwd, target = prepared.config_path, prepared.cwd, prepared.target
-    folder = start_folder(out_dir_of(options), candidate, content_digest(baseline.results))
     budget = BatchBudget(config.limits, candidate, baseline.results, side=SIDES.index(side))
     offset = max((len(c.attempts) for c in candidate.cases), default=config.attempts)
     of = log_value(", ".join(units), limit=None)
@@ -109,9 +111,9 @@ def _batches(
         for number in range(1, spec.max_batches + 1):
             spent = budget.batches.cost_usd
             if spec.max_cost_usd is not None and spent is not None and spent >= spec.max_cost_usd * budget.share:
-                return f"its half of max_cost_usd {spec.max_cost_usd:g} reached after {number - 1} batches"
+                return f"stopped after {number - 1} batches: its half of max_cost_usd {spec.max_cost_usd:g} reached"
             if (refused := budget.refusal(len(ids))) is not None:
-                return f"{refused} after {number - 1} batches"
+                return f"stopped after {number - 1} batches: {refused}"
             console.info(f"more evidence, {side} side: batch {number}: {len(ids)} cases of {of}", source="gate")
             ran = run_batch_side(
                 side, config_path, folder, number, ids, offset + number - 1, cwd,
@@ -119,8 +121,15 @@ def _batches(
             )  # fmt: skip
             budget.add(ran)
             if not ran.run.is_complete:
-                return f"batch {number} did not complete ({ran.run.status})"
+                return f"stopped: batch {number} did not complete ({ran.run.status})"
     finally:
         if prepared is not None and not isinstance(prepared, str):
             remove_baseline_side(prepared)
     return None
+
+
+def _forget(out_dir: Path, side: SideName, why: str) -> str:
+    """No first look to run batches for: this side's files of an earlier one are not this gate's."""
+    for stale in (out_dir / FOLDER).glob(f"{side}-*.json"):
+        stale.unlink()
+    return why
