@@ -58,6 +58,10 @@ class BatchSource(Protocol):
         """Batch ``number`` of ``ids`` (attempts from ``offset`` on), or why a side has none."""
         ...
 
+    def resume(self, candidate_path: Path) -> str:
+        """What completes a batch that did not."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -139,6 +143,9 @@ class RunningSource:
         )  # fmt: skip
         return Batch(cand, base)
 
+    def resume(self, candidate_path: Path) -> str:
+        return f"resume with `evalgate gate --results {candidate_path}` and the same --out-dir"
+
     def close(self) -> None:
         remove_baseline_side(self.side)
 
@@ -215,6 +222,10 @@ class ReplaySource:
             wanted = set(ids)
             read[side] = results.model_copy(update={"cases": [c for c in results.cases if c.id in wanted]})
         return Batch(read["candidate"], read["baseline"])
+
+    def resume(self, candidate_path: Path) -> str:
+        del candidate_path  # the side jobs ran the batches, not this one
+        return "re-run the side jobs and the gate (a side job run again with its out-dir kept resumes its batch)"
 
     def close(self) -> None:
         return None

@@ -167,7 +167,7 @@ def gather(
             outcome = "incomplete"
             record.summary = (
                 f"batch {number} did not complete on the {which} side ({state}{done} cases): the gate is incomplete; "
-                f"resume with `evalgate gate --results {candidate_path}` and the same --out-dir"
+                f"{source.resume(candidate_path)}"
             )
             evidence.record(
                 number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
