@@ -30,6 +30,7 @@ from evals.pipeline.candidate import load_config_or_defaults, no_cache_for_suite
 from evals.pipeline.exposure import RUN_KINDS, guard_install, guard_secret_events
 from evals.pipeline.flows import run_gate, run_only
 from evals.pipeline.reset import run_reset
+from evals.pipeline.side_job import run_side
 from evals.results import console
 from evals.suite.options import GateOptions
 
@@ -48,7 +49,8 @@ def main(args: argparse.Namespace) -> int:
     activity = detect(options.mode, reason=options.reason, pr_number=options.pr)
     console.info(log_value(activity.why), source="gate")
     try:
-        runs_suite = activity.kind in RUN_KINDS and not options.results
+        # A side of more evidence runs the suite's code (batches) on a results file: the suite's guards.
+        runs_suite = (activity.kind in RUN_KINDS and not options.results) or options.evidence_side is not None
         guard_secret_events(activity, runs_suite=runs_suite)
         if options.preflight:
             guard_install(activity, github_client(activity), runs_suite=runs_suite)
@@ -66,6 +68,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("mode compare gates a results file you bring: pass --results FILE (input `results`)")
     try:
         config, given = load_config_or_defaults(options)
+        if options.evidence_side:
+            return run_side(config, activity, options)
         outcome = run_gate(config, activity, options, given=given)
     except GateVerdict as exc:  # decided before the suite ran: said as a verdict, not as an error
         report_failure(exc, activity)

@@ -7,7 +7,12 @@ candidate's run and every batch, both sides, a judge's calls included, count tow
 limit again from the config, so it runs with what is left (``--max-cost-usd`` ...). A batch that
 the next one's estimate (its cases × what an attempt cost on each side so far) would take past a
 limit is not started: the gate stays at its first look's verdict, and the report says which limit
-ended the batches."""
+ended the batches.
+
+In the more-evidence workflow each side runs its batches in a job of its own and cannot see the
+other's spend: each gets half of what the candidate's run left of ``max_cost_usd`` and
+``max_tokens`` (``share=0.5``) and estimates its own side only; the gate then applies the whole
+limits to what the two sides report."""
 
 from __future__ import annotations
 
@@ -47,14 +52,18 @@ def _per_attempt(spend: Spend) -> tuple[float | None, float | None]:
 class BatchBudget:
     """The gate's spend so far against ``limits``, and the caps a batch side runs with."""
 
-    def __init__(self, limits: LimitsSpec, candidate: Results, baseline: Results) -> None:
+    def __init__(self, limits: LimitsSpec, candidate: Results, baseline: Results, *, side: int | None = None) -> None:
+        """``side``: 0 (candidate) or 1 (baseline) when this job runs that side's batches alone."""
         self.limits = limits
-        self.spent = spend_of(_attempts(candidate))
+        self.run = spend_of(_attempts(candidate))
+        self.spent = self.run
         self.batches = Spend()
+        self.share = 1.0 if side is None else 0.5
         self._clock = time.monotonic() - _duration_s(candidate)
         # A batch's attempts are new ones (never from the cache), on both sides: estimated from the
         # paid attempts of the candidate's run and of the stored baseline's.
-        self._per = [_per_attempt(self.spent), _per_attempt(spend_of(_attempts(baseline)))]
+        per = [_per_attempt(self.run), _per_attempt(spend_of(_attempts(baseline)))]
+        self._per = per if side is None else [per[side]]
 
     def add(self, results: Results | None) -> Spend:
         """Count one batch side's attempts; returns their spend."""
@@ -65,9 +74,14 @@ class BatchBudget:
 
     def _left(self) -> dict[LimitName, float | None]:
         lim = self.limits
+        run, share = self.run, self.share
         return {
-            "max_cost_usd": lim.max_cost_usd - (self.spent.cost_usd or 0.0) if lim.max_cost_usd is not None else None,
-            "max_tokens": lim.max_tokens - (self.spent.tokens or 0) if lim.max_tokens is not None else None,
+            "max_cost_usd": (lim.max_cost_usd - (run.cost_usd or 0.0)) * share - (self.batches.cost_usd or 0.0)
+            if lim.max_cost_usd is not None
+            else None,
+            "max_tokens": (lim.max_tokens - (run.tokens or 0)) * share - (self.batches.tokens or 0)
+            if lim.max_tokens is not None
+            else None,
             "max_duration_s": lim.max_duration_s - (time.monotonic() - self._clock)
             if lim.max_duration_s is not None
             else None,

@@ -1,7 +1,10 @@
 """``gate.more_evidence`` in the gate (docs/spec.md#more-evidence): when the first look is inconclusive, run batches
 of one more attempt of the selected cases on both sides and look again (``evals.compare.sequential``
-decides). The candidate's side runs from this checkout, the baseline's from a git worktree of the
-baseline's commit or its recorded openai target (``evals.pipeline.baseline_side``): the slices were
+decides). Batches come from a source (``evals.pipeline.batch_source``): run here — the candidate's
+side from this checkout, the baseline's from a git worktree of the baseline's commit or its
+recorded openai target (``evals.pipeline.baseline_side``) — or, on pull requests in Actions,
+replayed from the files the two side jobs wrote (``evals.pipeline.side_job``), so the
+baseline's side never runs where the PR's code ran. The slices were
 chosen *because* of the first look, so re-running only the candidate against the stored baseline's
 values would keep the baseline's lucky draws and fail unchanged slices
 (``benchmarks/sim_evidence.py`` measures it). Where neither can run, more evidence says so and does
@@ -14,29 +17,23 @@ infra errors) ends the gate ``incomplete``: never a pass."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evals.common.errors import EvalgateError
 from evals.common.escape import log_value
 from evals.compare.casediff import case_diff_of
 from evals.compare.evidence import METHOD
 from evals.compare.ladder import exit_code_for
 from evals.compare.model import Comparison, LookOutcome, MoreEvidence
 from evals.compare.sequential import ESTIMAND, REPEATED, Evidence, Member, mark_failing
-from evals.pipeline.baseline_side import BaselineSide
 from evals.pipeline.batch_budget import BatchBudget
-from evals.pipeline.candidate import content_digest, run_suite
+from evals.pipeline.batch_source import BatchSource
 from evals.results import console
-from evals.results.model import BatchInfo, Results, load_results, save_results
-from evals.suite.options import RunOptions
+from evals.results.model import BatchInfo, Results, save_results
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
-
-FOLDER = "more-evidence"
 
 
 def imported(results: Results) -> str | None:
@@ -63,58 +60,6 @@ def first_look_only(results: Results) -> Results:
     return results.model_copy(update={"cases": cases, "run": run})
 
 
-def _batch_file(
-    label: str,
-    config_path: Path,
-    path: Path,
-    ids_file: Path,
-    ids: list[str],
-    offset: int,
-    cwd: Path,
-    target: str | None = None,
-    caps: Mapping[str, float | None] | None = None,
-) -> Results:
-    """One side of one batch, reusing a complete file of an earlier gate on the same first look
-    (:func:`start_folder`) and resuming a partial one."""
-    earlier = None
-    if path.exists():
-        try:
-            earlier = load_results(path)
-        except EvalgateError:  # an unreadable leftover is run again, not trusted
-            earlier = None
-    if earlier is not None and earlier.run.total_cases == len(ids):
-        if earlier.run.is_complete and sorted(c.id for c in earlier.cases) == ids:
-            console.info(
-                f"more evidence: {log_value(label, limit=None)}: reusing {path.name} (complete)", source="gate"
-            )
-            return earlier
-        console.info(
-            f"more evidence: {log_value(label, limit=None)}: resuming {path.name} "
-            f"({earlier.run.completed_cases}/{len(ids)} cases done)",
-            source="gate",
-        )
-    resume = earlier is not None and earlier.run.total_cases == len(ids)
-    batch = {"ids": str(ids_file), "attempts": 1, "attempt_offset": offset, "target": target, **(caps or {})}
-    options = RunOptions.model_validate({"config": str(config_path), "output": str(path), "resume": resume, **batch})
-    return run_suite(options, cwd=cwd)
-
-
-def start_folder(out_dir: Path, candidate: Results, baseline_key: str) -> Path:
-    """The batches' folder for this first look: the files of a gate on another first look (another
-    candidate run, another baseline) are removed, those of the same one are kept to be reused."""
-    folder = (out_dir / FOLDER).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    state = folder / "first-look.json"
-    key = json.dumps({"candidate": content_digest(candidate), "baseline": baseline_key}, sort_keys=True)
-    if not state.exists() or state.read_text(encoding="utf-8") != key:
-        for stale in folder.glob("*-*.json"):
-            stale.unlink()
-        for stale in folder.glob("batch-*.ids"):
-            stale.unlink()
-        state.write_text(key, encoding="utf-8")
-    return folder
-
-
 def _merge(candidate: Results, batch: Results, number: int, units: list[str]) -> None:
     """The batch's attempts join the candidate's cases, marked with their batch."""
     by_id = candidate.by_id()
@@ -131,18 +76,16 @@ def gather(
     candidate_path: Path,
     baseline: Results,
     config: SuiteConfig,
-    config_path: Path,
-    side: BaselineSide,
-    out_dir: Path,
+    source: BatchSource,
     alpha: float,
     flaky: Mapping[str, float] | None = None,
 ) -> Comparison:
-    """Run batches until the gate is decided or the budget is spent; ``comparison`` (the first look,
-    at (1 − ρ)·α) gets its verdict from the looks and a ``more_evidence`` record of each. The
-    candidate's results file is rewritten with the batches' attempts."""
+    """Take batches from ``source`` (run here, or replayed from the side jobs' files) until the gate
+    is decided or the budget is spent; ``comparison`` (the first look, at (1 − ρ)·α) gets its
+    verdict from the looks and a ``more_evidence`` record of each. The candidate's results file is
+    rewritten with the batches' attempts."""
     spec = config.gate.more_evidence
     evidence = Evidence.first_look(comparison, baseline, candidate, config, alpha)
-    folder = start_folder(out_dir, candidate, side.key)
     record = MoreEvidence(
         rho=spec.rho,
         first_look_alpha=(1 - spec.rho) * alpha,
@@ -151,7 +94,7 @@ def gather(
         select=spec.select,
         max_batches=spec.max_batches,
         max_cost_usd=spec.max_cost_usd,
-        baseline_side=side.description,
+        baseline_side=source.description,
         ended="inconclusive",
         summary="",
         estimand=ESTIMAND,
@@ -188,19 +131,16 @@ def gather(
         number = batches + 1
         of = log_value(", ".join(units), limit=None)
         console.info(f"more evidence: batch {number}: {len(ids)} cases of {of} on both sides", source="gate")
-        ids_file = folder / f"batch-{number}.ids"
-        ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
-        cand = _batch_file(
-            "candidate", config_path.resolve(), folder / f"candidate-{number}.json", ids_file, ids, offset, Path.cwd(),
-            caps=budget.caps(),
-        )  # fmt: skip
+        got = source.batch(number, ids, offset, budget.caps())
+        if isinstance(got, str):
+            # A side job ran fewer batches than this loop wants (its budget, or another selection):
+            # nothing to look at, and never a pass.
+            outcome = "inconclusive"
+            record.summary = _still(batches, got)
+            break
+        cand, base = got.candidate, got.baseline
         paid = budget.add(cand)
-        base = None
-        if cand.run.is_complete:
-            base = _batch_file(
-                "baseline", side.config_path, folder / f"baseline-{number}.json", ids_file, ids, offset, side.cwd,
-                target=side.target, caps=budget.caps(),
-            )  # fmt: skip
+        if base is not None:
             paid = paid.plus(budget.add(base))
         offset += 1
         batches = number
@@ -227,7 +167,7 @@ def gather(
             outcome = "incomplete"
             record.summary = (
                 f"batch {number} did not complete on the {which} side ({state}{done} cases): the gate is incomplete; "
-                f"resume with `evalgate gate --results {candidate_path}` and the same --out-dir"
+                f"{source.resume(candidate_path)}"
             )
             evidence.record(
                 number, units=units, cases=len(ids), attempts=paid.attempts, cost_usd=cost,
@@ -237,7 +177,7 @@ def gather(
         if base.run.config_hash != baseline.run.config_hash:
             outcome = "incomplete"
             record.summary = (
-                f"the baseline side ({side.short}) scores with other definitions (config hash "
+                f"the baseline side ({source.short}) scores with other definitions (config hash "
                 f"{base.run.config_hash} vs the stored baseline's {baseline.run.config_hash}): its re-run is no "
                 "baseline attempt; more evidence stopped"
             )
@@ -276,11 +216,11 @@ def gather(
     return comparison
 
 
-def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | str) -> MoreEvidence:
+def not_run(config: SuiteConfig, comparison: Comparison, side: BatchSource | str) -> MoreEvidence:
     """The record of a gate whose more evidence did not run: the baseline side cannot be re-run
     (``side`` says why), or the first look decided."""
     spec = config.gate.more_evidence
-    ran = isinstance(side, BaselineSide)
+    ran = not isinstance(side, str)
     alpha = config.gate.alpha
     why = f"the first look decided ({comparison.verdict}): no batch was needed" if ran else f"not run: {side}"
     if not ran:
@@ -293,7 +233,7 @@ def not_run(config: SuiteConfig, comparison: Comparison, side: BaselineSide | st
         select=spec.select,
         max_batches=spec.max_batches,
         max_cost_usd=spec.max_cost_usd,
-        baseline_side=side.description if isinstance(side, BaselineSide) else side,
+        baseline_side=side if isinstance(side, str) else side.description,
         ended="not-run",
         summary=why,
         estimand=ESTIMAND,

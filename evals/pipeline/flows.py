@@ -14,7 +14,8 @@ from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageErro
 from evals.common.escape import log_value
 from evals.github.activity import Activity, actor_name, github_client
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
-from evals.pipeline.baseline_side import BaselineSide, prepare_baseline_side, remove_baseline_side
+from evals.pipeline.baseline_side import prepare_baseline_side
+from evals.pipeline.batch_source import LAYOUT, BatchSource, ReplaySource, RunningSource, check_digests
 from evals.pipeline.candidate import (
     candidate_sha,
     gate_again_command,
@@ -184,7 +185,7 @@ def _compare(
             resume_command=gate_resume_command(options, results_path, candidate),
             gate_command=gate_again_command(options, results_path),
         )
-        if isinstance(side, BaselineSide) and comparison.verdict == "inconclusive":
+        if side is not None and not isinstance(side, str) and comparison.verdict == "inconclusive":
             assert baseline is not None  # a side is prepared only against one
             comparison = gather(
                 comparison,
@@ -192,17 +193,15 @@ def _compare(
                 candidate_path=results_path,
                 baseline=baseline.results,
                 config=config,
-                config_path=Path(options.config),
-                side=side,
-                out_dir=out_dir_of(options),
+                source=side,
                 alpha=config.gate.alpha,
                 flaky=flaky,
             )
         elif side is not None:
             comparison.more_evidence = not_run(config, comparison, side)
     finally:
-        if isinstance(side, BaselineSide):
-            remove_baseline_side(side)
+        if side is not None and not isinstance(side, str):
+            side.close()
     return comparison, candidate
 
 
@@ -370,34 +369,75 @@ def more_evidence_setup(
     baseline: LoadedBaseline,
     activity: Activity,
     ran_suite: bool,
-) -> tuple[SuiteConfig, BaselineSide | str, Results]:
-    """The config of the first look and where the baseline's batches run (or why they cannot: the
-    first look then keeps its whole α). Imported results have nothing to re-run: an error."""
+) -> tuple[SuiteConfig, BatchSource | str, Results]:
+    """The config of the first look and where its batches come from: the side jobs' files
+    (``--evidence``), else run here (or why they cannot: the first look then keeps its whole α).
+    Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
-    side = batches_refused(activity, ran_suite) or prepare_baseline_side(config, Path(options.config), baseline)
+    first = first_look_only(candidate)
+    side = (
+        replayed(options, activity) or batches_refused(activity, ran_suite) or running(config, options, baseline, first)
+    )
     if isinstance(side, str):
         console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
         return config, side, candidate
     from evals.compare.plan import first_look_alpha
 
     gate = config.gate.model_copy(update={"alpha": first_look_alpha(config.gate)})
-    return config.model_copy(update={"gate": gate}), side, first_look_only(candidate)
+    return config.model_copy(update={"gate": gate}), side, first
+
+
+def replayed(options: GateOptions, activity: Activity) -> ReplaySource | None:
+    """The side jobs' batch files (``--evidence``), their baseline side checked against the digests
+    its job gave (required in Actions, where an artifact can be replaced by another job)."""
+    if not options.evidence:
+        return None
+    folder = Path(options.evidence)
+    if not folder.is_dir():
+        raise UsageError(f"--evidence {folder}: no such folder; give the folder the side jobs' batch files were put in")
+    if options.evidence_digest is None and activity.in_actions:
+        raise UsageError(
+            "--evidence without --evidence-digest (input `evidence-digest`): in Actions the baseline side's files "
+            "are gated only against the digests its job gave as its output (needs.<job>.outputs.evidence-digest)"
+        )
+    if options.evidence_digest is not None:
+        check_digests(folder, options.evidence_digest)
+    return ReplaySource(folder, "re-run by the baseline side's own job, on a fresh checkout of the base commit")
+
+
+def running(
+    config: SuiteConfig, options: GateOptions, baseline: LoadedBaseline, candidate: Results
+) -> RunningSource | str:
+    """Both sides run in this job: the baseline's in a worktree of its commit, or from its recorded
+    openai target (or why neither can)."""
+    side = prepare_baseline_side(config, Path(options.config), baseline)
+    if isinstance(side, str):
+        return side
+    return RunningSource(side, Path(options.config), out_dir_of(options), candidate)
 
 
 def batches_refused(activity: Activity, ran_suite: bool) -> str | None:
     """Why batches cannot run in this job, else None. Batches run the suite's code (on a pull
-    request, its author's); in Actions they run only in a job that ran the suite itself and so
-    passed its guards (no write token, never pull_request_target). A job that gates a results file
-    (the second job of the two-job layout) holds a token that can write and runs no code of the
-    repository: that promise is kept, and the first look decides alone."""
-    if not activity.in_actions or ran_suite:
+    request, its author's). In Actions, a job that gates a results file (the second job of the
+    two-job layout) holds a token that can write and runs no code of the repository: that promise
+    is kept. And the baseline's side never runs where a PR's code ran (docs/spec.md#more-evidence): that code could
+    have planted a git hook, or changed the virtualenv or the cache the baseline side would use.
+    Either way the first look decides alone; outside Actions (the developer's own code), or on a
+    push, both sides run here."""
+    if not activity.in_actions:
         return None
-    return (
-        'this job gates a results file and runs no code of the repository (docs/github-action.md, "Threat '
-        "model\"); batches run the suite's code, so they run only in a job that runs the suite itself with a "
-        'read-only token (docs/github-action.md, "More evidence")'
-    )
+    if not ran_suite:
+        return (
+            'this job gates a results file and runs no code of the repository (docs/github-action.md, "Threat '
+            f"model\"); batches run the suite's code: use {LAYOUT}"
+        )
+    if activity.is_pr:
+        return (
+            "the pull request's code ran in this job, so the baseline's side cannot run here untouched by it (a git "
+            f"hook, the virtualenv or the cache it could have changed): use {LAYOUT}"
+        )
+    return None
 
 
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:

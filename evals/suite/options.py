@@ -306,6 +306,40 @@ class GateOptions(CandidateOptions):
             action_input="report-dir",
         ),
     ] = None
+    evidence: Annotated[
+        str | None,
+        flag(
+            "--evidence",
+            metavar="DIR",
+            help="gate.more_evidence: replay the batches the side jobs ran (--evidence-side), from the folder holding "
+            "their candidate-N.json and baseline-N.json, instead of running any here",
+            env="EVALGATE_EVIDENCE",
+            action_input="evidence",
+        ),
+    ] = None
+    evidence_digest: Annotated[
+        str | None,
+        flag(
+            "--evidence-digest",
+            metavar="DIGESTS",
+            help="the sha256 digests the baseline side's job printed (`baseline-1.json=<hex> ...`, `-` for none): "
+            "its files in --evidence must be those (required in GitHub Actions)",
+            env="EVALGATE_EVIDENCE_DIGEST",
+            action_input="evidence-digest",
+        ),
+    ] = None
+    evidence_side: Annotated[
+        Literal["candidate", "baseline"] | None,
+        flag(
+            "--evidence-side",
+            help="gate.more_evidence in side jobs: with --results, take the first look as the gate would and, if it "
+            "is inconclusive, run this side's batches of its selected cases into --out-dir/more-evidence (the "
+            "candidate's from this checkout, the baseline's from a worktree of the baseline's commit) and print "
+            "their digests; no comparison, report or comment",
+            env="EVALGATE_EVIDENCE_SIDE",
+            action_input="evidence-side",
+        ),
+    ] = None
     preflight: Annotated[
         bool,
         flag(

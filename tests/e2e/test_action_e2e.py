@@ -1227,6 +1227,21 @@ def _break_spanish(checkout: Path) -> None:
         fh.write(flaky_spanish(checkout.parent / f"{checkout.name}-calls", SPANISH_ERROR_RATE))
 
 
+# The PR's bot, at import, plants a post-checkout hook in its checkout (the adversarial review's
+# reproduction): a worktree of the base commit made in that checkout afterwards answers "nope" to every
+# case, and an honest fail became inconclusive.
+NOPE_HOOK = "#!/bin/sh\nprintf 'def answer(question):\\n    return \"nope\"\\n' > examples/quickstart/bot.py\n"
+PLANT_HOOK = """
+
+import pathlib as _pathlib
+
+_hook = _pathlib.Path(".git/hooks/post-checkout")
+if _hook.parent.is_dir():
+    _hook.write_text(HOOK)
+    _hook.chmod(0o755)
+""".replace("HOOK", repr(NOPE_HOOK))
+
+
 def _more_evidence_pr(world: World, name: str) -> tuple[Path, str]:
     """A PR with the bot of ``_break_spanish`` and gate.more_evidence turned on in the suite's config."""
     feature = world.checkout(name)
@@ -1269,12 +1284,12 @@ def test_the_more_evidence_config_is_the_quickstart_gated_with_more_evidence_und
 
 
 def more_evidence_pr(world: World, checkout: Path, head: str, **pr: Any) -> Job:
-    """The pull_request event as eval-gate-more-evidence.yml sees it. Its only job asks for
+    """The pull_request event as eval-gate-more-evidence.yml sees it. Each of its jobs asks for
     ``contents: read``, so GitHub gives it a token that can only read, from a fork or not."""
     job = world.pull_request(checkout, head, **pr)
     job.workflow, job.token = MORE_EVIDENCE, world.gh.read_token
     jobs = yaml.safe_load(MORE_EVIDENCE.read_text(encoding="utf-8"))["jobs"].values()
-    assert [spec["permissions"] for spec in jobs] == [{"contents": "read"}]
+    assert [spec["permissions"] for spec in jobs] == [{"contents": "read"}] * 4
     return job
 
 
@@ -1286,16 +1301,22 @@ def _comment_phase(world: World, pr: Job, run: StepRun) -> StepRun:
 
 
 def _more_evidence_failed(world: World, run: StepRun, checkout: Path) -> dict[str, Any]:
-    """``run`` was inconclusive at first, batched on both sides and failed naming the es slice."""
+    """``run`` was inconclusive at first, batched on both sides (each in its own job, the baseline's
+    on a fresh checkout of the base commit) and failed naming the es slice."""
     comparison = json.loads((run.out_dir / "comparison.json").read_text())
     me = comparison["more_evidence"]
-    assert me["baseline_side"].startswith(f"re-run at the baseline's commit {world.origin.main_sha[:12]}"), me
+    assert me["baseline_side"].startswith("re-run by the baseline side's own job"), me
     assert len(me["looks"]) >= 2 and me["ended"] == "fail", me["summary"]
     assert run.returncode == 1 and run.outputs["verdict"] == "fail", run.log
     assert "language=es" in comparison["reason"]
     assert "More evidence: regressed after" in run.summary
-    assert (run.out_dir / "more-evidence" / "baseline-1.json").is_file()
-    assert git(checkout, "worktree", "list").count("\n") == 0  # the baseline's worktree is gone
+    artifacts = world.runner.artifacts / str(run.run_id)
+    baseline_side = json.loads((artifacts / "evalgate-evidence-baseline" / "baseline-1.json").read_text())
+    # The baseline commit's bot answered, untouched by any hook the PR's code planted in its checkout.
+    assert not any("nope" in str(a["output"]) for case in baseline_side["cases"] for a in case["attempts"])
+    assert (artifacts / "evalgate-evidence-candidate" / "candidate-1.json").is_file()
+    assert not (run.out_dir / "more-evidence").exists()  # the gate job ran no batch
+    assert git(checkout, "worktree", "list").count("\n") == 0  # no worktree was made in the PR's checkout
     return comparison
 
 
@@ -1304,18 +1325,24 @@ def _as_posted(body: str) -> str:
 
 
 def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_the_comment_phase(world: World) -> None:
-    """The shipped eval-gate-more-evidence.yml on a same-repository PR: its one read-only job runs
-    the smoke subset, is inconclusive on the 20-case es slice at a fixed sample, batches on both
-    sides (the baseline's in a worktree of the PR's base commit) and fails naming the slice. It
-    cannot comment; its completed run starts eval-gate-fork-comment.yml, which posts that verdict
-    with its More evidence section. eval-gate.yml's own PR gate keeps its own comment."""
+    """The shipped eval-gate-more-evidence.yml on a same-repository PR whose bot also plants a
+    post-checkout hook in its checkout (the review's reproduction: in one job, the base commit's
+    worktree then answered "nope" and an honest fail became inconclusive). Its read-only jobs run
+    the smoke subset, find the 20-case es slice inconclusive at a fixed sample, batch on both sides
+    — the baseline's in a job of its own on a fresh checkout of the base commit — and the gate job
+    replays the looks and fails naming the slice. It cannot comment; its completed run starts
+    eval-gate-fork-comment.yml, which posts that verdict with its More evidence section.
+    eval-gate.yml's own PR gate keeps its own comment."""
     gh = world.gh
     world.seed()
     feature = world.checkout("feature")
     _break_spanish(feature)
+    with (feature / BOT).open("a", encoding="utf-8") as fh:
+        fh.write(PLANT_HOOK)
     head = world.commit(feature, "a new bot version")
     pr = more_evidence_pr(world, feature, head)
     gate = world.runner.run(pr)
+    assert (feature / ".git" / "hooks" / "post-checkout").is_file()  # planted by the PR's code, in vain
     _more_evidence_failed(world, gate, feature)
     # Its token cannot comment, and it does not try: the comment phase is the one writer.
     assert not [r for r in gh.requests if "/comments" in r.path]

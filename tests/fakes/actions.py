@@ -39,7 +39,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -234,6 +234,7 @@ class Runner:
         run_id = next(self._ids)
         self.action_runs: list[StepRun] = []
         failed: set[str] = set()
+        needs_context: dict[str, Any] = {}  # `needs.<job>.outputs.<name>`: each job's outputs, once it ran
         for name, spec in self.jobs(job):
             needs = spec.get("needs") or []
             if set([needs] if isinstance(needs, str) else needs) & failed:
@@ -243,7 +244,9 @@ class Runner:
             assert len(matrix) <= 1, "the simulated runner handles one matrix axis"
             values = [{k: v} for k, vs in matrix.items() for v in vs] or [None]
             for value in values:
-                result = self.run_job(job, spec, run_id=run_id, matrix=value, overrides=overrides)
+                result = self.run_job(
+                    job, spec, run_id=run_id, matrix=value, overrides=overrides, needs=needs_context, name=name
+                )
                 if result is not None:
                     result.run_id = run_id
                     self.action_runs.append(result)
@@ -260,11 +263,13 @@ class Runner:
         run_id: int,
         matrix: dict[str, Any] | None = None,
         overrides: dict[str, str],
+        needs: dict[str, Any] | None = None,
+        name: str = "",
     ) -> StepRun | None:
         home = self.tmp / f"job{next(self._ids)}"
         runner_temp = home / "runner-temp"
         runner_temp.mkdir(parents=True)
-        contexts = self.contexts(job, runner_temp, matrix, run_id)
+        contexts = self.contexts(job, runner_temp, matrix, run_id) | {"needs": needs or {}, "steps": {}}
         result = None
         failed = False
         to_save: list[tuple[str, Path]] = []  # actions/cache's post step: (key, folder) once the job succeeds
@@ -281,12 +286,19 @@ class Runner:
                     inputs |= overrides
                 result = self.action(job, home / f"action{number}", runner_temp, inputs)
                 failed = result.returncode != 0
+                if "id" in step:
+                    contexts["steps"][step["id"]] = {"outputs": result.outputs}
             elif uses.startswith("actions/cache@"):
                 to_save.append(self.restore_cache(job, step, contexts))
             elif uses.startswith("actions/upload-artifact@"):
                 self.upload(job, step, contexts, run_id)
             elif uses.startswith("actions/download-artifact@"):
                 self.download(step, contexts, run_id)
+            elif uses.startswith("actions/checkout@") and (step.get("with") or {}).get("ref"):
+                # A checkout of another commit than the event's: this job's own fresh clone of it, where
+                # nothing an earlier job of the run did (a hook it planted, files it wrote) is.
+                job = self.fresh_checkout(job, Expr(contexts).render(step["with"]["ref"]), home)
+                contexts["github"]["workspace"] = str(job.checkout)
             elif uses.startswith(("actions/checkout@", "actions/setup-python@")) or str(
                 step.get("name", "")
             ).startswith("Install "):
@@ -303,7 +315,18 @@ class Runner:
         if not failed:
             for key, folder in to_save:
                 self.save_cache(job, key, folder)
+        if needs is not None and not failed:
+            outputs = {k: Expr(contexts).render(v) for k, v in (spec.get("outputs") or {}).items()}
+            needs[name] = {"outputs": outputs, "result": "success"}
         return result
+
+    def fresh_checkout(self, job: Job, ref: str, home: Path) -> Job:
+        """``job`` in a clone of its repository at ``ref`` (full history, like fetch-depth: 0), in this
+        job's own folder: git clone copies no hooks."""
+        path = home / "checkout"
+        git(self.tmp, "clone", "-q", str(job.checkout), str(path))
+        git(path, "checkout", "-q", "--detach", ref)
+        return replace(job, checkout=path)
 
     def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path]:
         options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}

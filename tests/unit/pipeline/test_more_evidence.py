@@ -5,8 +5,10 @@ results have nothing to re-run; a suite outside git cannot re-run its baseline a
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -326,3 +328,151 @@ def test_a_cancelled_batch_is_incomplete_and_resumes(tmp_path):
     assert (code, done["verdict"]) == (1, "fail"), err
     assert "resuming candidate-1.json" in err
     assert "language=ko" in done["reason"]
+
+
+# ------------------------------------------------------------------ the sides in jobs of their own
+
+# The candidate's code, at import, plants a post-checkout hook in its checkout: a worktree of the
+# baseline's commit made there afterwards answers "nope" to every case (the adversarial review's
+# reproduction: an honest fail became inconclusive).
+NOPE_HOOK = "#!/bin/sh\necho 'def answer(text):' > bot.py\necho '    return \"nope\"' >> bot.py\n"
+PLANT_HOOK = """
+
+_hook = pathlib.Path('.git/hooks/post-checkout')
+if _hook.parent.is_dir():
+    _hook.write_text(HOOK)
+    _hook.chmod(0o755)
+""".replace("HOOK", repr(NOPE_HOOK))
+
+
+def _evalgate(cwd: Path, store: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "evals", "gate", "--config", "evalgate.yml", "--store", "local",
+         "--baseline-dir", str(store), *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300, env=env or {**os.environ, "EVALGATE_HISTORY": "off"},
+    )  # fmt: skip
+
+
+def _digest_line(stdout: str) -> str:
+    return next(line for line in stdout.splitlines() if line.startswith("evidence-digest: ")).split(": ", 1)[1]
+
+
+def _looks(c: dict) -> list[tuple]:
+    return [(look["look"], look["outcome"], look["units"], look["cases"], look["attempts"]) for look in c["looks"]]
+
+
+@pytest.mark.e2e
+def test_the_baseline_side_in_a_fresh_checkout_is_untouched_by_the_candidates_hook(tmp_path):
+    repo, store = _repo(tmp_path)
+    base_sha = git(repo, "rev-list", "--max-parents=0", "HEAD")
+    with (repo / "bot.py").open("a", encoding="utf-8") as fh:
+        fh.write(PLANT_HOOK)
+    git(repo, "commit", "-qam", "candidate: plants a hook")
+    _suite(repo, more_evidence={"max_batches": 10})
+    results = tmp_path / "results.json"
+    ran = subprocess.run(
+        [sys.executable, "-m", "evals", "run", "--config", "evalgate.yml", "-o", str(results)],
+        cwd=repo, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert ran.returncode == 0 and (repo / ".git" / "hooks" / "post-checkout").exists(), ran.stderr
+
+    # The candidate's side: in the PR's checkout, where its code ran.
+    cand = _evalgate(repo, store, "--results", str(results), "--evidence-side", "candidate", "--out-dir", "cand")
+    assert cand.returncode == 0, cand.stderr
+    # The baseline's side: a fresh checkout of the base commit (its config enables more evidence).
+    fresh = tmp_path / "base"
+    git(tmp_path, "clone", "-q", str(repo), str(fresh))
+    git(fresh, "checkout", "-q", base_sha)
+    _suite(fresh, more_evidence={"max_batches": 10})
+    base = _evalgate(fresh, store, "--results", str(results), "--evidence-side", "baseline", "--out-dir", "base")
+    assert base.returncode == 0, base.stderr
+    digests = _digest_line(base.stdout)
+    assert digests.startswith("baseline-1.json=")
+    evidence = tmp_path / "evidence"
+    for folder in (repo / "cand" / "more-evidence", fresh / "base" / "more-evidence"):
+        shutil.copytree(folder, evidence, dirs_exist_ok=True)
+    assert all(a["passed"] for case in json.loads((evidence / "baseline-1.json").read_text())["cases"]
+               for a in case["attempts"])  # fmt: skip
+
+    # The gate replays the sides' batches: the honest fail.
+    gate = _evalgate(repo, store, "--results", str(results), "--evidence", str(evidence), "--evidence-digest", digests)
+    c = json.loads((repo / ".evalgate" / "out" / "comparison.json").read_text())
+    assert (gate.returncode, c["verdict"]) == (1, "fail"), gate.stderr
+    assert "language=ko" in c["reason"] and c["more_evidence"]["ended"] == "fail"
+    assert c["more_evidence"]["baseline_side"].startswith("re-run by the baseline side's own job")
+
+    # In one process (outside Actions: the developer's own code) the hook reaches the baseline side.
+    single = _evalgate(repo, store, "--results", str(results), "--out-dir", "single")
+    c = json.loads((repo / "single" / "comparison.json").read_text())
+    assert (single.returncode, c["verdict"]) != (1, "fail"), single.stderr
+    nope = json.loads((repo / "single" / "more-evidence" / "baseline-1.json").read_text())
+    assert {a["output"] for case in nope["cases"] for a in case["attempts"]} == {"nope"}
+
+
+@pytest.mark.e2e
+def test_the_gate_replays_the_in_process_loop_and_refuses_changed_or_missing_files(tmp_path):
+    """The in-process loop's batch files, replayed: the same verdict and looks. Then: a baseline
+    file that is not the one its job wrote is refused (exit 2, naming it); a batch a side did not
+    run stops the looks there, never a pass."""
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 10})
+    code, ran, err = _gate(repo, store)
+    assert (code, ran["verdict"]) == (1, "fail"), err
+    batches = len(ran["more_evidence"]["looks"]) - 1
+    evidence = tmp_path / "evidence"
+    shutil.copytree(repo / ".evalgate" / "out" / "more-evidence", evidence)
+    digests = " ".join(
+        f"{p.name}={hashlib.sha256(p.read_bytes()).hexdigest()}"
+        for p in sorted(evidence.glob("baseline-*.json"), key=lambda p: int(p.stem.split("-")[1]))
+    )
+    results = ".evalgate/out/results.json"
+    out = ("--out-dir", "replay")
+    given = ("--results", results, "--evidence", str(evidence))
+    replay = _evalgate(repo, store, *given, "--evidence-digest", digests, *out)
+    c = json.loads((repo / "replay" / "comparison.json").read_text())
+    assert (replay.returncode, c["verdict"], c["reason"]) == (1, "fail", ran["reason"]), replay.stderr
+    assert _looks(c["more_evidence"]) == _looks(ran["more_evidence"])
+    assert c["more_evidence"]["looks"][-1]["values"] == ran["more_evidence"]["looks"][-1]["values"]
+
+    # A baseline file changed after its job (every ko answer right again, say): refused, named.
+    changed = evidence / f"baseline-{batches}.json"
+    data = json.loads(changed.read_text())
+    for case in data["cases"]:
+        case["attempts"][0]["passed"] = False
+    changed.write_text(json.dumps(data), encoding="utf-8")
+    refused = _evalgate(repo, store, *given, "--evidence-digest", digests)
+    assert refused.returncode == 2 and f"baseline-{batches}.json" in refused.stderr, refused.stderr
+
+    # The last batch missing on the candidate's side: the looks stop before it, and say why.
+    changed.unlink()
+    (evidence / f"candidate-{batches}.json").unlink()
+    fewer = digests.rsplit(" ", 1)[0] if batches > 1 else "-"
+    short = _evalgate(repo, store, *given, "--evidence-digest", fewer, *out)
+    c = json.loads((repo / "replay" / "comparison.json").read_text())
+    assert (short.returncode, c["verdict"]) == (0, "inconclusive"), short.stderr
+    assert f"the candidate side ran no batch {batches}" in c["more_evidence"]["summary"]
+
+
+@pytest.mark.e2e
+def test_a_single_job_in_actions_on_a_pull_request_does_not_run_the_baseline_side(tmp_path):
+    """The PR's code ran in this job (it ran the suite): the baseline side would run where that code
+    could have planted a hook or changed the virtualenv or the cache. More evidence does not run,
+    the first look keeps its whole α, and the message names the layout that runs it."""
+    repo, store = _repo(tmp_path)
+    _suite(repo, more_evidence={"max_batches": 10})
+    payload = tmp_path / "event.json"
+    pr = {"number": 7, "base": {"sha": git(repo, "rev-list", "--max-parents=0", "HEAD"), "ref": "main"},
+          "head": {"sha": git(repo, "rev-parse", "HEAD"), "ref": "f", "repo": {"full_name": "o/r"}}}  # fmt: skip
+    payload.write_text(json.dumps({"pull_request": pr, "repository": {"full_name": "o/r"}}), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")} | {
+        "GITHUB_ACTIONS": "true", "GITHUB_EVENT_NAME": "pull_request", "GITHUB_EVENT_PATH": str(payload),
+        "GITHUB_REPOSITORY": "o/r", "GITHUB_REF": "refs/pull/7/merge", "EVALGATE_HISTORY": "off",
+    }  # fmt: skip
+    done = _evalgate(repo, store, "--mode", "full", "--comment", "off", env=env)
+    c = json.loads((repo / ".evalgate" / "out" / "comparison.json").read_text())
+    assert c["verdict"] == "inconclusive", done.stderr
+    me = c["more_evidence"]
+    assert me["ended"] == "not-run" and c["gate"]["alpha"] == 0.05 and me["first_look_alpha"] == 0.05
+    assert "the pull request's code ran in this job" in me["summary"]
+    assert "eval-gate-more-evidence.yml" in me["summary"] and "More evidence on pull requests" in me["summary"]
+    assert not (repo / ".evalgate" / "out" / "more-evidence").exists()
