@@ -324,11 +324,12 @@ _NAME_DIGEST_CHARS = 8
 _NAME_MARK = re.compile(rf" \(masked [0-9a-f]{{{_NAME_DIGEST_CHARS}}}\)\Z")
 
 
-def _mask_name(name: str, literals: _Literals) -> str:
-    # Names are unique (ids): remembering them would only evict the runner's repeated text.
-    mark = _NAME_MARK.search(name)
+def _mask_name(name: str, literals: _Literals, *, repeated: bool = False) -> str:
+    mark = _NAME_MARK.search(name) if name.endswith(")") else None
     body = name[: mark.start()] if mark else name
-    masked = _mask_whole(body, literals, MAX_MASKED_CHARS)
+    # Slice keys and values come back in every case: remembered (100,000 cases of two tags: 0.16 s
+    # CPU against 0.47 s). Ids are unique: remembering them only costs (0.18 s against 0.16 s).
+    masked = _mask_text(body, literals) if repeated else _mask_whole(body, literals, MAX_MASKED_CHARS)
     if masked == body:  # no secret, or masked already: a name read again keeps its form
         return name
     digest = hashlib.sha256(name.encode("utf-8", errors="surrogatepass")).hexdigest()[:_NAME_DIGEST_CHARS]
@@ -352,7 +353,10 @@ def mask_slices(slices: Mapping[str, str], extra_values: Iterable[str] = ()) -> 
 
 
 def _mask_slices(slices: Mapping[str, str], literals: _Literals) -> dict[str, str]:
-    return {_mask_name(key, literals): _mask_name(value, literals) for key, value in slices.items()}
+    return {
+        _mask_name(key, literals, repeated=True): _mask_name(value, literals, repeated=True)
+        for key, value in slices.items()
+    }
 
 
 def mask_case_names(case: CaseResult) -> CaseResult:
