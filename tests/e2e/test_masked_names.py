@@ -27,30 +27,37 @@ SECRETS = (KEY, "pa55-Word-7Kq")
 SECRET_IDS = (f"test_api[{KEY}]", f"test_db[{DB_URL}]")
 
 
-def _pytest_json(tmp: Path) -> Path:
+def _pytest_json(tmp: Path, flip: bool) -> Path:
+    """The tool's run with two tests renamed; ``flip``: the key's test fails (the report lists it)."""
     data = json.loads((FIX / "pytest_json" / "report.json").read_text())
     tests = [t for t in data["tests"] if not t["nodeid"].endswith("test_needs_model")]  # infra: a partial run
     for test, name in zip(tests, SECRET_IDS, strict=False):
         test["nodeid"] = f"checks/api_checks.py::{name}"
         test["keywords"] = [name, *test["keywords"]]
+    if flip:
+        tests[0]["outcome"] = "failed"
+        tests[0]["call"].update(outcome="failed", longrepr=f"AssertionError: {KEY} was refused")
     data["tests"] = tests
     data["summary"]["total"] = data["summary"]["collected"] = len(tests)
-    out = tmp / "report.json"
+    out = tmp / f"report-{flip}.json"
     out.write_text(json.dumps(data))
     return out
 
 
-def _junit(tmp: Path) -> Path:
+def _junit(tmp: Path, flip: bool) -> Path:
     text = (FIX / "junit" / "pytest_junit.xml").read_text()
     names = iter(SECRET_IDS)
-    # The first two parametrised cases get the names (XML-escaped as pytest writes them).
-    text = re.sub(r'name="test_add\[[^"]*\]"', lambda m: f'name="{next(names, "test_add[x]")}"', text, count=2)
-    out = tmp / "junit.xml"
-    out.write_text(text.replace("&", "&amp;") if "&" in DB_URL else text)
+    # The first two parametrised cases get the names (nothing in them needs escaping in XML).
+    text = re.sub(r'name="test_add\[[^"]*\]"', lambda m: f'name="{next(names)}"', text, count=2)
+    if flip:
+        at = text.index("</testcase>", text.index(SECRET_IDS[0]))
+        text = f'{text[:at]}<failure message="{KEY} was refused">AssertionError</failure>{text[at:]}'
+    out = tmp / f"junit-{flip}.xml"
+    out.write_text(text)
     return out
 
 
-def _deepeval(tmp: Path) -> Path:
+def _deepeval(tmp: Path, flip: bool) -> Path:
     data = json.loads((FIX / "deepeval" / "latest_test_run_cli.json").read_text())
     cases = data["testRunData"]["testCases"]
     for case in cases:
@@ -59,12 +66,16 @@ def _deepeval(tmp: Path) -> Path:
     cases[0]["name"], extra["name"] = SECRET_IDS
     extra["input"] = f"{extra['input']} (again)"
     cases.append(extra)
-    out = tmp / "deepeval.json"
+    if flip:
+        cases[0]["success"] = False
+        for metric in cases[0]["metricsData"]:
+            metric.update(success=False, score=0.0, reason=f"{KEY} was refused")
+    out = tmp / f"deepeval-{flip}.json"
     out.write_text(json.dumps(data))
     return out
 
 
-IMPORTS: list[tuple[str, Callable[[Path], Path]]] = [
+IMPORTS: list[tuple[str, Callable[[Path, bool], Path]]] = [
     ("pytest_json", _pytest_json),
     ("junit", _junit),
     ("deepeval", _deepeval),
@@ -95,34 +106,40 @@ def _written_secrets(tmp: Path, secrets: tuple[str, ...] = SECRETS, skip: tuple[
 
 @pytest.mark.parametrize(("fmt", "make"), IMPORTS, ids=[fmt for fmt, _ in IMPORTS])
 def test_an_import_writes_no_secret_of_its_names(fmt, make, tmp_path, python_exe):
-    source = make(tmp_path)
-    assert KEY in source.read_text()
+    sources = (make(tmp_path, False), make(tmp_path, True))
+    assert all(KEY in source.read_text() for source in sources)
     (tmp_path / "evalgate.yml").write_text(
         "suite: s\ncases: cases.jsonl\ngate: {max_error_rate: 0.9}\nbaseline: {store: local, on_missing: seed}\n"
     )
     env = _env(tmp_path)
-    gate = ["gate", "--mode", "compare", "--results", str(source), "--results-format", fmt, "--html", "report.html"]
-    seeded = _evalgate(python_exe, tmp_path, env, *gate, "--promote")
+
+    def gate(source: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+        args = ["gate", "--mode", "compare", "--results", str(source), "--results-format", fmt]
+        return _evalgate(python_exe, tmp_path, env, *args, "--html", "report.html", *extra)
+
+    seeded = gate(sources[0], "--promote")
     assert seeded.returncode == 0, seeded.stderr
-    again = _evalgate(python_exe, tmp_path, env, *gate)
-    assert again.returncode == 0, again.stderr
-    imported = _evalgate(python_exe, tmp_path, env, "import", "--from", fmt, str(source), "-o", "results.json")
+    flipped = gate(sources[1])  # the key's test passed in the baseline and fails now: the report lists it
+    assert flipped.returncode in (0, 1), flipped.stderr
+    imported = _evalgate(python_exe, tmp_path, env, "import", "--from", fmt, str(sources[1]), "-o", "results.json")
     assert imported.returncode in (0, 3), imported.stderr
 
     out = tmp_path / ".evalgate" / "out"
     written = [out / "comment.md", tmp_path / "report.html", tmp_path / "history.sqlite", tmp_path / "results.json"]
-    assert all(p.is_file() for p in written), sorted(map(str, tmp_path.rglob("*")))
-    assert any((tmp_path / ".evalgate").rglob("*.json*")), "no baseline stored"
-    assert _written_secrets(tmp_path, skip=(source,)) == []
-    assert KEY not in seeded.stderr + again.stderr
+    assert all(p.is_file() for p in written) and any((tmp_path / ".evalgate" / "baselines").glob("*.json.gz"))
+    assert _written_secrets(tmp_path, skip=sources) == []
+    assert KEY not in seeded.stderr + flipped.stderr
 
     ids = [c["id"] for c in json.loads((tmp_path / "results.json").read_text())["cases"]]
-    masked = [i for i in ids if "(masked " in i]
-    assert len(masked) == 2 and len(set(ids)) == len(ids), ids
-    assert any(i.endswith("test_api[sk-***]" + i[-18:]) for i in masked), masked
-    # The stored baseline's masked ids pair with the same run's.
-    diff = json.loads((out / "comparison.json").read_text())["case_diff"]
+    key_id = next(i for i in ids if re.fullmatch(r".*test_api\[sk-\*\*\*\] \(masked [0-9a-f]{8}\)", i))
+    assert any(re.fullmatch(r".*test_db\[postgres://\*\*\*@db\.internal/app\] \(masked [0-9a-f]{8}\)", i) for i in ids)
+    assert len(set(ids)) == len(ids)
+    # The stored baseline's masked ids pair with the candidate's, and the flipped one is listed by them.
+    comparison = json.loads((out / "comparison.json").read_text())
+    diff = comparison["case_diff"]
     assert diff["n_paired"] + diff["n_errored"] == len(ids) and diff["n_added"] == diff["n_removed"] == 0, diff
+    assert [e["id"] for e in diff["pass_to_fail"]] == [key_id]
+    assert key_id[-18:] in (out / "comment.md").read_text() and key_id[-18:] in (tmp_path / "report.html").read_text()
 
 
 BOT = """
