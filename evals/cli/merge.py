@@ -12,6 +12,7 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS
 from evals.results import console
+from evals.results.masking import mask_results
 from evals.results.model import load_results, save_results
 from evals.run.shards import merge_results
 
@@ -22,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    parts = [load_results(p) for p in args.parts]
+    parts = [mask_results(load_results(p)) for p in args.parts]  # shards another evalgate or harness wrote
     merged = merge_results(parts, list(args.parts))
     save_results(merged, Path(args.output))
     run = merged.run

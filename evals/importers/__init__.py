@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results import console
+from evals.results.masking import mask_case_names
 from evals.results.model import Results
 
 # Format name -> module (each exposes ``import_files(inputs, options) -> Results``).
@@ -94,6 +95,8 @@ def import_results(
             f"not readable as {name} output: {type(exc).__name__}: {str(exc)[:300]}",
             f"if this is unmodified {name} output, please report it with the tool's version",
         ) from None
+    # Masked before they are cut: a cut could leave half a secret that no pattern recognises.
+    results.cases = [mask_case_names(case) for case in results.cases]
     _cap_names(results, where)
     if opts.slice_keys and results.cases:  # no case at all: the run is empty, and says so itself
         from evals.suite.slices import require_slice_keys

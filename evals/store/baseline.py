@@ -29,6 +29,7 @@ from evals.common.errors import InfraError, InputFileError, UsageError
 from evals.common.escape import log_value
 from evals.results import console
 from evals.results.manifest import LEGACY_NAME, MANIFEST_RE, BaselineRef, Manifest, SnapshotInfo
+from evals.results.masking import mask_names
 from evals.results.model import Results, gunzip, parse_results
 from evals.store import ancestry
 from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs
@@ -190,7 +191,9 @@ class BaselineStore(StoreWriter):
             )
         if raw[:2] == b"\x1f\x8b":
             raw = gunzip(raw, where)
-        return parse_results(raw, where)
+        # A snapshot an older evalgate stored holds its case ids as written: masked as they are
+        # read, they pair with a candidate's (docs/spec.md#masked-names) and show no secret.
+        return mask_names(parse_results(raw, where))
 
     def load(self, info: SnapshotInfo, *, state: StoreState | None = None) -> LoadedBaseline:
         """Read one snapshot and verify its digest. A missing snapshot, a mismatch or an unreadable

@@ -29,9 +29,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.common.errors import InputFileError, UsageError
+from evals.results.masking import env_secrets, mask_name, mask_slices
 from evals.results.model import case_hash, json_problem
 from evals.suite.config import SuiteConfig
 from evals.suite.slices import require_slice_keys
+from evals.suite.targets import CommandTarget
 from evals.suite.yamlsource import check_aliases, did_you_mean
 
 CASE_KEYS = ("id", "input", "expected", "tags", "metadata")
@@ -42,7 +44,9 @@ _YamlLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 class Case(BaseModel):
     """One case. ``id`` is the pairing key between runs; ``tags`` are its slice values
-    (``{"language": "ko"}``); ``source`` is ``file:line`` for error messages."""
+    (``{"language": "ko"}``); ``source`` is ``file:line`` for error messages. ``id`` and ``tags``
+    are masked (docs/spec.md#masked-names): what evalgate records, selects and pairs by; when
+    masking changed them, ``written`` keeps them as the case file wrote them, for the target."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -52,6 +56,15 @@ class Case(BaseModel):
     tags: dict[str, str] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: str = ""
+    written: tuple[str, dict[str, str]] | None = None
+
+    def as_written(self) -> Case:
+        """The case as its file wrote it: what the target is given (a target may look its
+        fixtures up by id). Never recorded."""
+        if self.written is None:
+            return self
+        case_id, tags = self.written
+        return self.model_copy(update={"id": case_id, "tags": tags, "written": None})
 
     @cached_property
     def hash(self) -> str:
@@ -70,7 +83,14 @@ def load_cases(config: SuiteConfig) -> list[Case]:
     with _gc_paused():
         for path in case_files(config):
             cases.extend(_read_file(path))
+    # Masked as they enter (docs/spec.md#masked-names), with what a command target's env: adds to
+    # the environment it reads: every run, results file, report and the history see only these.
+    extra = env_secrets(config.target.env) if isinstance(config.target, CommandTarget) else ()
     for case in cases:
+        case_id, tags = mask_name(case.id, extra), mask_slices(case.tags, extra)
+        if case_id != case.id or tags != case.tags:
+            case.written, case.id, case.tags = (case.id, case.tags), case_id, tags
+        # A duplicate is one of the masked ids: two ids that mask alike would be one in every file.
         where = first_seen.get(case.id)
         if where is None:
             first_seen[case.id] = case.source

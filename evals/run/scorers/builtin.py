@@ -373,7 +373,7 @@ def _user_scorer(spec: ScorerSpec, root: Path) -> Callable[[Any, Case], Score]:
     params = dict(spec.params)
 
     def score(output: Any, case: Case) -> Score:
-        return _coerce(fn(output, case.expected if wants_expected else case, **params), spec.name)
+        return _coerce(fn(output, case.expected if wants_expected else case.as_written(), **params), spec.name)
 
     return score
 

@@ -67,6 +67,8 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
 
 
 def case_payload(case: Case) -> dict[str, Any]:
+    """The case a command target reads (and the response cache keys by): as its file wrote it."""
+    case = case.as_written()
     return {"id": case.id, "input": case.input, "expected": case.expected, "tags": case.tags, "metadata": case.metadata}
 
 

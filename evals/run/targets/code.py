@@ -75,7 +75,7 @@ class PythonCallableTarget(Target):
         return TargetInfo(kind="python", params={"callable": self.spec.python})
 
     async def call(self, case: Case) -> TargetOutput:
-        args = (case.input, case) if self.with_case else (case.input,)
+        args = (case.input, case.as_written()) if self.with_case else (case.input,)
         try:
             if self._threads is None:
                 value = await self.fn(*args)

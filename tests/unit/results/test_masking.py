@@ -365,3 +365,45 @@ def test_no_part_of_a_secret_survives_the_cut_of_a_long_output() -> None:
         stored, _, truncated = clip_masked("x" * pad + secret * 260, [secret])
         assert truncated
         assert not any(secret[:k] in stored or secret[-k:] in stored for k in range(8, len(secret) + 1)), pad
+
+
+KEY_ID = "test_api[sk-live-9Qx7Lm2Np4Rt6Vw8Yz0Ab]"
+URL_ID = "test_db[postgres://app:pa55-Word-7Kq@db.internal/app]"
+
+
+def test_a_name_holding_a_secret_keeps_its_text_and_a_digest_and_masks_once():
+    """docs/spec.md#masked-names: deterministic (pairs, resumes, selects), distinct per secret, and
+    the same when masked again (a merge, a stored baseline, an import of evalgate's own file)."""
+    from evals.results.masking import mask_name, mask_slices
+
+    masked = mask_name(KEY_ID)
+    assert masked == f"test_api[sk-***] (masked {hashlib.sha256(KEY_ID.encode()).hexdigest()[:8]})"
+    assert mask_name(KEY_ID) == masked and mask_name(masked) == masked
+    other = mask_name(KEY_ID.replace("9Qx7", "0000"))
+    assert other != masked and other.startswith("test_api[sk-***] (masked ")
+    url = mask_name(URL_ID)
+    assert url.startswith("test_db[postgres://***@db.internal/app] (masked ") and mask_name(url) == url
+    pem = "k[-----BEGIN PRIVATE KEY-----MIIEvQIBADANBgkq]"  # a pattern that masks to the end of the text
+    assert "MIIE" not in mask_name(pem) and mask_name(mask_name(pem)) == mask_name(pem)
+    assert mask_name("q-001") == "q-001" and mask_name("a *** b") == "a *** b"
+    env_value = "tenant-7f3a9c1e5b"
+    assert mask_name(f"{env_value}/q1", [env_value]).startswith("***/q1 (masked ")
+    sliced = mask_slices({"tenant": env_value, f"owner-{env_value}": "x", "language": "ko"}, [env_value])
+    assert sliced["tenant"].startswith("*** (masked ") and sliced["language"] == "ko"
+    assert all(env_value not in k for k in sliced) and len(sliced) == 3
+
+
+def test_a_file_an_older_evalgate_wrote_has_its_names_masked_as_it_is_taken_in():
+    from evals.results.masking import mask_name, mask_results
+    from evals.results.model import CaseResult, Results, RunInfo
+
+    def run(*cases: CaseResult) -> Results:
+        info = RunInfo(suite="s", status="success", total_cases=len(cases), completed_cases=len(cases))
+        return Results(run=info.model_copy(update={"evalgate_version": "0.9.0"}), cases=list(cases))
+
+    old = run(CaseResult(id=KEY_ID, slices={"db": URL_ID}), CaseResult(id="q", slices={"db": "none"}))
+    masked = mask_results(old)
+    assert [c.id for c in masked.cases] == [mask_name(KEY_ID), "q"]
+    assert masked.cases[0].slices == {"db": mask_name(URL_ID)} and masked.cases[1] is old.cases[1]
+    clean = run(CaseResult(id="q"))
+    assert mask_results(clean) is clean

@@ -76,6 +76,22 @@ def test_merge_rejects_missing_duplicate_overlapping_and_mismatched_parts(runs, 
     assert not out.exists()
 
 
+def test_merge_masks_the_names_a_part_holds_as_written(runs, tmp_path: Path, python_exe: str) -> None:
+    """A shard an older evalgate (or another writer) made, whose id holds a key: the merged run
+    holds it masked (docs/spec.md#masked-names)."""
+    from evals.results.masking import mask_name
+
+    _, (one, two, three) = runs
+    key_id = "test_api[sk-live-9Qx7Lm2Np4Rt6Vw8Yz0Ab]"
+    part = load_results(one)
+    part.cases[0] = part.cases[0].model_copy(update={"id": key_id})
+    save_results(part, tmp_path / "old.json")
+    done = merge_cli(python_exe, tmp_path / "merged.json", tmp_path / "old.json", two, three)
+    assert done.returncode == 0, done.stderr
+    assert "9Qx7Lm2N" not in (tmp_path / "merged.json").read_text()
+    assert mask_name(key_id) in {c.id for c in load_results(tmp_path / "merged.json").cases}
+
+
 def test_merged_status_is_success_only_if_every_part_is(runs) -> None:
     _, paths = runs
     parts = [load_results(p) for p in paths]

@@ -1087,3 +1087,20 @@ def test_a_newer_entry_that_fails_verification_does_not_block_the_promotion(tmp_
     assert gate.baseline.snapshot.sha == shas[0]
     outcome = promote(store, results_for(shas[2], HALF), gate)
     assert outcome.promoted and "gated again" not in outcome.message, outcome.message
+
+
+def test_a_snapshot_an_older_evalgate_stored_is_read_with_its_names_masked(tmp_path: Path, history):
+    """Its ids held a key as written: read masked (docs/spec.md#masked-names), they pair with a
+    candidate's and reach no report."""
+    from evals.results.masking import mask_name
+
+    repo, shas = history
+    store = local(tmp_path, repo)
+    old = results_for(shas[0], [True, True])
+    key_id = "test_api[sk-live-9Qx7Lm2Np4Rt6Vw8Yz0Ab]"
+    old.cases[0] = old.cases[0].model_copy(update={"id": key_id, "slices": {"db": "postgres://app:pa55w0rd@db/x"}})
+    assert store.promote(old, sha=shas[0], verdict="seed", actor="alice").promoted
+    loaded = store.latest()
+    assert loaded is not None
+    assert [c.id for c in loaded.results.cases] == [mask_name(key_id), "c1"]
+    assert loaded.results.cases[0].slices["db"].startswith("postgres://***@db/x (masked ")

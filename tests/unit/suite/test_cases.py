@@ -318,3 +318,32 @@ def test_fuzzed_case_files_load_or_fail_cleanly(tmp_path, text, ext):
         assert "fuzz." in exc.where
     else:
         assert all(isinstance(c.id, str) and c.id for c in cases)
+
+
+# ---------------------------------------------------------------------------------------- masked names
+
+
+def test_ids_and_tags_holding_a_secret_are_masked_as_they_are_read_and_the_target_gets_them_as_written(tmp_path):
+    """docs/spec.md#masked-names: a command target's ``env:`` value and a key in an id or a tag;
+    every run records the masked form, the target reads what the file wrote."""
+    from evals.results.masking import mask_name
+    from evals.run.targets.base import case_payload
+
+    tenant, key = "tenant-7f3a9c1e5b", "sk-live-9Qx7Lm2Np4Rt6Vw8Yz0Ab"
+    rows = [
+        {"id": f"{tenant}/q1", "input": "a", "tags": {"tenant": tenant}},
+        {"id": f"test_api[{key}]", "input": "b", "tags": {"kind": "api"}},
+        {"id": "q3", "input": "c", "tags": {"kind": "plain"}},
+    ]
+    (tmp_path / "cases.jsonl").write_text(jsonl(*rows), encoding="utf-8")
+    target = {"command": ["true"], "env": {"TENANT": tenant}}
+    (tmp_path / "evalgate.yml").write_text(json.dumps({"suite": "t", "cases": "cases.jsonl", "target": target}))
+    cases = load_cases(load_config(tmp_path / "evalgate.yml"))
+    assert [c.id for c in cases] == [mask_name(f"{tenant}/q1", [tenant]), mask_name(f"test_api[{key}]"), "q3"]
+    assert cases[0].id.startswith("***/q1 (masked ") and cases[1].id.startswith("test_api[sk-***] (masked ")
+    assert cases[0].tags == {"tenant": mask_name(tenant, [tenant])} and cases[2].tags == {"kind": "plain"}
+    assert all(tenant not in c.id and key not in c.id for c in cases)
+    # What the target reads (and the response cache keys by) is the case as written.
+    written = [case_payload(c) for c in cases]
+    assert [(w["id"], w["tags"]) for w in written] == [(r["id"], r["tags"]) for r in rows]
+    assert cases[2].as_written() is cases[2]
