@@ -26,14 +26,20 @@ def openai_spec(base_url: str, **extra) -> dict:
     return {"openai": {"base_url": base_url, "model": "openai:gpt-4o-mini", "api_key_env": None, **extra}}
 
 
-def test_an_anthropic_server_behind_an_openai_target_is_a_setup_error(tmp_path: Path) -> None:
+def test_an_anthropic_server_behind_an_openai_target_is_a_setup_error(tmp_path: Path, monkeypatch) -> None:
     """The new user's case: a Messages-style server answers 404 to every Chat Completions call.
-    Before, the run said success (40 wrong answers) and only the gate said it measured nothing."""
+    Before, the run said success (40 wrong answers) and only the gate said it measured nothing.
+    The key went where this format sends it, Authorization, and nowhere else."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-test-0123456789")
     with AnthropicServer() as server:
         url = server.url + "/v1/chat/completions"
-        config = load_suite(tmp_path, echo_cases(4), target=openai_spec(server.url + "/v1"))
+        target = openai_spec(server.url + "/v1", api_key_env="ANTHROPIC_API_KEY")
+        config = load_suite(tmp_path, echo_cases(4), target=target)
         with pytest.raises(UsageError) as info:
             execute(config, tmp_path / "r.json", progress=False)
+    assert server.paths == ["/v1/chat/completions"] * 4
+    assert all(h["Authorization"] == "Bearer sk-ant-api03-test-0123456789" for h in server.headers)
+    assert not any("X-Api-Key" in h for h in server.headers)
     message = str(info.value)
     assert message.startswith(
         f"the target answered nothing: every one of the 4 requests to {url} was answered HTTP 404"
