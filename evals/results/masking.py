@@ -187,7 +187,21 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
 
 @functools.cache
 def _process_env_secrets() -> tuple[str, ...]:
-    return env_secrets()
+    return (*env_secrets(), *_registered)
+
+
+# Values this process was told are secrets (a target's ``${NAME}`` header values): masked like the
+# environment's, whatever their length or their variable's name.
+_registered: set[str] = set()
+
+
+def register_secrets(values: Iterable[str]) -> None:
+    """Mask ``values`` in everything this process masks from now on, its own output included."""
+    new = {v for v in values if v and v.strip()} - _registered
+    if new:
+        _registered.update(new)
+        _process_env_secrets.cache_clear()
+        _literals.cache_clear()
 
 
 class _Literals:

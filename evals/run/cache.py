@@ -5,8 +5,9 @@ request, so a re-run of an unchanged suite pays for nothing.
 What a key covers is chosen by its caller (``key``): the request's non-secret parts (endpoint,
 model, parameters, messages, tools), the attempt number (``ATTEMPT``: attempt 2 of a case, or a
 more-evidence batch's new attempt, is another sample, never attempt 1's answer again), the
-user's ``cache.key`` and this file format's version. API keys and headers are never in it, and
-never stored.
+user's ``cache.key`` and this file format's version. API keys and header values are never in it,
+and never stored: a model target's headers that can change an answer count by their digest
+(``evals.run.targets.headers.headers_digest``).
 
 An entry is one file, ``<dir>/<2 hex>/<64 hex>``: a header line ``evalgate-cache 1 <key>
 <length> <sha256>`` and the JSON payload. A reader takes the entry only if the header names this

@@ -44,6 +44,7 @@ from evals.run.shards import shard_of
 from evals.run.smoke import CaseHistory, draw_smoke, subset_label
 from evals.run.targets.base import Target
 from evals.run.targets.code import build_target
+from evals.run.unanswered import AnswerTally
 from evals.suite.cases import Case, check_case_set, filter_cases, limit_cases, load_cases
 from evals.suite.config import SuiteConfig
 from evals.suite.limits import LimitsSpec
@@ -332,8 +333,12 @@ def execute(
     )
     runner = Runner(settings, target, scorers, secrets=target.secrets)
     bar = Progress(len(cases), done=recorder.completed, bar=progress)
+    tally = AnswerTally()
+    for result in kept.values():
+        tally.add(result)
 
     def on_case(result: CaseResult) -> None:
+        tally.add(result)
         errors = sum(1 for a in result.attempts if a.error is not None)
         bar.update(
             cases=1 if result.complete else 0,
@@ -376,8 +381,14 @@ def execute(
     run.limit = runner.limit if reason == "limit" else None
     at_once = bool(kept) and runner.spent.attempts == 0
     run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once, rerun=rerun)
+    unanswered = tally.verdict(target.wire) if run.status == "success" else None
+    if unanswered is not None:
+        run.status, run.message = "error", unanswered
     run.ended_at = now_iso()
     recorder.write()
+    if unanswered is not None:
+        bar.finish("error (the target answered nothing)")
+        raise UsageError(unanswered)
     if run.limit is not None:
         # Which limit only: the summary's note (or, under a gate, the gate's verdict) says the rest once.
         stop = run.limit

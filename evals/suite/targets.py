@@ -4,6 +4,7 @@ process, or an OpenAI-compatible chat endpoint (with the tools it runs itself)."
 from __future__ import annotations
 
 import re
+import urllib.parse
 from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, Discriminator, Field, Tag
@@ -23,6 +24,31 @@ def _provider_model(value: str) -> str:
             "is what results and reports name the model by"
         )
     return value
+
+
+def _base_url(value: str) -> str:
+    """An OpenAI-format base URL is the API's root: the client appends the route to it."""
+    parts = urllib.parse.urlsplit(value.strip())
+    path = parts.path.rstrip("/")
+    for route in ("/chat/completions", "/completions", "/responses"):
+        if path.endswith(route):
+            root = urllib.parse.urlunsplit(parts._replace(path=path[: -len(route)], query=""))
+            raise ValueError(
+                f"{value!r} ends in {route}, which evalgate appends itself: write the API's root, {root!r} "
+                "(the base URL as OpenAI's SDKs take it, e.g. https://api.openai.com/v1)"
+            )
+    if parts.query:
+        raise ValueError(
+            f"{value!r} has a query (?{parts.query}): evalgate appends /chat/completions to the base URL, so a "
+            "query cannot go there; Azure OpenAI's v1 API takes https://<resource>.openai.azure.com/openai/v1 "
+            "with no api-version (docs/providers.md)"
+        )
+    return value
+
+
+# The root of an OpenAI-format API, checked not to hold the route or a query (a common mistake:
+# ``.../v1/chat/completions`` copied from a curl example answers 404 to every request).
+BaseURL = Annotated[str, AfterValidator(_base_url)]
 
 
 def _callable(value: str) -> str:
@@ -61,7 +87,7 @@ class CommandTarget(StrictModel):
 
 
 class OpenAIParams(StrictModel):
-    base_url: str = "https://api.openai.com/v1"
+    base_url: BaseURL = "https://api.openai.com/v1"
     model: ModelName
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: float | None = None

@@ -52,7 +52,7 @@ from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
 from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
 from evals.suite.cases import Case
-from evals.suite.targets import ModelName
+from evals.suite.targets import BaseURL, ModelName
 
 PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
 EXCERPT_CHARS = 300
@@ -64,7 +64,7 @@ class JudgeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     model: ModelName
-    base_url: str = "https://api.openai.com/v1"
+    base_url: BaseURL = "https://api.openai.com/v1"
     api_key_env: str | None = "OPENAI_API_KEY"
     rubric: str | None = None
     rubric_file: str | None = Field(default=None, description="A file holding the rubric, relative to the config.")

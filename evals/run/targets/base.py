@@ -6,6 +6,7 @@ the failure is the candidate's, ``target``, or the world's, ``infra``, retried).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -129,11 +130,23 @@ def _opt_float(value: Any) -> float | None:
     return float(value)
 
 
+@dataclass(frozen=True)
+class Wire:
+    """What a model target speaks and where: its API format (``openai chat completions``), the URL
+    it posts to, and ``where()``, the config line that sets that URL (read only for a message)."""
+
+    format: str
+    url: str
+    where: Callable[[], str]
+
+
 class Target(ABC):
-    """``secrets`` are values the runner masks wherever they might show up."""
+    """``secrets`` are values the runner masks wherever they might show up; ``wire`` is a model
+    target's format and URL (None for code), named when its endpoint answers nothing."""
 
     kind: str = ""
     secrets: tuple[str, ...] = ()
+    wire: Wire | None = None
 
     @abstractmethod
     def info(self) -> TargetInfo:

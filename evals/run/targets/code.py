@@ -299,7 +299,7 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
         config.root,
         config.timeout_s,
         config.retries,
-        lambda key: config.where("target", "openai", key),
+        lambda *key: config.where("target", "openai", *key),
         cache=cache if serves is not None and serves("openai") else None,
         concurrency=config.concurrency,
     )

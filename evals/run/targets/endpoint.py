@@ -21,7 +21,8 @@ from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
 from evals.run.cache import ResponseCache
 from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, KeepAlivePool, Reply
 from evals.run.containment import DaemonThreads
-from evals.run.targets.base import Target, TargetFailure, TargetOutput, backoff_wait, excerpt
+from evals.run.targets.base import Target, TargetFailure, TargetOutput, Wire, backoff_wait, excerpt
+from evals.run.targets.headers import expand_headers, headers_digest
 from evals.run.targets.tools import load_tools, run_tool
 from evals.suite.config import RetrySpec
 from evals.suite.targets import OpenAITarget
@@ -59,7 +60,7 @@ class OpenAIChatTarget(Target):
         root: Path,
         timeout_s: float,
         retries: RetrySpec | None = None,
-        where: Callable[[str], str] = lambda key: f"target.openai.{key}",
+        where: Callable[..., str] = lambda *key: ".".join(("target.openai", *key)),
         cache: ResponseCache | None = None,
         concurrency: int = 1,
     ):
@@ -81,7 +82,12 @@ class OpenAIChatTarget(Target):
                 ) from None
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputFileError(prompt_path, f"cannot read the system prompt: {exc}") from None
-        headers = {"Content-Type": "application/json", **self.params.headers}
+        # The key goes in Authorization: Bearer, the one header of this format that carries it
+        # (docs/spec.md#target-headers); the config's own headers may name variables, ${NAME}.
+        given, header_secrets = expand_headers(
+            self.params.headers, where, key_header="Authorization" if self.params.api_key_env else None
+        )
+        headers = {"Content-Type": "application/json", **given}
         key = None
         if self.params.api_key_env:
             key = os.environ.get(self.params.api_key_env)
@@ -93,8 +99,11 @@ class OpenAIChatTarget(Target):
                     "or set api_key_env: null for an endpoint without a key"
                 )
             headers["Authorization"] = f"Bearer {key}"
-        self.secrets = (key,) if key else ()
+        self.secrets = (key, *header_secrets) if key else header_secrets
         self.url = self.params.base_url.rstrip("/") + "/chat/completions"
+        self.wire = Wire("openai chat completions", self.url, lambda: where("base_url"))
+        # What of the headers can change an answer, for the response cache's key (never a value).
+        self.keyed = {"headers": digest} if (digest := headers_digest(given)) else {}
         self.fingerprints: set[str] = set()
         # Well inside the attempt's timeout, so that an endpoint nobody answers for is told apart
         # from a slow answer: the first is infra (retried, and no verdict on the model), the second
@@ -178,7 +187,11 @@ class OpenAIChatTarget(Target):
         served, replayed_ms = 0, 0.0  # steps answered from the response cache, and their first latency
         for step in range(1, limit + 1):
             body = self.request_body(messages)
-            key = self.cache.key("openai", {"url": self.url, "body": body}) if self.cache is not None else None
+            key = (
+                self.cache.key("openai", {"url": self.url, "body": body, **self.keyed})
+                if self.cache is not None
+                else None
+            )
             data = self.cache.get(key) if self.cache is not None and key is not None else None
             if data is not None and not _stored_completion(data):
                 data = None  # an entry of another shape (only a hand-made file can be): asked again
