@@ -25,6 +25,7 @@ from evals.pipeline.candidate import (
     run_suite,
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
+from evals.pipeline.exposure import confine_pr_history
 from evals.report.files import write_report_files
 from evals.results import console
 from evals.results.model import Results, RunInfo
@@ -79,6 +80,8 @@ def run_gate(
     out_dir = out_dir_of(options)
     client = github_client(activity)
     runs_suite = given is None and not options.results
+    if not runs_suite:
+        confine_pr_history(activity, config, client)
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
     results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:

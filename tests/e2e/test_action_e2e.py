@@ -1084,6 +1084,54 @@ def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_wor
     assert "persisted git credential" in reader.stderr and "persist-credentials: false" in reader.stderr
     assert "eC1hY2Nlc3M6c2VjcmV0" not in reader.log
 
+    # GitHub's permissions for an installation token are no evidence (push: false for one that can
+    # write): only its 403 on a harmless write proves a token read-only, its 422 shows one that may write.
+    gh.repo_permissions = "push-false"
+    spy.unlink()
+    unproven = single_job("push-false", gh.write_token)
+    assert unproven.returncode == 2, unproven.log
+    assert "this job's token can write to octo/evals (POST /repos/octo/evals/git/refs" in unproven.stderr
+    assert not spy.exists(), "the suite ran"
+    proven = single_job("read-token-probed", gh.read_token)
+    assert proven.returncode == 0, proven.log
+    assert "token can write" not in proven.log and "could reach" not in proven.summary
+
+
+def test_a_pull_request_s_history_url_is_not_used_by_the_gate_job(world: World) -> None:
+    """The gate job (a results file, a token that can comment or write) used the PR's config's
+    PostgreSQL history.url, and sent the history's rows (the cases among them) to a server the PR
+    named. Now that URL is not used there, with a warning; the gate itself goes on. A server here
+    is a listening socket that counts the connections it gets."""
+    import socket
+
+    world.seed()
+    feature = world.checkout("feature")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    config_file = feature / CONFIG
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    config["history"] = {"url": f"postgresql://pr:secret@127.0.0.1:{port}/rows?connect_timeout=2"}
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    head = world.commit(feature, "the history goes to my server")
+    job = world.pull_request(feature, head)
+    given = {"config": CONFIG, "results": str(world.origin.baseline_results)}
+    world.gh.repo_permissions = "push-false"  # GitHub's answer for GITHUB_TOKEN is no proof
+    run = world.runner.action(job, world.tmp / "gate", _temp(world, "gate"), given)
+    connections = 0
+    try:
+        while True:
+            listener.accept()[0].close()
+            connections += 1
+    except TimeoutError:
+        pass
+    finally:
+        listener.close()
+    assert run.returncode == 0 and run.outputs["verdict"] == "pass", run.log
+    assert connections == 0, run.log
+    assert "comes from the pull request's config and is not used in this job" in run.stderr
+    assert "secret" not in run.log
+
 
 def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: World) -> None:
     """EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
