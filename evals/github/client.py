@@ -150,14 +150,12 @@ class GitHubClient(Transport):
         reject whoever asks: ``POST /repos/{o}/{r}/git/refs`` with a ref name of one slash and a sha
         no object has. A token that may not write contents gets 403 before the body is looked at
         (read-only, proven); one that may gets 422 (the body is invalid, nothing is created). Any
-        other answer (404, 5xx or a dropped connection after retries, 401) establishes nothing."""
-        asked = f"GET /repos/{self.repo}"
-        try:
-            permissions = self.get_repository().permissions
-        except GitHubError as exc:
-            return WriteAccess(can_write=None, asked=asked, answer=str(exc))
+        other answer (404, 5xx or a dropped connection after retries, 401) establishes nothing. The
+        repository itself not visible (or GitHub unreachable) is that error, as for every call."""
+        permissions = self.get_repository().permissions  # not visible, unreachable: that error (exit 3)
         if permissions is not None and (permissions.push or permissions.maintain or permissions.admin):
-            return WriteAccess(can_write=True, asked=asked, answer="permissions.push (or maintain, admin) is true")
+            answer = "permissions.push (or maintain, admin) is true"
+            return WriteAccess(can_write=True, asked=f"GET /repos/{self.repo}", answer=answer)
         asked = (
             f"POST /repos/{self.repo}/git/refs with ref {WRITE_PROBE_REF!r} and sha {WRITE_PROBE_SHA} (a request "
             "GitHub rejects for any token, so nothing is created)"

@@ -455,7 +455,8 @@ def test_a_token_is_read_only_only_when_github_refuses_a_harmless_write(github_a
     gh.faults.add("POST", r"/git/refs$", "503", times=5)
     unknown = gh.client().write_access()
     assert unknown.can_write is None and "503" in unknown.answer and "gave up after 4 retries" in unknown.answer
-    assert gh.client(token=gh.stranger_token).write_access().can_write is None  # it cannot see the repository
+    with pytest.raises(RepositoryNotVisible):  # the repository itself: the error every call gives (exit 3)
+        gh.client(token=gh.stranger_token).write_access()
     gh.repo_permissions = "reported"
     assert gh.client(token=gh.read_token).write_access().can_write is False
 
