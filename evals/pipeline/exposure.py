@@ -192,7 +192,7 @@ def confine_pr_history(
     from evals.history.url import is_postgres, redact_url
 
     url = config.history.url
-    if activity.event_name != "pull_request" or not url or not is_postgres(url):
+    if activity.event_name not in ("pull_request", "pull_request_target") or not url or not is_postgres(url):
         return None
     if env.get("EVALGATE_HISTORY_URL", "").strip() or client is None or not client.has_token:
         return None  # the workflow's URL wins anyway; a job without a token has nothing to prove
