@@ -14,7 +14,11 @@ from evals.github.stored_report import post_stored
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report-dir", required=True, metavar="DIR", help="folder with comment.json + comparison.json")
     parser.add_argument("--pr", type=int, metavar="N", help="pull request number (must match comment.json)")
+    parser.add_argument(
+        "--gate-id", required=True, metavar="ID", help="the gate id this report must carry (must match comment.json)"
+    )
 
 
 def main(args: argparse.Namespace) -> int:
-    return post_stored(Path(args.report_dir), detect("comment", pr_number=args.pr), pr_number=args.pr)
+    activity = detect("comment", pr_number=args.pr)
+    return post_stored(Path(args.report_dir), activity, pr_number=args.pr, gate_id=args.gate_id)

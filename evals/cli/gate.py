@@ -59,7 +59,8 @@ def main(args: argparse.Namespace) -> int:
         report_failure(exc, activity)
         raise
     if activity.kind == "comment":
-        return post_stored(Path(options.report_dir or options.out_dir), activity, pr_number=options.pr)
+        report_dir = Path(options.report_dir or options.out_dir)
+        return post_stored(report_dir, activity, pr_number=options.pr, gate_id=options.gate_id)
     if activity.kind == "reset":
         return run_reset(options, activity)
     if activity.kind == "run":

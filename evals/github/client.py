@@ -5,7 +5,8 @@ Public API (C2 and C3 code against this):
     client = GitHubClient(token, api_url=None, repo=None)   # api_url: GITHUB_API_URL, else https://api.github.com
     client = GitHubClient.from_env(env)                      # token from GITHUB_TOKEN, repo from GITHUB_REPOSITORY
     client.get_repository() -> Repository                     # RepositoryNotVisible on a 404 (exit 3)
-    client.token_can_write() -> bool | None                    # the repository's `permissions` for this token
+    client.write_access() -> WriteAccess                       # whether this token can write contents: proven
+                                                               # read-only only by a 403 on a harmless write
     client.get_release_by_tag(tag) -> Release | None          # None when no (published) release has that tag;
                                                                # RepositoryNotVisible when the repo is not visible
     client.create_release(tag, name=None, body="", target_commitish=None) -> Release   # race-safe: 422 -> fetch
@@ -69,6 +70,7 @@ from evals.github.models import (
     Release,
     Repository,
     User,
+    WriteAccess,
 )
 from evals.github.transport import (
     AssetExists,
@@ -85,6 +87,11 @@ from evals.github.transport import (
     origin,
     path_segment,
 )
+
+# The harmless write of ``write_access``: a ref name GitHub rejects ("refs" and at least two slashes
+# are required) pointing at a sha no object has, so no token can ever create anything with it.
+WRITE_PROBE_REF = "refs/evalgate-write-probe"
+WRITE_PROBE_SHA = "0" * 40
 
 
 class GitHubClient(Transport):
@@ -135,17 +142,36 @@ class GitHubClient(Transport):
             self._repository = Repository.model_validate(data)
         return self._repository
 
-    def token_can_write(self) -> bool | None:
-        """Whether this token can write to the repository's contents: the ``permissions`` the API
-        reports for the caller on ``GET /repos/{owner}/{repo}`` (push, maintain or admin). None
-        when the answer has no ``permissions`` (an anonymous call) or the repository is not visible."""
+    def write_access(self) -> WriteAccess:
+        """Whether this token can write to the repository's contents (docs/spec.md#trust-boundaries).
+        ``permissions.push`` (or maintain, admin) on ``GET /repos/{owner}/{repo}`` is taken as "can
+        write"; its absence is not taken as "cannot": GitHub leaves ``permissions`` out or says
+        ``push: false`` for installation tokens that can write. So a write is tried that GitHub must
+        reject whoever asks: ``POST /repos/{o}/{r}/git/refs`` with a ref name of one slash and a sha
+        no object has. A token that may not write contents gets 403 before the body is looked at
+        (read-only, proven); one that may gets 422 (the body is invalid, nothing is created). Any
+        other answer (404, 5xx or a dropped connection after retries, 401) establishes nothing. The
+        repository itself not visible (or GitHub unreachable) is that error, as for every call."""
+        permissions = self.get_repository().permissions  # not visible, unreachable: that error (exit 3)
+        if permissions is not None and (permissions.push or permissions.maintain or permissions.admin):
+            answer = "permissions.push (or maintain, admin) is true"
+            return WriteAccess(can_write=True, asked=f"GET /repos/{self.repo}", answer=answer)
+        asked = (
+            f"POST /repos/{self.repo}/git/refs with ref {WRITE_PROBE_REF!r} and sha {WRITE_PROBE_SHA} (a request "
+            "GitHub rejects for any token, so nothing is created)"
+        )
+        body = {"ref": WRITE_PROBE_REF, "sha": WRITE_PROBE_SHA}
         try:
-            permissions = self.get_repository().permissions
-        except RepositoryNotVisible:
-            return None
-        if permissions is None:
-            return None
-        return permissions.push or permissions.maintain or permissions.admin
+            self._json("POST", self._repo_url("/git/refs"), Op("probe write access (contents)"), json_body=body)
+        except PermissionDenied as exc:
+            return WriteAccess(can_write=False, asked=asked, answer=str(exc))
+        except ValidationFailed as exc:
+            return WriteAccess(
+                can_write=True, asked=asked, answer=f"{exc} (GitHub validated the body: the token may write)"
+            )
+        except GitHubError as exc:
+            return WriteAccess(can_write=None, asked=asked, answer=str(exc))
+        return WriteAccess(can_write=True, asked=asked, answer="GitHub accepted it")
 
     def _not_found_means_missing(self) -> None:
         """A 404 on a resource of the repository is "no such thing" only if the repository itself is

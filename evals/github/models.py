@@ -105,3 +105,16 @@ class Identity(BaseModel):
             return True
         via = comment.performed_via_github_app
         return user.type == "Bot" and (via is None or f"{via.slug}[bot]" == self.login)
+
+
+class WriteAccess(BaseModel):
+    """What evalgate could establish about a token's write access to the repository's contents
+    (docs/spec.md#trust-boundaries): ``can_write`` True (it can), False (proven it cannot: GitHub
+    refused a write with 403), None (not established). ``asked`` is the request that decided,
+    ``answer`` what GitHub answered, both quoted in the refusal."""
+
+    model_config = ConfigDict(frozen=True)
+
+    can_write: bool | None
+    asked: str
+    answer: str

@@ -8,6 +8,9 @@ The artifact was produced by the fork's code, so nothing in it is trusted:
 
 - ``comment.json`` must match its schema; the PR number (``--pr``, if given) and the repository
   must be the ones it names;
+- its gate id must be the one the workflow names (``--gate-id``, the action's ``gate-id``): the
+  gate id picks which sticky comment is updated, and a fork's artifact could otherwise overwrite
+  another gate's comment on its PR;
 - its head sha must be the head of the triggering run (``workflow_run.head_sha`` in the event) and
   the PR's current head (asked from the API); a report for an older push is not posted;
 - the PR it names must be the triggering run's: the PR's head repository, branch and sha (from the
@@ -102,7 +105,9 @@ def load_meta(report_dir: Path) -> CommentMeta:
     return meta
 
 
-def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None = None) -> int:
+def post_stored(
+    report_dir: Path, activity: Activity, *, pr_number: int | None = None, gate_id: str | None = None
+) -> int:
     from evals.github.publish import set_outputs_safely, upsert_sticky_comment
     from evals.github.transport import NotFound
     from evals.report.files import parse_comparison, render
@@ -111,6 +116,18 @@ def post_stored(report_dir: Path, activity: Activity, *, pr_number: int | None =
     where = report_dir / "comment.json"
     if pr_number is not None and pr_number != meta.pr_number:
         raise UsageError(f"{where} is the report of PR #{meta.pr_number}, not of #{pr_number}")
+    if not gate_id:
+        raise UsageError(
+            "mode comment posts the report of one gate: name its gate id (the config's gate.id, else its suite) with "
+            "the action's input gate-id (--gate-id), set per triggering workflow (docs/github-action.md, \"Pull "
+            'requests from forks (two phases)"); the artifact does not choose which comment it updates'
+        )
+    if meta.gate_id != gate_id:
+        raise UsageError(
+            f"{where} is the report of gate {log_value(meta.gate_id, limit=100)!r}, and this workflow posts gate "
+            f"{log_value(gate_id, limit=100)!r} (input gate-id): an artifact does not choose which comment it "
+            "updates. Nothing was posted, and the other gate's comment is unchanged"
+        )
     if activity.repository and meta.repository and meta.repository != activity.repository:
         raise UsageError(
             f"{where} was made in {log_value(meta.repository, limit=100)}, this workflow runs in {activity.repository}"

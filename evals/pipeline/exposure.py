@@ -16,8 +16,8 @@ promote in a second job that runs no suite code.
   PR or comment. No check of commits can rule out PR code there, so no mode that runs the suite
   is allowed under them (``guard_run``: nor ``evalgate run`` itself); ``mode: comment`` (which
   runs none) is. The old opt-in is refused with what to do instead.
-- ``guard_exposed``: in a job that runs the suite, a token that can write (the repository's
-  ``permissions`` as the API reports them for this token) is refused unless the workflow accepts
+- ``guard_exposed``: in a job that runs the suite, a token not proven read-only (GitHub refusing
+  a harmless write with 403; ``GitHubClient.write_access``) is refused unless the workflow accepts
   it (``allow-write-token-with-suite: true``), and then the step summary says so; a persisted git
   credential (``http.<url>.extraheader`` in a checkout's git config) is a warning.
 - ``guard_install``: the same refusals, earlier: before the action installs the suite's own
@@ -102,7 +102,7 @@ def _refusal(event: str, what: str) -> str:
 def guard_exposed(
     activity: Activity, config: SuiteConfig, client: GitHubClient | None, env: Mapping[str, str] = os.environ
 ) -> list[str]:
-    """Before the suite runs in Actions: refuse (exit 2) a token that can write unless the workflow
+    """Before the suite runs in Actions: refuse (exit 2) a token not proven read-only unless the workflow
     accepted it, and warn about a persisted git credential. Returns the warnings given (also
     said as warnings; an accepted write token is also said in the step summary)."""
     from evals.github.publish import write_step_summary
@@ -115,13 +115,10 @@ def guard_exposed(
                 "the suite can read it and push with it. Set persist-credentials: false on the checkout"
             )
             break
-    if client is not None and refuse_write_token(activity, client, env):
-        note = (
-            f"allow-write-token-with-suite: the suite ran in a job whose token can write to {client.repo}; the "
-            "suite's code could reach that token"
-        )
+    note = refuse_write_token(activity, client, env)
+    if note:
         found.append(note)
-        write_step_summary(f"> **evalgate:** {note}.\n")
+        write_step_summary(f"> **evalgate:** {note}.\n", env)
     for message in found:
         console.warning(message)
     return found
@@ -135,7 +132,7 @@ def guard_install(
     ``setup.py``) and can leave a ``.pth`` file that every later start of that Python runs, ``-I``
     or not, with the token in the environment. So everything that would refuse the suite refuses
     here, before that: an event of :data:`SECRET_EVENTS`, a mode that runs no suite (nothing to install for),
-    a token that can write."""
+    a token not proven read-only."""
     if activity.event_name in SECRET_EVENTS:
         raise UsageError(
             f"{activity.event_name}: the input install runs the repository's code (its build), and under this event "
@@ -148,28 +145,67 @@ def guard_install(
     refuse_write_token(activity, client, env)
 
 
-def refuse_write_token(activity: Activity, client: GitHubClient | None, env: Mapping[str, str] = os.environ) -> bool:
-    """Refuse (exit 2) a token that can write in a job that runs the suite, unless the workflow set
-    allow-write-token-with-suite: true. True when the token can write and that was accepted."""
+def refuse_write_token(
+    activity: Activity, client: GitHubClient | None, env: Mapping[str, str] = os.environ
+) -> str | None:
+    """Refuse (exit 2) a job that runs the suite unless its token is proven read-only
+    (``GitHubClient.write_access``: only GitHub's 403 on a harmless write proves it) or the
+    workflow set allow-write-token-with-suite: true. A job without a token has nothing to prove.
+    Returns the note for the step summary when the opt-in let the suite run, else None."""
     accepted = _opt_in(env)
     if client is None or not client.has_token:
-        return False
-    can = client.token_can_write()
-    if can is None:
-        console.warning(
-            "could not tell whether this job's token can write (the API did not say); if it can, run "
-            "the suite in a job of its own with contents: read"
+        return None
+    access = client.write_access()
+    if access.can_write is False:
+        return None
+    if access.can_write:
+        what = f"this job's token can write to {client.repo} ({access.asked}: {access.answer})"
+        note = f"the suite ran in a job whose token can write to {client.repo}"
+    else:
+        what = (
+            f"evalgate could not establish that this job's token cannot write to {client.repo}: it asked "
+            f"{access.asked}, and GitHub answered: {access.answer}. Only GitHub refusing that write (403) proves a "
+            "token read-only; what GET /repos reports as permissions is not enough (GitHub leaves them out, or says "
+            "push: false, for installation tokens that can write)"
         )
-    if can and not accepted:
-        raise UsageError(
-            f"this job's token can write to {client.repo} (its permissions as GET /repos/{client.repo} reports "
-            f"them), and evalgate would run the suite ({activity.kind}) in this job, where its code can reach the "
-            "token (a process cannot hide it from code running as the same user). Run the suite in a job with "
-            'permissions contents: read and github-token: "" (mode: run) and gate its results in a second job '
-            '(docs/github-action.md, "Threat model"), or set allow-write-token-with-suite: true on the action to '
-            "accept that the suite can use this token"
-        )
-    return bool(can)
+        note = f"the suite ran in a job whose token was not proven read-only ({access.asked}: {access.answer})"
+    if accepted:
+        return f"allow-write-token-with-suite: {note}; the suite's code could reach that token"
+    raise UsageError(
+        f"{what}; evalgate would run the suite ({activity.kind}) in this job, where its code can reach the token (a "
+        "process cannot hide it from code running as the same user). Run the suite in a job with permissions "
+        'contents: read and github-token: "" (mode: run) and gate its results in a second job (docs/github-action.md, '
+        '"Threat model"), or set allow-write-token-with-suite: true on the action to accept that the suite can use '
+        "this token"
+    )
+
+
+def confine_pr_history(
+    activity: Activity, config: SuiteConfig, client: GitHubClient | None, env: Mapping[str, str] = os.environ
+) -> str | None:
+    """A job that gates a pull request's results file with a token not proven read-only reads
+    nothing from the PR's config that can leak (docs/spec.md#trust-boundaries): a ``history.url``
+    naming a database server (PostgreSQL) would send the history's rows, the cases among them, to
+    a server the PR chose. It is not used there (``EVALGATE_HISTORY_URL`` from the workflow still
+    is); a SQLite one is a file confined to the workspace like every other path. Returns the
+    warning given."""
+    from evals.history.url import is_postgres, redact_url
+
+    url = config.history.url
+    if activity.event_name not in ("pull_request", "pull_request_target") or not url or not is_postgres(url):
+        return None
+    if env.get("EVALGATE_HISTORY_URL", "").strip() or client is None or not client.has_token:
+        return None  # the workflow's URL wins anyway; a job without a token has nothing to prove
+    if client.write_access().can_write is False:
+        return None
+    config.history.url = None
+    warning = (
+        f"{config.where('history', 'url')}: history.url ({redact_url(url)}) comes from the pull request's config and "
+        "is not used in this job, whose token is not proven read-only: set EVALGATE_HISTORY_URL in the workflow "
+        "to record this gate's history"
+    )
+    console.warning(warning)
+    return warning
 
 
 def _opt_in(env: Mapping[str, str]) -> bool:

@@ -26,6 +26,7 @@ from evals.pipeline.candidate import (
     run_suite,
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
+from evals.pipeline.exposure import confine_pr_history
 from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
 from evals.results import console
@@ -81,6 +82,8 @@ def run_gate(
     out_dir = out_dir_of(options)
     client = github_client(activity)
     runs_suite = given is None and not options.results
+    if not runs_suite:
+        confine_pr_history(activity, config, client)
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
     rules = rules_for(config, activity, baselines.baseline, options)
     config = rules.config

@@ -296,6 +296,17 @@ class GateOptions(CandidateOptions):
             action_input="pr-number",
         ),
     ] = None
+    gate_id: Annotated[
+        str | None,
+        flag(
+            "--gate-id",
+            metavar="ID",
+            help="the gate id a stored report must carry to be posted (mode comment, required): which sticky "
+            "comment is updated is the workflow's choice, never the artifact's",
+            env="EVALGATE_GATE_ID",
+            action_input="gate-id",
+        ),
+    ] = None
     report_dir: Annotated[
         str | None,
         flag(

@@ -39,6 +39,7 @@ from fakes.actions import world as world  # the fixture
 from fakes.paths import ROOT
 from fakes.suites import echo_cases, git, write_suite
 
+from evals.github.models import ACTIONS_BOT_LOGIN as BOT_LOGIN
 from evals.github.publish import comment_marker, sticky_body
 from evals.results.manifest import manifest_name
 from evals.results.model import load_results
@@ -111,6 +112,7 @@ def workflow_run_job(
             "name": name,
             # GitHub's numeric ids, stable per workflow and per repository (made up here, alike).
             "workflow_id": zlib.crc32(name.encode()),
+            "path": f".github/workflows/{name}.yml",  # the shipped workflows' files are named after their names
             "event": "pull_request",
             "conclusion": conclusion,
             "head_sha": head_sha,
@@ -241,6 +243,40 @@ def test_a_fork_artifact_cannot_retarget_the_comment_of_another_pr_with_the_same
     assert "the run that made the artifact was for mallory/evals:copy" in retargeted.stderr
     assert our_comments(gh) == [failed_comment]  # the FAIL stands, untouched
     assert not [r for r in gh.requests if "/issues/comments/" in r.path and r.method == "PATCH"]
+
+
+def test_a_fork_artifact_does_not_choose_which_gate_s_comment_it_updates(world: World) -> None:
+    """The sticky comment a stored report updates is the one of the gate id in its comment.json,
+    which the fork's code wrote: a fork's eval-gate run could overwrite the more-evidence gate's
+    comment on its PR. The comment workflow now names the gate id per triggering workflow file, and
+    an artifact naming another is refused (exit 2), the other gate's comment left alone; a run of a
+    workflow file the comment workflow does not know posts nothing."""
+    gh = world.gh
+    world.seed()
+    fork = world.checkout("fork")
+    head = world.commit(fork, "a contribution from a fork")
+    other_gate = gh.add_comment(
+        PR, sticky_body("the more-evidence gate: FAIL", "quickstart-more-evidence")[0], BOT_LOGIN
+    )
+    run = world.runner.run(world.pull_request(fork, head, fork=True))
+    assert run.outputs["verdict"] == "pass", run.log
+    artifact = world.runner.artifacts / str(run.run_id) / "evalgate-report" / "comment.json"
+    meta = json.loads(artifact.read_text(encoding="utf-8"))
+    assert meta["gate_id"] == "quickstart"
+    artifact.write_text(json.dumps(meta | {"gate_id": "quickstart-more-evidence"}), encoding="utf-8")
+
+    before = len(gh.requests)
+    refused = world.runner.run(workflow_run_job(world, run.run_id, head))
+    assert refused.returncode == 2, refused.log
+    assert "is the report of gate 'quickstart-more-evidence', and this workflow posts gate 'quickstart'" in (
+        refused.stderr
+    )
+    renamed = workflow_run_job(world, run.run_id, head)
+    renamed.payload["workflow_run"]["path"] = ".github/workflows/my-eval-gate.yml"  # a fork's file, named alike
+    unknown = world.runner.run(renamed)
+    assert unknown.returncode == 2 and "name its gate id" in unknown.stderr, unknown.log
+    assert [c["body"] for c in gh.comments(PR)] == [other_gate["body"]]
+    assert not [r for r in gh.requests[before:] if "/issues/" in r.path and r.method != "GET"]
 
 
 def test_push_promotes_and_dispatch_reset_blesses_with_reason(world: World) -> None:
@@ -617,7 +653,7 @@ def test_pull_request_target_refuses_every_mode_that_runs_the_suite_and_still_po
         {"config": CONFIG, "results": str(world.origin.baseline_results), "comment": "off"},
     )
     assert gated.returncode == 0, gated.log
-    report = {"mode": "comment", "report-dir": str(base / gated.out_dir), "pr-number": str(PR)}
+    report = {"mode": "comment", "report-dir": str(base / gated.out_dir), "pr-number": str(PR), "gate-id": "quickstart"}
     with_old_input = target_run("comment-old-input", report | {"allow-pull-request-target": "true"})
     assert with_old_input.returncode == 2 and "was removed" in with_old_input.stderr
     assert our_comments(gh) == []
@@ -1084,6 +1120,54 @@ def test_a_single_job_with_a_write_token_refuses_to_run_the_suite_unless_the_wor
     assert "persisted git credential" in reader.stderr and "persist-credentials: false" in reader.stderr
     assert "eC1hY2Nlc3M6c2VjcmV0" not in reader.log
 
+    # GitHub's permissions for an installation token are no evidence (push: false for one that can
+    # write): only its 403 on a harmless write proves a token read-only, its 422 shows one that may write.
+    gh.repo_permissions = "push-false"
+    spy.unlink()
+    unproven = single_job("push-false", gh.write_token)
+    assert unproven.returncode == 2, unproven.log
+    assert "this job's token can write to octo/evals (POST /repos/octo/evals/git/refs" in unproven.stderr
+    assert not spy.exists(), "the suite ran"
+    proven = single_job("read-token-probed", gh.read_token)
+    assert proven.returncode == 0, proven.log
+    assert "token can write" not in proven.log and "could reach" not in proven.summary
+
+
+def test_a_pull_request_s_history_url_is_not_used_by_the_gate_job(world: World) -> None:
+    """The gate job (a results file, a token that can comment or write) used the PR's config's
+    PostgreSQL history.url, and sent the history's rows (the cases among them) to a server the PR
+    named. Now that URL is not used there, with a warning; the gate itself goes on. A server here
+    is a listening socket that counts the connections it gets."""
+    import socket
+
+    world.seed()
+    feature = world.checkout("feature")
+    listener = socket.create_server(("127.0.0.1", 0))
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    config_file = feature / CONFIG
+    config = yaml.safe_load(config_file.read_text(encoding="utf-8"))
+    config["history"] = {"url": f"postgresql://pr:secret@127.0.0.1:{port}/rows?connect_timeout=2"}
+    config_file.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    head = world.commit(feature, "the history goes to my server")
+    job = world.pull_request(feature, head)
+    given = {"config": CONFIG, "results": str(world.origin.baseline_results)}
+    world.gh.repo_permissions = "push-false"  # GitHub's answer for GITHUB_TOKEN is no proof
+    run = world.runner.action(job, world.tmp / "gate", _temp(world, "gate"), given)
+    connections = 0
+    try:
+        while True:
+            listener.accept()[0].close()
+            connections += 1
+    except TimeoutError:
+        pass
+    finally:
+        listener.close()
+    assert run.returncode == 0 and run.outputs["verdict"] == "pass", run.log
+    assert connections == 0, run.log
+    assert "comes from the pull request's config and is not used in this job" in run.stderr
+    assert "secret" not in run.log
+
 
 def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: World) -> None:
     """EVALGATE_GITHUB_LOGIN was trusted as given, so naming someone else made
@@ -1114,7 +1198,12 @@ def test_evalgate_github_login_is_checked_before_a_comment_is_edited(world: Worl
     as_other = gate("pat-as-other", gh.user_token, "someone-else")
     assert as_other.returncode == 0 and as_other.outputs["verdict"] == "pass", as_other.log
     assert "this token is 'octo-user''s" in as_other.stderr
-    report = {"mode": "comment", "report-dir": str(feature / as_other.out_dir), "pr-number": str(PR)}
+    report = {
+        "mode": "comment",
+        "report-dir": str(feature / as_other.out_dir),
+        "pr-number": str(PR),
+        "gate-id": "quickstart",
+    }
     stored = gate("comment-as-person", gh.write_token, "octo-user", **report)
     assert stored.returncode == 2 and "EVALGATE_GITHUB_LOGIN is 'octo-user'" in stored.stderr, stored.log
     by_id = {c["id"]: c for c in gh.comments(PR)}

@@ -719,7 +719,7 @@ def test_fork_two_phase_flow_posts_the_stored_report_once(world: World) -> None:
             },
             "repository": world.repository(),
         }
-        inputs = {"mode": "comment", "report-dir": str(report)}
+        inputs = {"mode": "comment", "report-dir": str(report), "gate-id": "t"}
         return world.action("workflow_run", payload, sha=world.main_sha, ref="refs/heads/main", inputs=inputs)
 
     first = phase2()

@@ -38,6 +38,12 @@ Documented behaviour reproduced (docs.github.com/rest, API version 2022-11-28):
 - ``GET /user``: 403 "Resource not accessible by integration" for an installation token (the
   Actions ``GITHUB_TOKEN``), whose comments carry ``github-actions[bot]``; 401 without a token;
 - a read-only token (a fork PR) gets 403 "Resource not accessible by integration" on writes;
+- ``GET /repos/{o}/{r}``: ``permissions`` for a personal token only. The docs mark the field
+  optional and do not say what it means for an installation token; public reports show it missing,
+  or ``push: false``, for installation tokens that can write, so this fake gives them none;
+- ``POST /repos/{o}/{r}/git/refs`` ("Create a reference"): a ref that does not start with
+  ``refs`` and have at least two slashes is rejected, and so is a sha of no object (this fake
+  holds none): 422 for a token that may write, 403 for a read-only one, nothing created;
 - every response carries ``x-ratelimit-*`` headers.
 
 Faults (``fault(...)``), matched by host (``api``/``uploads``/``storage``), method and a regular
@@ -645,7 +651,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "private": gh.private,
                 "default_branch": "main",
             }
-            if token is not None:
+            if token is not None and not token.installation:
                 data["permissions"] = {
                     "admin": False,
                     "maintain": False,
@@ -729,6 +735,12 @@ class _Handler(BaseHTTPRequestHandler):
             if pull is None:
                 return _error(404, "Not Found", "/pulls/pulls#get-a-pull-request")
             return _json(200, {"number": int(m.group(1)), "state": "open", **pull})
+        if rest == "/git/refs" and method == "POST":
+            ref = str((json.loads(body or b"{}") or {}).get("ref") or "")
+            doc = "/git/refs#create-a-reference"
+            if not ref.startswith("refs/") or ref.count("/") < 2:
+                return _error(422, "Reference name is invalid", doc)
+            return _error(422, "Object does not exist", doc)
         m = re.fullmatch(r"/issues/(\d+)/comments", rest)
         if m:
             number = int(m.group(1))

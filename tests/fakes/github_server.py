@@ -11,6 +11,8 @@ Use it from a test module (pytest puts ``tests/`` on sys.path)::
         gh.repo               # "octo/evals"
         gh.stranger_token     # a valid token for another repository: every /repos/octo/evals call is a 404
         gh.immutable_releases = True   # GitHub's immutable releases (see the endpoint list)
+        gh.repo_permissions = "omitted"  # what GET /repos says of a token's permissions: "reported" (default),
+                              # "omitted" or "push-false" (as GitHub answers for installation tokens that can write)
         gh.write_token        # installation token (like GITHUB_TOKEN with contents/pull-requests: write);
                               # login "github-actions[bot]", /user answers 403 like GitHub does
         gh.read_token         # same bot, read-only (a fork PR's token): every write answers 403
@@ -32,7 +34,11 @@ Outside pytest: ``with GitHubServer() as gh: ...`` (or ``gh.start()`` / ``gh.sto
 
 Endpoints (as documented at docs.github.com/rest, paths under the prefix):
   GET  /user
-  GET  /repos/{o}/{r}                                  (``permissions`` for an authenticated caller)
+  GET  /repos/{o}/{r}                                  (``permissions`` for an authenticated caller, as
+                                                      ``repo_permissions`` says)
+  POST /repos/{o}/{r}/git/refs                         (creates nothing: no git objects here, so a token that may
+                                                      write gets 422 "Reference name is invalid" for a ref without
+                                                      two slashes, else "Object does not exist"; read-only: 403)
   GET  /repos/{o}/{r}/immutable-releases               (user tokens: 200 enabled / 404; app tokens: 403)
   GET  /repos/{o}/{r}/releases                         (newest first; drafts only for tokens that can write)
   GET/PATCH/DELETE /repos/{o}/{r}/releases/{id}       (PATCH draft: false publishes; the tag must be free)
@@ -94,6 +100,7 @@ FAULT_KINDS = {
     "garbage": "answer 200 with an HTML body instead of JSON (a proxy's error page)",
     "hang": "wait <delay> seconds (past the client's timeout) without answering, then close",
     "truncate": "do the request, announce the full Content-Length, send half the body (none of an empty one), close",
+    "404": "answer 404 Not Found (a host that does not serve the route: a proxy, an older GitHub Enterprise Server)",
 }
 
 
@@ -208,6 +215,10 @@ class GitHubServer:
         # GitHub's immutable releases: a published release's assets cannot change, and a tag a
         # release used can never be used again (even after that release is deleted).
         self.immutable_releases = immutable_releases
+        # What GET /repos says of the caller's permissions. GitHub's answer for an installation token
+        # (GITHUB_TOKEN) is no evidence: public reports show `push: false`, or no `permissions` at all,
+        # for tokens that can write. "reported": the token's own; "omitted"; "push-false".
+        self.repo_permissions = "reported"
         self.write_token = "ghs_" + secrets.token_hex(18)
         self.read_token = "ghs_" + secrets.token_hex(18)
         self.user_token = "ghp_" + secrets.token_hex(18)
@@ -494,6 +505,11 @@ class GitHubServer:
             return self._page(items, query, f"/releases/{release_id}/assets")
         if m := re.fullmatch(r"/releases/assets/(\d+)", rest):
             return self._asset_route(method, int(m.group(1)), headers, payload)
+        if rest == "/git/refs" and method == "POST":
+            ref = str((payload or {}).get("ref") or "")
+            if not ref.startswith("refs/") or ref.count("/") < 2:
+                return _error(422, "Reference name is invalid")
+            return _error(422, "Object does not exist")  # this fake holds no git objects
         if m := re.fullmatch(r"/issues/(\d+)/comments", rest):
             issue = int(m.group(1))
             if method == "GET":
@@ -662,14 +678,9 @@ class GitHubServer:
             "default_branch": "main",
             "url": f"{self.api_url}/repos/{self.repo}",
         }
-        if token is not None:  # GitHub includes `permissions` for an authenticated caller
-            data["permissions"] = {
-                "admin": False,
-                "maintain": False,
-                "push": token.write,
-                "triage": token.write,
-                "pull": True,
-            }
+        if token is not None and self.repo_permissions != "omitted":  # an authenticated caller's permissions
+            push = token.write and self.repo_permissions == "reported"
+            data["permissions"] = {"admin": False, "maintain": False, "push": push, "triage": push, "pull": True}
         return data
 
     def _release_by_tag(self, tag: str) -> dict[str, Any] | None:
@@ -800,7 +811,7 @@ class _Handler(BaseHTTPRequestHandler):
             response = _xml(403, "AccessDenied", "Request has expired")
         elif fault is not None and fault.kind == "garbage":
             response = _Response(200, b"<html><body>Proxy error</body></html>", {"Content-Type": "text/html"})
-        elif fault is not None and fault.kind in ("500", "502", "503", "429", "secondary", "ratelimit"):
+        elif fault is not None and fault.kind in ("500", "502", "503", "429", "secondary", "ratelimit", "404"):
             response = _fault_response(fault)
         elif role == "storage":
             response = gh._handle_storage(method, url.path, query, self.headers)
@@ -921,6 +932,8 @@ def _fault_response(fault: Fault) -> _Response:
         return _Response(502, b"<html><body><h1>502 Bad Gateway</h1></body></html>", {"Content-Type": "text/html"})
     if fault.kind in ("500", "503"):
         return _error(int(fault.kind), "Server Error")
+    if fault.kind == "404":
+        return _error(404, "Not Found")
     if fault.kind == "429":
         response = _error(429, "Too Many Requests")
         response.headers["Retry-After"] = str(fault.retry_after)

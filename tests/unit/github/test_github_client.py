@@ -429,13 +429,36 @@ def test_a_release_404_when_the_repository_is_not_visible_is_an_error_not_an_emp
     assert caught.value.exit_code == 3
 
 
-def test_the_token_s_write_permission_comes_from_the_repository_permissions(github_api: GitHubServer):
+def test_a_token_is_read_only_only_when_github_refuses_a_harmless_write(github_api: GitHubServer):
+    """``permissions.push: true`` is taken as "can write", at once. Its absence is not taken as
+    "cannot": GitHub leaves ``permissions`` out, or says ``push: false``, for installation tokens
+    that can write. Then the client tries a write no token can carry out (a ref name without two
+    slashes, a sha of no object): 403 proves the token read-only, 422 (GitHub validated the body)
+    shows it may write, anything else establishes nothing. Nothing is ever created."""
     gh = github_api
-    assert gh.client().token_can_write() is True
-    assert gh.client(token=gh.read_token).token_can_write() is False
-    assert gh.client(token=gh.user_token).token_can_write() is True
-    assert gh.client(token="").token_can_write() is None  # anonymous: the API does not say
-    assert gh.client(token=gh.stranger_token).token_can_write() is None
+    assert gh.client().write_access().can_write is True
+    assert gh.client(token=gh.user_token).write_access().can_write is True
+    assert [r.path for r in gh.requests] == [f"/api/v3/repos/{gh.repo}"] * 2  # push: true decides, no probe
+    for answer in ("omitted", "push-false"):
+        gh.repo_permissions = answer
+        access = gh.client().write_access()
+        assert access.can_write is True, access
+        assert "POST /repos/octo/evals/git/refs" in access.asked and "422" in access.answer
+        reader = gh.client(token=gh.read_token).write_access()
+        assert reader.can_write is False and "403 Resource not accessible by integration" in reader.answer
+    probes = [r for r in gh.requests if r.method == "POST"]
+    assert {r.path for r in probes} == {f"/api/v3/repos/{gh.repo}/git/refs"} and gh.releases() == []
+
+    gh.faults.add("POST", r"/git/refs$", "404")
+    unknown = gh.client().write_access()
+    assert unknown.can_write is None and "404" in unknown.answer
+    gh.faults.add("POST", r"/git/refs$", "503", times=5)
+    unknown = gh.client().write_access()
+    assert unknown.can_write is None and "503" in unknown.answer and "gave up after 4 retries" in unknown.answer
+    with pytest.raises(RepositoryNotVisible):  # the repository itself: the error every call gives (exit 3)
+        gh.client(token=gh.stranger_token).write_access()
+    gh.repo_permissions = "reported"
+    assert gh.client(token=gh.read_token).write_access().can_write is False
 
 
 def test_every_retry_is_one_line_in_the_log_and_the_final_error_counts_them(github_api: GitHubServer, capsys):
