@@ -61,7 +61,7 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
     # Never an empty folder: its artifact is then uploaded even when no batch ran, and the gate job's
     # download of both sides finds something.
     (folder / f"{side}-digests.txt").write_text(digests + "\n", encoding="utf-8")
-    print(f"evidence-digest: {digests}")
+    console.result(f"evidence-digest: {digests}")
     if activity.in_actions:
         set_outputs_safely({"evidence-digest": digests, "verdict": "", "promoted": "false"})
     return EXIT_PASS

@@ -105,10 +105,13 @@ def test_run_target_file_must_hold_a_target(tmp_path):
         with_overrides(config, RunOptions(target=str(bad)))
 
 
-def test_in_actions_batches_run_only_in_a_job_that_ran_the_suite():
+def test_in_actions_batches_run_only_in_a_job_that_ran_the_suite_and_never_beside_a_prs_code():
     job = Activity(kind="smoke", why="pull_request", in_actions=True, event_name="pull_request", pr_number=7)
-    assert batches_refused(job, ran_suite=True) is None
+    beside_pr_code = batches_refused(job, ran_suite=True)
+    assert beside_pr_code and "the pull request's code ran in this job" in beside_pr_code
     refused = batches_refused(job, ran_suite=False)
     assert refused and "gates a results file and runs no code of the repository" in refused
+    push = Activity(kind="smoke", why="push", in_actions=True, event_name="push")
+    assert batches_refused(push, ran_suite=True) is None  # a push's code is the branch's own, both sides
     local = Activity(kind="full", why="local")
     assert batches_refused(local, ran_suite=False) is None  # `evalgate gate --results` resumes locally
