@@ -126,7 +126,9 @@ def own_rules_clause(c: Comparison) -> str:
     a reviewer must read the verdict knowing the change set the bar it was measured against."""
     if not c.gate_changes:
         return ""
-    shown = "; ".join(c.gate_changes[:4]) + (f"; and {len(c.gate_changes) - 4} more" if len(c.gate_changes) > 4 else "")
+    # Each change cut on its own, so a metric added with a long spec cannot hide the others' values.
+    listed = [change if len(change) <= 100 else change[:99] + "…" for change in c.gate_changes[:4]]
+    shown = "; ".join(listed) + (f"; and {len(c.gate_changes) - 4} more" if len(c.gate_changes) > 4 else "")
     if c.gate_decided_by:
         return f" This change also changes its own gate, so {c.gate_decided_by} judged it: {shown}."
     return f" This change also changes its own gate against the baseline's: {shown}."
@@ -138,7 +140,9 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     gate with nothing compared)."""
     clause = rerun_clause(c) + own_rules_clause(c)
     if markdown:
-        return Safe(_headline(c, markdown=True) + _Style(True).text(clause))
+        # The clauses are bounded on their own (own_rules_clause lists four changes, each cut): the
+        # headline's usual cut would hide what a PR changed of its own gate.
+        return Safe(_headline(c, markdown=True) + _Style(True).text(clause, 700))
     return _headline(c, markdown=False) + clause
 
 

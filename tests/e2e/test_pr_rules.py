@@ -97,7 +97,9 @@ def test_a_pr_that_loosens_its_own_gate_is_judged_by_the_base_commits_settings(t
     assert "metrics.pass_rate.gate: true → false" in comparison["gate_changes"]
     assert comparison["gate_decided_by"] == f"the base commit {base[:7]}'s evalgate.yml"
     comment = (repo / "out" / "comment.md").read_text(encoding="utf-8")
-    assert f"This change also changes its own gate, so the base commit {base[:7]}'s evalgate.yml judged it" in comment
+    banner = comment.splitlines()[1]
+    assert f"This change also changes its own gate, so the base commit {base[:7]}'s evalgate.yml judged it" in banner
+    assert "tolerance: 0.02 → 0.5" in banner and "cut" not in banner  # the reviewer sees what it loosened
 
 
 def test_without_the_base_commit_the_baseline_runs_settings_decide(tmp_path):
