@@ -20,7 +20,7 @@ from evals.common.errors import InputFileError, UsageError
 from evals.compare.analysis import compare
 from evals.run.execution import execute
 from evals.run.targets.code import TargetFailure, build_target
-from evals.run.targets.endpoint import parse_retry_after
+from evals.run.targets.formats import parse_retry_after
 from evals.suite.cases import Case
 
 CASE = Case(id="c1", input="hello", expected="hello", tags={"language": "ko"}, metadata={"m": 1})
