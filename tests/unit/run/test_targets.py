@@ -271,6 +271,19 @@ def test_openai_request_and_response(tmp_path: Path, openai_server: OpenAIServer
     assert target.observed() == {"system_fingerprint": ["fp_local"]}
 
 
+def test_openai_cached_and_reasoning_tokens_are_counted_and_priced(tmp_path, openai_server, monkeypatch) -> None:
+    """Prompt-cache hits are part of prompt_tokens, priced at price_cache_read_per_mtok instead of
+    the input price; reasoning tokens are part of completion_tokens, recorded apart."""
+    openai_server.cached_tokens, openai_server.reasoning_tokens = 3, 5
+    prices = {"price_in_per_mtok": 2.0, "price_out_per_mtok": 10.0, "price_cache_read_per_mtok": 0.5}
+    target = openai_target(tmp_path, openai_server, monkeypatch, system_prompt="system.md", **prices)
+    out = call(target)
+    assert (out.tokens_in, out.tokens_out) == (4, 6)
+    assert out.metadata["tokens_cache_read"] == 3 and out.metadata["tokens_reasoning"] == 5
+    assert "tokens_cache_write" not in out.metadata
+    assert out.cost_usd == pytest.approx((1 * 2.0 + 3 * 0.5 + 6 * 10.0) / 1e6)
+
+
 def test_openai_messages_input_is_sent_as_is_and_tool_calls_kept(tmp_path, openai_server, monkeypatch) -> None:
     tool_call = {"id": "t1", "type": "function", "function": {"name": "lookup", "arguments": '{"q": "x"}'}}
     openai_server.responder = lambda body: {"content": None, "tool_calls": [tool_call]}
