@@ -116,14 +116,8 @@ class AnthropicMessages(WireFormat):
     def parse(self, reply: Reply) -> dict[str, Any]:
         data = jsonsafe.loads(reply.body)
         content = data["content"]
-        if data.get("type", "message") != "message" or not isinstance(content, list):
+        if data.get("type", "message") != "message" or not _valid_blocks(content):
             raise TypeError
-        for block in content:  # a tool_use must name a tool and carry an input object
-            if not isinstance(block, dict) or (
-                block.get("type") == "tool_use"
-                and not (isinstance(block.get("name"), str) and isinstance(block.get("input"), dict))
-            ):
-                raise TypeError
         usage = data.get("usage") or {}
         return {
             "content": content,
@@ -132,7 +126,7 @@ class AnthropicMessages(WireFormat):
         }
 
     def is_stored(self, data: Any) -> bool:
-        return isinstance(data, dict) and isinstance(data.get("content"), list) and isinstance(data.get("usage"), dict)
+        return isinstance(data, dict) and _valid_blocks(data.get("content")) and isinstance(data.get("usage"), dict)
 
     def turn(self, data: dict[str, Any], usage: Usage) -> Turn:
         content = data["content"]
@@ -193,6 +187,18 @@ class AnthropicMessages(WireFormat):
             if kind
             else f"HTTP {reply.status}: {excerpt(message, limit)}"
         )
+
+
+def _valid_blocks(content: Any) -> bool:
+    """Content blocks the loop can read: objects, a ``tool_use`` naming a tool with an input object."""
+    return isinstance(content, list) and all(
+        isinstance(block, dict)
+        and (
+            block.get("type") != "tool_use"
+            or (isinstance(block.get("name"), str) and isinstance(block.get("input"), dict))
+        )
+        for block in content
+    )
 
 
 def _tool(tool: Tool) -> dict[str, Any]:

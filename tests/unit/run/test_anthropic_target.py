@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from fakes.anthropic_server import (
     AnthropicServer,
+    malformed,
     overloaded,
     rate_limited,
     status,
@@ -146,7 +147,8 @@ def test_overloaded_rate_limited_server_errors_and_cut_bodies_are_retried(tmp_pa
     anthropic_server.script("City2", status(500))
     anthropic_server.script("City3", truncated())
     anthropic_server.script("City4", overloaded(retry_after="0"), after=1)  # in the loop, after the tool ran
-    results = run(suite(tmp_path, anthropic_server, n=6), tmp_path / "r.json")
+    anthropic_server.script("City5", malformed())  # a whole reply whose JSON is cut
+    results = run(suite(tmp_path, anthropic_server, n=7), tmp_path / "r.json")
     assert all(a.passed for a in attempts(results)), [a.error for a in attempts(results) if a.error]
     retried = {c.id: c.attempts[0].retry_history for c in results.cases}
     assert "overloaded_error" in retried["c00"][0].message and retried["c00"][0].status == 529
@@ -154,7 +156,8 @@ def test_overloaded_rate_limited_server_errors_and_cut_bodies_are_retried(tmp_pa
     assert "api_error" in retried["c02"][0].message
     assert "connection error" in retried["c03"][0].message or "malformed" in retried["c03"][0].message
     assert retried["c04"][0].message.startswith("step 2: HTTP 529 overloaded_error")
-    assert not retried["c05"]
+    assert "malformed response" in retried["c05"][0].message
+    assert not retried["c06"]
 
 
 def test_an_error_reply_names_anthropics_error_type_and_is_not_retried(tmp_path, anthropic_server, monkeypatch):
