@@ -28,7 +28,7 @@ GIT_TIMEOUT_S = 300
 # What a model target's run records about it that decides its answers, per kind, beside its
 # base_url; anything else in params (tools, steps) is code or a loop this record cannot rebuild.
 RECORDED = {
-    "openai": ("temperature", "seed", "max_tokens", "top_p"),
+    "openai": ("api", "temperature", "seed", "max_tokens", "max_output_tokens", "top_p"),
     "anthropic": (
         "platform",
         "region",
@@ -40,8 +40,8 @@ RECORDED = {
         "cache_prompt",
     ),
 }
-# A recorded key left out means the default (the record writes cache_prompt only when it is off).
-UNRECORDED = {"cache_prompt": True}
+# A recorded key left out means the default (the record writes these only when they are not).
+UNRECORDED: dict[str, object] = {"cache_prompt": True, "api": "chat"}
 LEARNT = {"system_fingerprint"}  # what the server told the run, not configuration
 
 

@@ -138,9 +138,26 @@ class ModelParams(StrictModel):
 
 class OpenAIParams(ModelParams):
     base_url: BaseURL = "https://api.openai.com/v1"
+    api: Literal["chat", "responses"] = Field(
+        default="chat",
+        description="chat: Chat Completions (POST <base_url>/chat/completions); responses: the Responses API "
+        "(POST <base_url>/responses, stateless: store false, the conversation sent with every step).",
+    )
     api_key_env: str | None = "OPENAI_API_KEY"
-    seed: int | None = None
-    max_tokens: int | None = None
+    seed: int | None = Field(default=None, description="Chat Completions only.")
+    max_tokens: int | None = Field(default=None, description="Chat Completions only (responses: max_output_tokens).")
+    max_output_tokens: Annotated[int, Field(ge=1)] | None = Field(default=None, description="Responses only.")
+
+    @model_validator(mode="after")
+    def _api_params(self) -> OpenAIParams:
+        other = {"chat": ("max_output_tokens",), "responses": ("seed", "max_tokens")}[self.api]
+        if given := [key for key in other if getattr(self, key) is not None]:
+            instead = {"max_tokens": " (write max_output_tokens)", "max_output_tokens": " (write max_tokens)"}
+            raise ValueError(
+                f"{given[0]} is not a parameter of api: {self.api}{instead.get(given[0], '')}: the "
+                f"{'Responses API has no seed' if given[0] == 'seed' else 'API refuses it'}"
+            )
+        return self
 
 
 def _anthropic_root(value: str | None) -> str | None:

@@ -1,7 +1,8 @@
 """The model target (docs/spec.md#model-targets): the one loop every wire format runs — one keep-alive
 connection pool, the server's ``Retry-After`` honoured, the response cache, the tool loop, the
 exchange recorded as the attempt's trace, usage and cost. What a format's requests and replies
-look like is its ``WireFormat`` (``evals.run.targets.formats``: ``openai_chat``, ``anthropic``)."""
+look like is its ``WireFormat`` (``evals.run.targets.formats``: ``openai_chat``, ``openai_responses``,
+``anthropic``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from evals.run.targets.base import EXCERPT_CHARS, Target, TargetFailure, TargetO
 from evals.run.targets.formats import Call, Turn, Usage, WireFormat, parse_retry_after
 from evals.run.targets.headers import expand_headers, headers_digest
 from evals.run.targets.openai_chat import OpenAIChat
+from evals.run.targets.openai_responses import OpenAIResponses
 from evals.run.targets.tools import load_tools, run_tool
 from evals.suite.config import RetrySpec
 from evals.suite.targets import AnthropicTarget, ModelParams, OpenAITarget
@@ -71,11 +73,13 @@ class ModelTarget(Target):
                 raise InputFileError(prompt_path, "system prompt file not found", f"{label}.system_prompt") from None
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputFileError(prompt_path, f"cannot read the system prompt: {exc}") from None
-        self.format: WireFormat = (
-            OpenAIChat(spec.openai, self.tools, self.system_prompt)
-            if isinstance(spec, OpenAITarget)
-            else AnthropicMessages(spec.anthropic, self.tools, self.system_prompt)
-        )
+        self.format: WireFormat
+        if isinstance(spec, AnthropicTarget):
+            self.format = AnthropicMessages(spec.anthropic, self.tools, self.system_prompt)
+        elif spec.openai.api == "responses":
+            self.format = OpenAIResponses(spec.openai, self.tools, self.system_prompt)
+        else:
+            self.format = OpenAIChat(spec.openai, self.tools, self.system_prompt)
         key_env = spec.anthropic.key_env if isinstance(spec, AnthropicTarget) else p.api_key_env
         # The key goes only in the one header its format carries it in (docs/spec.md#target-headers):
         # Authorization: Bearer for OpenAI, Bedrock and Vertex, x-api-key for Anthropic; the

@@ -2,7 +2,7 @@
 and headers it posts with, the request body it builds from a conversation and the tools, how its
 reply reads (text, tool calls, finish reason, usage), how its conversation goes on after tool calls,
 which HTTP statuses are the world's (retried) and how its error JSON names what went wrong. One
-module per format (``openai_chat``, ``anthropic``) implements ``WireFormat``; the one loop that
+module per format (``openai_chat``, ``openai_responses``, ``anthropic``) implements ``WireFormat``; the one loop that
 uses them — connection pool, retries, cache, tool runs, traces, usage and cost — is
 ``evals.run.targets.endpoint``.
 
@@ -113,8 +113,8 @@ def _count(value: Any, total: int | None, *, least: int) -> int | None:
 
 class WireFormat(ABC):
     """One API's request and reply shapes, made from the target's params and tools. ``name`` is
-    what messages call it (``openai chat completions``), ``kind`` the target's config key, which
-    keys the response cache too (so two formats never share an entry); ``url`` where every request
+    what messages call it (``openai chat completions``), ``kind`` what keys the response cache
+    (so two formats never share an entry); ``url`` where every request
     goes; ``key_header`` the one header the key of ``api_key_env`` goes in (``key_value`` its
     value), ``fixed_headers`` what else the format sends with every request."""
 

@@ -79,14 +79,14 @@ class OpenAIChat(WireFormat):
     def turn(self, data: dict[str, Any], usage: Usage) -> Turn:
         choice = data["choice"]
         message = choice["message"]
-        text = _text(message.get("content"))
+        text = content_text(message.get("content"))
         counts = data.get("usage") or {}
         usage.add(
             counts.get("prompt_tokens"),
             counts.get("completion_tokens"),
             answered=bool(text.strip()),
-            read=_detail(counts, "prompt_tokens_details", "cached_tokens"),
-            reasoning=_detail(counts, "completion_tokens_details", "reasoning_tokens"),
+            read=usage_detail(counts, "prompt_tokens_details", "cached_tokens"),
+            reasoning=usage_detail(counts, "completion_tokens_details", "reasoning_tokens"),
         )
         calls = [
             Call(c.get("id"), *_function(c), raw=c) for c in message.get("tool_calls") or [] if isinstance(c, dict)
@@ -112,12 +112,13 @@ def _tool(tool: Tool) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def _detail(usage: dict[str, Any], details: str, key: str) -> Any:
+def usage_detail(usage: dict[str, Any], details: str, key: str) -> Any:
+    """``usage[details][key]`` (0 when the reply does not say)."""
     part = usage.get(details)
     return part.get(key, 0) if isinstance(part, dict) else 0
 
 
-def _text(content: Any) -> str:
+def content_text(content: Any) -> str:
     if isinstance(content, list):  # content parts
         return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content if isinstance(content, str) else ""
@@ -134,7 +135,7 @@ def conversation_events(messages: list[Any]) -> list[dict[str, Any]]:
     for message in messages:
         if not isinstance(message, dict):
             continue
-        text = _text(message.get("content"))
+        text = content_text(message.get("content"))
         for call in message.get("tool_calls") or []:
             if isinstance(call, dict):
                 name, arguments = _function(call)

@@ -138,3 +138,21 @@ def test_a_recorded_anthropic_target_is_rebuilt_with_its_platform_and_the_suites
     assert "suite's own target is not anthropic" in _recorded_target(
         openai, tmp_path / "evalgate.yml", _baseline(target)
     )
+
+
+def test_a_recorded_responses_target_is_rebuilt_on_the_responses_api(tmp_path):
+    config = _openai_suite(tmp_path)
+    target = _recorded(api="responses", max_output_tokens=64).model_copy(update={"system_prompt": PROMPT})
+    side = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(target))
+    assert not isinstance(side, str), side
+    try:
+        ran = with_overrides(config, RunOptions(target=side.target)).target.openai
+        assert (ran.api, ran.max_output_tokens, ran.max_tokens) == ("responses", 64, None)
+    finally:
+        remove_baseline_side(side)
+    chat = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(_recorded()))
+    assert not isinstance(chat, str)
+    try:  # a record from before api: existed is Chat Completions
+        assert with_overrides(config, RunOptions(target=chat.target)).target.openai.api == "chat"
+    finally:
+        remove_baseline_side(chat)

@@ -68,14 +68,14 @@ def cases(n: int) -> list[dict[str, Any]]:
 def suite(tmp_path: Path, server: AnthropicServer, n: int = 40, cache: bool = False, **anthropic: Any) -> Path:
     """A suite of ``n`` weather cases on the server, the response cache off unless ``cache``."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    (tmp_path / "agent_tools.py").write_text(TOOLS, encoding="utf-8")
+    (tmp_path / "anthropic_agent_tools.py").write_text(TOOLS, encoding="utf-8")
     (tmp_path / "system.md").write_text(PROMPT, encoding="utf-8")
     target = {
         "anthropic": {
             "base_url": server.url,
             "model": "anthropic:claude-sonnet-4-5",
             "system_prompt": "system.md",
-            "tools": {"get_weather": "agent_tools:get_weather"},
+            "tools": {"get_weather": "anthropic_agent_tools:get_weather"},
             **PRICES,
             **anthropic,
         }
