@@ -1,7 +1,7 @@
 """Where more evidence re-runs the baseline's side (docs/spec.md#more-evidence): a git worktree of the baseline's
-commit, or — where git cannot give it — the ``openai`` target the baseline run recorded, when that
-record defines the target on its own (its endpoint, model, sampling parameters and system prompt;
-no tools, which are code). The slices were chosen because of the first look, so the baseline's
+commit, or — where git cannot give it — the model target (``openai``, ``anthropic``) the baseline run
+recorded, when that record defines the target on its own (its endpoint, model, sampling parameters
+and system prompt; no tools, which are code). The slices were chosen because of the first look, so the baseline's
 stored values cannot stand in for fresh attempts (``benchmarks/sim_evidence.py`` measures the
 false fails that would cause); where neither way works, more evidence says why and does not run."""
 
@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.report.facts import without_paths
-from evals.suite.targets import OpenAITarget
 
 if TYPE_CHECKING:
     from evals.results.model import Results, TargetInfo
@@ -26,9 +25,23 @@ if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
 GIT_TIMEOUT_S = 300
-# What an openai run records about its target that decides its answers; anything else in params
-# (tools, steps) is code or a loop this record cannot rebuild.
-SAMPLING = ("temperature", "seed", "max_tokens", "top_p")
+# What a model target's run records about it that decides its answers, per kind, beside its
+# base_url; anything else in params (tools, steps) is code or a loop this record cannot rebuild.
+RECORDED = {
+    "openai": ("api", "temperature", "seed", "max_tokens", "max_output_tokens", "top_p"),
+    "anthropic": (
+        "platform",
+        "region",
+        "project",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "stop_sequences",
+        "cache_prompt",
+    ),
+}
+# A recorded key left out means the default (the record writes these only when they are not).
+UNRECORDED: dict[str, object] = {"cache_prompt": True, "api": "chat"}
 LEARNT = {"system_fingerprint"}  # what the server told the run, not configuration
 
 
@@ -59,7 +72,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def prepare_baseline_side(config: SuiteConfig, config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
-    """The baseline's commit in a worktree; else its recorded openai target; else why neither."""
+    """The baseline's commit in a worktree; else its recorded model target; else why neither."""
     worktree = _worktree(config_path, baseline)
     if isinstance(worktree, BaselineSide):
         return worktree
@@ -117,28 +130,32 @@ def _worktree(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str
 
 
 def _recorded_target(config: SuiteConfig, config_path: Path, baseline: Results) -> BaselineSide | str:
-    """The baseline's openai target rebuilt from its results file, run with the suite's config (its
-    cases and scorers; the key, headers and prices of the suite's own openai target: credentials
-    are never recorded), or why the record does not define it."""
+    """The baseline's model target rebuilt from its results file, run with the suite's config (its
+    cases and scorers; the key, headers and prices of the suite's own target of that kind:
+    credentials are never recorded), or why the record does not define it."""
     target = baseline.run.target
     kind = target.kind if target else "no"
-    if target is None or kind != "openai":
-        return f"the baseline's recorded target is {kind}, which is code: only an openai target runs from its record"
-    if not isinstance(config.target, OpenAITarget):
-        return "the suite's own target is not openai, so the key and headers the baseline's endpoint needs are unknown"
+    if target is None or kind not in RECORDED:
+        return (
+            f"the baseline's recorded target is {kind}, which is code: only a model target (openai, anthropic) "
+            "runs from its record"
+        )
+    if getattr(config.target, kind, None) is None:
+        return f"the suite's own target is not {kind}, so the key and headers the baseline's endpoint needs are unknown"
     params = {k: v for k, v in target.params.items() if k not in LEARNT}
     if "base_url" not in params or not target.model:
-        return "the baseline's recorded openai target names no endpoint or model"
-    beyond = sorted(set(params) - {"base_url", "system_prompt", *SAMPLING})
+        return f"the baseline's recorded {kind} target names no endpoint or model"
+    beyond = sorted(set(params) - {"base_url", "system_prompt", *RECORDED[kind]})
     if beyond:
-        return f"the baseline's openai target used {', '.join(beyond)} (tools are code): only its commit can re-run it"
+        return f"the baseline's {kind} target used {', '.join(beyond)} (tools are code): only its commit can re-run it"
     prompt = _prompt_text(config, target)
     if prompt is not None and not isinstance(prompt, bytes):
         return prompt
     definition = {
         "base_url": params["base_url"],
         "model": target.model,
-        **{k: params.get(k) for k in SAMPLING},
+        # Every recorded key given, None included: the suite's own value must not fill a gap.
+        **{k: params.get(k, UNRECORDED.get(k)) for k in RECORDED[kind]},
         "tools": {},
         "system_prompt": None,
     }
@@ -147,12 +164,12 @@ def _recorded_target(config: SuiteConfig, config_path: Path, baseline: Results) 
     if prompt is not None:
         (scratch / "system-prompt.txt").write_bytes(prompt)
         definition["system_prompt"] = str(scratch / "system-prompt.txt")  # absolute: read as it is
-    (scratch / "target.json").write_text(json.dumps({"openai": definition}), encoding="utf-8")
+    (scratch / "target.json").write_text(json.dumps({kind: definition}), encoding="utf-8")
     return BaselineSide(
         key=f"recorded-target-{digest[:40]}",
         config_path=config_path.resolve(),
         cwd=Path.cwd(),
-        description=f"re-run from the baseline's recorded openai target ({target.model} at {params['base_url']})",
+        description=f"re-run from the baseline's recorded {kind} target ({target.model} at {params['base_url']})",
         target=str(scratch / "target.json"),
         scratch=scratch,
     )

@@ -14,7 +14,7 @@ from evals.suite.strict import StrictModel
 if TYPE_CHECKING:
     from evals.suite.yamlsource import Located
 
-CacheableKind = Literal["openai", "python", "command"]
+CacheableKind = Literal["openai", "anthropic", "python", "command"]
 
 # Kinds that opt in with cache.key: their code's files are in the key, but not what else their
 # answers depend on (a value in their env, a data file, a model behind an API they call).
@@ -22,13 +22,13 @@ KEYED_KINDS = ("python", "command")
 DEFAULT_MAX_BYTES = 512 << 20
 
 
-def _openai_only() -> list[CacheableKind]:  # a def, not a lambda: mypy types the lambda's list as list[str]
-    return ["openai"]
+def _model_targets() -> list[CacheableKind]:  # a def, not a lambda: mypy types the lambda's list as list[str]
+    return ["openai", "anthropic"]
 
 
 class CacheSpec(StrictModel):
-    """The response cache, on by default for the openai target and the judge; the
-    config's ``cache: false`` turns it off."""
+    """The response cache, on by default for the model targets (openai, anthropic) and the judge;
+    the config's ``cache: false`` turns it off."""
 
     dir: str = Field(
         default=".evalgate/cache",
@@ -36,10 +36,10 @@ class CacheSpec(StrictModel):
         "folder to give actions/cache.",
     )
     targets: list[CacheableKind] = Field(
-        default_factory=_openai_only,
-        description="Target kinds served from the cache (a kind or a list). openai is keyed by its exact request; "
-        "python and command only with `key` set (their code's files are keyed, what else they read is not); "
-        "[] for none.",
+        default_factory=_model_targets,
+        description="Target kinds served from the cache (a kind or a list). openai and anthropic are keyed by "
+        "their exact request; python and command only with `key` set (their code's files are keyed, what else "
+        "they read is not); [] for none.",
     )
     judge: bool = Field(default=True, description="Serve the judge scorer's verdicts from the cache too.")
     key: Annotated[str, Field(min_length=1)] | None = Field(

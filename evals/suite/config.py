@@ -25,7 +25,15 @@ from evals.results import console
 from evals.suite.caching import CacheSpec, check_cache_key
 from evals.suite.limits import LimitsSpec, check_cost_limit, read_old_run_timeout, warn_old_run_timeout
 from evals.suite.strict import StrictModel
-from evals.suite.targets import CommandTarget, OpenAITarget, PythonTarget, Target
+from evals.suite.targets import (
+    MODEL_KINDS,
+    TARGET_KINDS,
+    CommandTarget,
+    OpenAITarget,
+    PythonTarget,
+    Target,
+    model_params,
+)
 from evals.suite.yamlsource import Located, load_yaml, validation_error
 
 DEFAULT_CONFIG = "evalgate.yml"
@@ -413,9 +421,7 @@ def load_config(path: str | Path | None = None) -> SuiteConfig:
     try:
         config = SuiteConfig.model_validate(src.data)
     except ValidationError as exc:
-        raise validation_error(
-            src, exc, "config", union_tags=("python", "command", "openai"), model=SuiteConfig
-        ) from None
+        raise validation_error(src, exc, "config", union_tags=TARGET_KINDS, model=SuiteConfig) from None
     config._root = path.resolve().parent
     config._path = path
     _check_metric_names(config, src)
@@ -529,15 +535,18 @@ def config_json_schema() -> dict[str, Any]:
 def target_from_file(config: SuiteConfig, path: Path) -> Target | None:
     """``evalgate run --target FILE``: the target FILE defines (JSON, the config's ``target:``
     mapping) instead of the config's — how more evidence re-runs a baseline from its recorded
-    target. When both are ``openai``, what FILE leaves out (the key's variable, headers, prices:
-    transport and credentials, which a results file never records) comes from the config's own."""
+    target. When both are the same model kind (``openai``, ``anthropic``), what FILE leaves out (the
+    key's variable, headers, prices: transport and credentials, which a results file never records)
+    comes from the config's own."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InputFileError(path, f"cannot read a target from it ({exc})", "--target") from None
     own = config.target
-    if isinstance(data, dict) and isinstance(data.get("openai"), dict) and isinstance(own, OpenAITarget):
-        data = {"openai": {**own.openai.model_dump(exclude_unset=True), **data["openai"]}}
+    kind = next((k for k in MODEL_KINDS if isinstance(data, dict) and isinstance(data.get(k), dict)), None)
+    ours = model_params(own) if kind is not None and getattr(own, kind, None) is not None else None
+    if ours is not None and kind is not None:
+        data = {kind: {**ours.model_dump(exclude_unset=True), **data[kind]}}
     try:
         return SuiteConfig.model_validate({"suite": "t", "cases": [], "target": data}).target
     except ValidationError as exc:
@@ -563,8 +572,9 @@ def _check_paths(config: SuiteConfig, src: Located) -> None:
         named += [(["target", "path", i], entry) for i, entry in enumerate(target.path)]
     elif isinstance(target, CommandTarget) and target.cwd:
         named.append((["target", "cwd"], target.cwd))
-    elif isinstance(target, OpenAITarget) and target.openai.system_prompt:
-        named.append((["target", "openai", "system_prompt"], target.openai.system_prompt))
+    elif (model := model_params(target)) is not None and model.system_prompt:
+        kind = "openai" if isinstance(target, OpenAITarget) else "anthropic"
+        named.append((["target", kind, "system_prompt"], model.system_prompt))
     top = repository_root(config.root)
     for loc, raw in named:
         line = src.line_of(loc)

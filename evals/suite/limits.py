@@ -11,6 +11,7 @@ from pydantic import Field
 from evals.common.errors import InputFileError, UsageError
 from evals.results import console
 from evals.suite.strict import StrictModel
+from evals.suite.targets import OpenAITarget, model_params
 
 
 class LimitsSpec(StrictModel):
@@ -77,16 +78,17 @@ def check_cost_limit(config: Any, src: Any) -> None:
                 "set the judge's price_in_per_mtok and price_out_per_mtok (USD per million tokens of its model), or "
                 "limit tokens with limits.max_tokens instead",
             )
-    openai = getattr(config.target, "openai", None)
-    if openai is None:
+    model = model_params(config.target)
+    if model is None:
         return
-    if openai.price_in_per_mtok is None and openai.price_out_per_mtok is None:
+    if model.price_in_per_mtok is None and model.price_out_per_mtok is None:
+        kind = "openai" if isinstance(config.target, OpenAITarget) else "anthropic"
         line = src.line_of(["limits", "max_cost_usd"])
         raise InputFileError(
             f"{src.path}:{line}" if line else src.path,
-            "limits.max_cost_usd cannot be enforced: the openai target has no prices, so no attempt would "
+            f"limits.max_cost_usd cannot be enforced: the {kind} target has no prices, so no attempt would "
             "report a cost",
-            "set target.openai.price_in_per_mtok and price_out_per_mtok (USD per million tokens, from your "
+            f"set target.{kind}.price_in_per_mtok and price_out_per_mtok (USD per million tokens, from your "
             "provider's price list), or limit tokens with limits.max_tokens instead",
         )
 

@@ -9,7 +9,11 @@ answered first (a fault in the middle of an agent's loop, whose steps share the 
 responder may answer with tool calls (``tool_calls(("name", {args}), ...)``). It records every
 request body and headers, and the highest number of requests in flight at once. ``Sampled`` is a
 responder that answers like a sampled model: right with a probability per model and question, a
-fresh draw per request (what a more-evidence batch needs).
+fresh draw per request (what a more-evidence batch needs). ``cached_tokens`` and
+``reasoning_tokens`` make every reply's usage report that many prompt tokens read from OpenAI's
+prompt cache (``prompt_tokens_details.cached_tokens``, part of ``prompt_tokens``) and reasoning
+tokens (``completion_tokens_details.reasoning_tokens``, part of ``completion_tokens``), as
+https://platform.openai.com/docs/api-reference/chat/object describes.
 
 asyncio rather than ``http.server``: a thread per connection costs ~0.4 ms of CPU per request
 under the GIL, which at 2,000 requests is as much as the whole ideal run time the benchmark
@@ -138,6 +142,8 @@ class OpenAIServer:
         self.latency = latency
         self.responder: Responder = responder or last_user_text
         self.fingerprint = fingerprint
+        self.cached_tokens = 0
+        self.reasoning_tokens = 0
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.calls: Counter[str] = Counter()
@@ -203,6 +209,13 @@ class OpenAIServer:
         message = reply if isinstance(reply, dict) else {"role": "assistant", "content": reply}
         message.setdefault("role", "assistant")
         prompt = sum(len(str(m.get("content", "")).split()) for m in body.get("messages", []))
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": len(str(message.get("content") or "").split()) + self.reasoning_tokens,
+        }
+        if self.cached_tokens or self.reasoning_tokens:
+            usage["prompt_tokens_details"] = {"cached_tokens": min(self.cached_tokens, prompt)}
+            usage["completion_tokens_details"] = {"reasoning_tokens": self.reasoning_tokens}
         return {
             "id": "chatcmpl-local",
             "object": "chat.completion",
@@ -211,7 +224,7 @@ class OpenAIServer:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
             ],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": len(str(message.get("content") or "").split())},
+            "usage": usage,
         }
 
     # ----------------------------------------------------------------------------------- HTTP

@@ -50,7 +50,7 @@ from evals.results.spend import JudgeUsage
 from evals.run.cache import ResponseCache
 from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
-from evals.run.targets.endpoint import RETRYABLE_STATUS, parse_retry_after
+from evals.run.targets.formats import RETRYABLE_STATUS, parse_retry_after
 from evals.suite.cases import Case
 from evals.suite.targets import BaseURL, ModelName
 

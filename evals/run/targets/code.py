@@ -1,5 +1,5 @@
 """The target kinds that run the user's code (docs/spec.md#targets): a Python callable and a command; the
-OpenAI-compatible chat endpoint is in ``evals.run.targets.endpoint``, and ``build_target`` makes the
+model targets (every wire format) are in ``evals.run.targets.endpoint``, and ``build_target`` makes the
 configured one. Per-attempt timeouts are the runner's job: it cancels ``call``, and every target
 cleans up on cancellation (the command target kills its whole process group)."""
 
@@ -26,11 +26,11 @@ from evals.run.cache import ResponseCache
 from evals.run.containment import ATTEMPT_ENV, DaemonThreads, attempt_mark, kill_marked, kill_session
 from evals.run.targets.base import Target, TargetFailure, TargetOutput, case_payload, excerpt, unpack_result
 from evals.run.targets.cached import CachedTarget
-from evals.run.targets.endpoint import OpenAIChatTarget
+from evals.run.targets.endpoint import ModelTarget
 from evals.run.targets.identity import command_code, python_code
 from evals.run.targets.loading import import_callable
 from evals.suite.config import SuiteConfig
-from evals.suite.targets import CommandTarget, PythonTarget
+from evals.suite.targets import CommandTarget, OpenAITarget, PythonTarget
 
 if TYPE_CHECKING:
     from evals.suite.cases import Case
@@ -272,7 +272,8 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
     spec = config.target
     if spec is None:
         raise UsageError(
-            f"{config.path or 'config'}: no target: to run the suite, add target: with python:, command: or openai:"
+            f"{config.path or 'config'}: no target: to run the suite, add target: with python:, command:, openai: "
+            "or anthropic:"
         )
     serves = config.cache.serves if config.cache is not None else None
     if isinstance(spec, PythonTarget):
@@ -294,12 +295,13 @@ def build_target(config: SuiteConfig, cache: ResponseCache | None = None) -> Tar
             identity = {"command": target.argv, "cwd": spec.cwd, "env": sorted(spec.env), "code": code}
             target = CachedTarget(target, cache, identity, config.timeout_s)
         return target
-    return OpenAIChatTarget(
+    kind = "openai" if isinstance(spec, OpenAITarget) else "anthropic"
+    return ModelTarget(
         spec,
         config.root,
         config.timeout_s,
         config.retries,
-        lambda *key: config.where("target", "openai", *key),
-        cache=cache if serves is not None and serves("openai") else None,
+        lambda *key: config.where("target", kind, *key),
+        cache=cache if serves is not None and serves(kind) else None,
         concurrency=config.concurrency,
     )

@@ -1,6 +1,6 @@
-"""The tools the ``openai`` target runs itself (``target.openai.tools``, docs/spec.md#tool-loop): Python callables,
-sync or async, offered to the model as functions whose JSON Schema comes from their signature,
-and called with the arguments the model chose.
+"""The tools a model target runs itself (``target.<format>.tools``, docs/spec.md#tool-loop): Python callables,
+sync or async, offered to the model as functions whose JSON Schema comes from their signature (each
+wire format wraps it in its own ``tools`` entry), and called with the arguments the model chose.
 
 Whatever goes wrong in a call — arguments that are not a JSON object or do not fit the signature,
 a tool the config does not have, an exception, the per-call timeout — is the model's trajectory
@@ -43,13 +43,16 @@ class Tool:
         given says, and what its arguments are checked against (None: no signature)."""
         return _arguments_model(self.signature)
 
-    def schema(self) -> dict[str, Any]:
-        """The ``tools`` entry of a chat request."""
-        function: dict[str, Any] = {"name": self.name, "parameters": _parameters(self.arguments)}
+    @functools.cached_property
+    def parameters(self) -> dict[str, Any]:
+        """JSON Schema of the arguments, which every format's ``tools`` entry carries."""
+        return _parameters(self.arguments)
+
+    @functools.cached_property
+    def description(self) -> str | None:
+        """The docstring's first paragraph: what the model is told the tool does."""
         doc = inspect.getdoc(self.fn)
-        if doc:
-            function["description"] = doc.split("\n\n", 1)[0].strip()
-        return {"type": "function", "function": function}
+        return doc.split("\n\n", 1)[0].strip() if doc else None
 
 
 def _arguments_model(signature: inspect.Signature | None) -> type[BaseModel] | None:
@@ -75,22 +78,23 @@ def _parameters(model: type[BaseModel] | None) -> dict[str, Any]:
     return schema
 
 
-def load_tools(spec: dict[str, str], root: Path, where: Callable[[], str]) -> dict[str, Tool]:
+def load_tools(spec: dict[str, str], root: Path, where: Callable[[], str], label: str) -> dict[str, Tool]:
     """The configured tools, imported with the config folder importable. ``where()``: the config's
-    ``file:line`` of ``tools:``, which every error names (asked for only on the way to an error)."""
+    ``file:line`` of ``tools:``, which every error names (asked for only on the way to an error);
+    ``label`` the config's key of the target (``target.openai``)."""
     tools = {}
     for name, ref in spec.items():
         try:
             fn = import_callable(ref, root, [], f"tool {name}")
         except UsageError as exc:
-            raise UsageError(f"{where()}: target.openai.tools: {exc}") from None
+            raise UsageError(f"{where()}: {label}.tools: {exc}") from None
         try:
             signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
             signature = None  # builtins without one: called with what the model sends
         if signature is not None and any(p.kind == p.POSITIONAL_ONLY for p in signature.parameters.values()):
             raise UsageError(
-                f"{where()}: target.openai.tools: tool {name} ({ref}) takes positional-only parameters; the model "
+                f"{where()}: {label}.tools: tool {name} ({ref}) takes positional-only parameters; the model "
                 "passes arguments by name, so make them ordinary parameters"
             )
         tools[name] = Tool(name, ref, fn, signature)

@@ -115,3 +115,47 @@ def test_in_actions_batches_run_only_in_a_job_that_ran_the_suite_and_never_besid
     assert batches_refused(push, ran_suite=True) is None  # a push's code is the branch's own, both sides
     local = Activity(kind="full", why="local")
     assert batches_refused(local, ran_suite=False) is None  # `evalgate gate --results` resumes locally
+
+
+def test_a_recorded_anthropic_target_is_rebuilt_with_its_platform_and_the_suites_key(tmp_path):
+    params = {"base_url": "http://127.0.0.1:9", "model": "anthropic:claude-new", "api_key_env": "MY_KEY"}
+    config = load_suite(tmp_path, echo_cases(3), target={"anthropic": {**params, "temperature": 0.1, "top_p": 0.5}})
+    recorded = {
+        "base_url": "http://127.0.0.1:9",
+        "platform": "anthropic",
+        "max_tokens": 512,
+        "temperature": 0.7,
+        "system_prompt": {"path": "p.md", "sha256": SHA},
+    }
+    target = TargetInfo(kind="anthropic", model="anthropic:claude-old", params=recorded, system_prompt=PROMPT)
+    side = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(target))
+    assert not isinstance(side, str), side
+    try:
+        ran = with_overrides(config, RunOptions(target=side.target)).target.anthropic
+        assert (ran.model, ran.max_tokens, ran.temperature, ran.top_p) == ("anthropic:claude-old", 512, 0.7, None)
+        assert ran.api_key_env == "MY_KEY" and ran.cache_prompt is True and ran.platform == "anthropic"
+        assert "recorded anthropic target" in side.description
+    finally:
+        remove_baseline_side(side)
+    openai = _openai_suite(tmp_path / "o")
+    assert "suite's own target is not anthropic" in _recorded_target(
+        openai, tmp_path / "evalgate.yml", _baseline(target)
+    )
+
+
+def test_a_recorded_responses_target_is_rebuilt_on_the_responses_api(tmp_path):
+    config = _openai_suite(tmp_path)
+    target = _recorded(api="responses", max_output_tokens=64).model_copy(update={"system_prompt": PROMPT})
+    side = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(target))
+    assert not isinstance(side, str), side
+    try:
+        ran = with_overrides(config, RunOptions(target=side.target)).target.openai
+        assert (ran.api, ran.max_output_tokens, ran.max_tokens) == ("responses", 64, None)
+    finally:
+        remove_baseline_side(side)
+    chat = _recorded_target(config, tmp_path / "evalgate.yml", _baseline(_recorded()))
+    assert not isinstance(chat, str)
+    try:  # a record from before api: existed is Chat Completions
+        assert with_overrides(config, RunOptions(target=chat.target)).target.openai.api == "chat"
+    finally:
+        remove_baseline_side(chat)

@@ -16,7 +16,7 @@ from fakes.suites import write_suite
 from evals.common.errors import InputFileError
 from evals.results.model import Results, load_results
 from evals.results.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, tool_pairs
-from evals.run.targets.endpoint import conversation_events
+from evals.run.targets.openai_chat import conversation_events
 
 CALL = {"kind": "tool_call", "name": "search", "content": '{"q": "x"}'}
 RESULT = {"kind": "tool_result", "name": "search", "content": "found"}

@@ -20,7 +20,7 @@ from evals.common.errors import InputFileError, UsageError
 from evals.compare.analysis import compare
 from evals.run.execution import execute
 from evals.run.targets.code import TargetFailure, build_target
-from evals.run.targets.endpoint import parse_retry_after
+from evals.run.targets.formats import parse_retry_after
 from evals.suite.cases import Case
 
 CASE = Case(id="c1", input="hello", expected="hello", tags={"language": "ko"}, metadata={"m": 1})
@@ -269,6 +269,19 @@ def test_openai_request_and_response(tmp_path: Path, openai_server: OpenAIServer
     assert info.params["system_prompt"]["sha256"].startswith("sha256:")
     assert "sk-test" not in repr(info) and target.secrets == ("sk-test-0123456789",)
     assert target.observed() == {"system_fingerprint": ["fp_local"]}
+
+
+def test_openai_cached_and_reasoning_tokens_are_counted_and_priced(tmp_path, openai_server, monkeypatch) -> None:
+    """Prompt-cache hits are part of prompt_tokens, priced at price_cache_read_per_mtok instead of
+    the input price; reasoning tokens are part of completion_tokens, recorded apart."""
+    openai_server.cached_tokens, openai_server.reasoning_tokens = 3, 5
+    prices = {"price_in_per_mtok": 2.0, "price_out_per_mtok": 10.0, "price_cache_read_per_mtok": 0.5}
+    target = openai_target(tmp_path, openai_server, monkeypatch, system_prompt="system.md", **prices)
+    out = call(target)
+    assert (out.tokens_in, out.tokens_out) == (4, 6)
+    assert out.metadata["tokens_cache_read"] == 3 and out.metadata["tokens_reasoning"] == 5
+    assert "tokens_cache_write" not in out.metadata
+    assert out.cost_usd == pytest.approx((1 * 2.0 + 3 * 0.5 + 6 * 10.0) / 1e6)
 
 
 def test_openai_messages_input_is_sent_as_is_and_tool_calls_kept(tmp_path, openai_server, monkeypatch) -> None:
