@@ -1055,10 +1055,17 @@ def test_the_action_refuses_install_in_a_job_that_gates_a_results_file(tmp_path:
     script = tmp_path / "install.sh"
     script.write_text(install["run"], encoding="utf-8")
     env = {"PATH": os.environ["PATH"], "EXTRA_INSTALL": "-r requirements.txt", "EVALGATE_RESULTS": "results.json"}
-    env |= {"BASE_PYTHON": "/nonexistent/python", "RUNNER_TEMP": str(tmp_path)}
+    # Every variable of the step's env: is set (to "" for an input not given), as the runner does.
+    env |= {"BASE_PYTHON": "/nonexistent/python", "RUNNER_TEMP": str(tmp_path), "EVALGATE_EVIDENCE_SIDE": ""}
+    assert set(install["env"]) <= set(env)
     done = subprocess.run([*BASH, str(script)], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2 and "gates a results file" in done.stderr
     assert not (tmp_path / "evalgate-venv").exists()  # refused before anything was installed
+    # A side job of more evidence gates nothing: it runs the suite's batches, and may install for them.
+    side = subprocess.run(
+        [*BASH, str(script)], env={**env, "EVALGATE_EVIDENCE_SIDE": "candidate"}, capture_output=True, text=True
+    )
+    assert "gates a results file" not in side.stderr
 
 
 # Appended to the PR's bot.py: what the suite's code finds of the credential actions/checkout persisted.
