@@ -28,17 +28,26 @@ def _provider_model(value: str) -> str:
     return value
 
 
-def _base_url(value: str) -> str:
-    """An OpenAI-format base URL is the API's root: the client appends the route to it."""
+def _route_in(value: str, routes: tuple[str, ...]) -> tuple[str, str] | None:
+    """The route of ``routes`` that ``value``'s path ends in, and the root before it (a
+    base URL copied from a request example holds the route evalgate appends), else None."""
     parts = urllib.parse.urlsplit(value.strip())
     path = parts.path.rstrip("/")
-    for route in ("/chat/completions", "/completions", "/responses"):
+    for route in routes:
         if path.endswith(route):
-            root = urllib.parse.urlunsplit(parts._replace(path=path[: -len(route)], query=""))
-            raise ValueError(
-                f"{value!r} ends in {route}, which evalgate appends itself: write the API's root, {root!r} "
-                "(the base URL as OpenAI's SDKs take it, e.g. https://api.openai.com/v1)"
-            )
+            return route, urllib.parse.urlunsplit(parts._replace(path=path[: -len(route)], query=""))
+    return None
+
+
+def _base_url(value: str) -> str:
+    """An OpenAI-format base URL is the API's root: the client appends the route to it."""
+    if found := _route_in(value, ("/chat/completions", "/completions", "/responses")):
+        route, root = found
+        raise ValueError(
+            f"{value!r} ends in {route}, which evalgate appends itself: write the API's root, {root!r} "
+            "(the base URL as OpenAI's SDKs take it, e.g. https://api.openai.com/v1)"
+        )
+    parts = urllib.parse.urlsplit(value.strip())
     if parts.query:
         raise ValueError(
             f"{value!r} has a query (?{parts.query}): evalgate appends /chat/completions to the base URL, so a "
@@ -164,15 +173,13 @@ def _anthropic_root(value: str | None) -> str | None:
     """Anthropic's base URL is the host root, as its SDKs take it: evalgate appends /v1/messages."""
     if value is None:
         return None
+    if found := _route_in(value, ("/v1/messages", "/messages", "/v1")):
+        route, root = found
+        raise ValueError(
+            f"{value!r} ends in {route}: an anthropic base_url is the host root, as Anthropic's SDKs take it "
+            f"(evalgate appends /v1/messages, or the Bedrock or Vertex route): write {root!r}"
+        )
     parts = urllib.parse.urlsplit(value.strip())
-    path = parts.path.rstrip("/")
-    for route in ("/v1/messages", "/messages", "/v1"):
-        if path.endswith(route):
-            root = urllib.parse.urlunsplit(parts._replace(path=path[: -len(route)], query=""))
-            raise ValueError(
-                f"{value!r} ends in {route}: an anthropic base_url is the host root, as Anthropic's SDKs take it "
-                f"(evalgate appends /v1/messages, or the Bedrock or Vertex route): write {root!r}"
-            )
     if parts.query:
         raise ValueError(f"{value!r} has a query (?{parts.query}): write the host root, the route is appended to it")
     return value

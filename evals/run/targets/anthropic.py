@@ -92,12 +92,6 @@ class AnthropicMessages(WireFormat):
         pairs = (("temperature", p.temperature), ("top_p", p.top_p), ("stop_sequences", p.stop_sequences))
         return {k: v for k, v in pairs if v is not None}
 
-    def conversation(self, value: Any) -> list[Any]:
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            return list(value["messages"])
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return [{"role": "user", "content": text}]
-
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:
         events = []
         if self.system_prompt is not None:

@@ -12,6 +12,7 @@ complete, which is also what the response cache stores (so an entry replays like
 from __future__ import annotations
 
 import email.utils
+import json
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -127,10 +128,16 @@ class WireFormat(ABC):
     def key_value(self, key: str) -> str:
         return f"Bearer {key}"
 
-    @abstractmethod
+    # The messages before the user's own: the system prompt, where the format puts it among them.
+    preamble: tuple[dict[str, Any], ...] = ()
+
     def conversation(self, value: Any) -> list[Any]:
         """The messages a case starts: its own ``{"messages": [...]}``, or its input as the user's
-        message (after the system prompt, where the format puts it in the messages)."""
+        message (after :attr:`preamble`)."""
+        if isinstance(value, dict) and isinstance(value.get("messages"), list):
+            return list(value["messages"])
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+        return [*self.preamble, {"role": "user", "content": text}]
 
     @abstractmethod
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:

@@ -7,7 +7,6 @@ usage from ``prompt_tokens`` / ``completion_tokens``, the prompt-cache hits from
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from evals.common import jsonsafe
@@ -26,18 +25,12 @@ class OpenAIChat(WireFormat):
 
     def __init__(self, params: OpenAIParams, tools: dict[str, Tool], system_prompt: str | None):
         self.p = params
-        self.system = [{"role": "system", "content": system_prompt}] if system_prompt is not None else []
+        self.preamble = ({"role": "system", "content": system_prompt},) if system_prompt is not None else ()
         self.url = params.base_url.rstrip("/") + "/chat/completions"
         self.fixed_headers: dict[str, str] = {}
         # Built once: the same for every request of the run.
         self.tools = [_tool(tool) for tool in tools.values()]
         self.sampling = {k: v for k in SAMPLING if (v := getattr(params, k)) is not None}
-
-    def conversation(self, value: Any) -> list[Any]:
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            return list(value["messages"])
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return [*self.system, {"role": "user", "content": text}]
 
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:
         return conversation_events(messages)

@@ -15,7 +15,6 @@ tools. Usage: ``input_tokens`` (with ``input_tokens_details.cached_tokens``), ``
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from evals.common import jsonsafe
@@ -53,12 +52,6 @@ class OpenAIResponses(WireFormat):
         head.update(self.sampling)
         head["store"] = False
         self.head = head
-
-    def conversation(self, value: Any) -> list[Any]:
-        if isinstance(value, dict) and isinstance(value.get("messages"), list):
-            return list(value["messages"])
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-        return [{"role": "user", "content": text}]
 
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:
         events = []
