@@ -98,6 +98,14 @@ class AnthropicMessages(WireFormat):
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
         return [{"role": "user", "content": text}]
 
+    def prompt(self, static: str, rest: str) -> list[Any]:
+        """The static part its own text block, marked as a cache breakpoint: Anthropic caches only a
+        prefix that ends at one."""
+        first: dict[str, Any] = {"type": "text", "text": static}
+        if self.p.cache_prompt:
+            first["cache_control"] = BREAKPOINT
+        return [{"role": "user", "content": [first, {"type": "text", "text": rest}]}]
+
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:
         events = []
         if self.system_prompt is not None:
