@@ -19,8 +19,10 @@ from fakes.anthropic_server import anthropic_server as anthropic_server  # the f
 from fakes.anthropic_server import overloaded
 from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.responses_server import responses_server as responses_server  # the fixture
+from test_judge_spend import PRICE_IN, PRICE_OUT, evalgate, judged_suite
 
 from evals.common.errors import UsageError
+from evals.results.model import load_results
 from evals.run.scorers.base import Score, ScorerUnavailable
 from evals.run.scorers.judge import Judge, JudgeParams
 from evals.suite.cases import Case
@@ -173,3 +175,31 @@ def test_an_anthropic_judges_key_is_its_platforms_variable(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(UsageError, match="api_key_env is by default ANTHROPIC_API_KEY, which is not set"):
         Judge(JudgeParams(model="anthropic:claude-haiku-4-5", rubric=RUBRIC), Path("."))
+
+
+def test_a_run_records_the_anthropic_judges_cached_tokens_and_prices_them(tmp_path, anthropic_server, monkeypatch):
+    """Through the runner: every judged attempt after the first reads the judge's static prefix
+    from the prompt cache, and its judge_usage (the run's spend) prices it at the cache-read price."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    anthropic_server.responder = grader
+    judge = {
+        "model": "anthropic:claude-haiku-4-5",
+        "base_url": anthropic_server.url,
+        "api_key_env": "ANTHROPIC_API_KEY",
+        "price_cache_read_per_mtok": 5.0,
+        "price_cache_write_per_mtok": 62.5,
+    }
+    config = judged_suite(tmp_path, anthropic_server.url, 4, target_cost=0.0, judge=judge)
+    done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    usage = [a.judge_usage for c in load_results(tmp_path / "r.json").cases for a in c.attempts]
+    assert all(u is not None for u in usage)
+    written = [u for u in usage if u and u.tokens_cache_write]
+    read = [u for u in usage if u and u.tokens_cache_read]
+    assert len(written) == 1 and len(read) == 3  # concurrency 1: the first call writes, the others read
+    for u in usage:
+        assert u is not None and u.tokens_in is not None and u.tokens_out is not None
+        cached_read, cached_write = u.tokens_cache_read or 0, u.tokens_cache_write or 0
+        fresh = u.tokens_in - cached_read - cached_write
+        expected = (fresh * PRICE_IN + cached_read * 5.0 + cached_write * 62.5 + u.tokens_out * PRICE_OUT) / 1e6
+        assert u.cost_usd == pytest.approx(expected)
