@@ -39,9 +39,20 @@ class JudgeUsage(BaseModel):
     tokens_out: Annotated[int, Field(ge=0)] | None = Field(
         default=None, description="Completion tokens the endpoint reported; null when a call reported none."
     )
+    tokens_cache_read: Annotated[int, Field(ge=0)] | None = Field(
+        default=None,
+        description="Of tokens_in, those the provider read from its prompt cache (priced at the judge's "
+        "price_cache_read_per_mtok); null when no call reported any.",
+    )
+    tokens_cache_write: Annotated[int, Field(ge=0)] | None = Field(
+        default=None,
+        description="Of tokens_in, those written to the provider's prompt cache (Anthropic's "
+        "cache_creation_input_tokens); null when no call reported any.",
+    )
     cost_usd: Annotated[float, Field(ge=0)] | None = Field(
         default=None,
-        description="Tokens × the judge's price_in_per_mtok/price_out_per_mtok (USD); null without prices or usage.",
+        description="Tokens × the judge's price_in_per_mtok/price_out_per_mtok, cached tokens at its cache prices "
+        "(USD); null without prices or usage.",
     )
 
     @property
@@ -56,10 +67,15 @@ class JudgeUsage(BaseModel):
         def add(a: Any, b: Any) -> Any:
             return None if a is None or b is None else a + b
 
+        def part(a: int | None, b: int | None) -> int | None:  # a part none reported is none, not unknown
+            return None if a is None and b is None else (a or 0) + (b or 0)
+
         return JudgeUsage(
             calls=self.calls + other.calls,
             tokens_in=add(self.tokens_in, other.tokens_in),
             tokens_out=add(self.tokens_out, other.tokens_out),
+            tokens_cache_read=part(self.tokens_cache_read, other.tokens_cache_read),
+            tokens_cache_write=part(self.tokens_cache_write, other.tokens_cache_write),
             cost_usd=add(self.cost_usd, other.cost_usd),
         )
 

@@ -2,20 +2,25 @@
 second version skipping a tool while giving the same answers. The gate fails naming the trajectory
 unit while pass_rate is unchanged; the report shows the advisory ``trajectory_changed`` and the
 aligned tool sequences; ``evalgate trace`` reads the case from the results file and from the
-history, and ``history show --metric tool_calls`` has the target's tool calls."""
+history, and ``history show --metric tool_calls`` has the target's tool calls. The same agent runs
+on each wire format (evalgate.yml, evalgate.responses.yml, evalgate.anthropic.yml) against that
+format's local server, with the same verdicts."""
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fakes.anthropic_server import AnthropicServer
 from fakes.openai_server import OpenAIServer
 from fakes.paths import ROOT
+from fakes.responses_server import ResponsesServer
 
 from evals.compare.analysis import compare, load_runs
 from evals.report.html import render_html
@@ -24,6 +29,7 @@ from evals.run.execution import execute
 from evals.suite.config import load_config
 
 EXAMPLE = ROOT / "examples" / "agent"
+KEY = "sk-ant-local-example"
 
 
 def evalgate(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -57,6 +63,42 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
         server.responder = functools.partial(respond, regress=True)
         execute(load_config(config), folder / "candidate.json", progress=False)
     return folder
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses", "anthropic"])
+def test_the_agent_runs_on_every_format_and_its_gate_fails_on_the_skipped_tool(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Each format's config against its server (serve.py --format): tool calls traced, tokens
+    counted, and version 2, which skips to_fahrenheit, fails on the trajectory, not the answers."""
+    folder = tmp_path / "agent"
+    shutil.copytree(EXAMPLE, folder, ignore=shutil.ignore_patterns("__pycache__", ".evalgate"))
+    sys.path.insert(0, str(folder))
+    try:
+        from model import RESPONDERS
+    finally:
+        sys.path.remove(str(folder))
+    name = {"chat": "evalgate.yml", "responses": "evalgate.responses.yml", "anthropic": "evalgate.anthropic.yml"}[kind]
+    respond = RESPONDERS[kind]
+    servers = {"chat": OpenAIServer, "responses": ResponsesServer, "anthropic": AnthropicServer}
+    server = servers[kind](api_key=KEY) if kind == "anthropic" else servers[kind]()
+    server.responder = respond
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)  # the key evalgate.anthropic.yml's server takes (serve.py)
+    config = folder / name
+    text = config.read_text(encoding="utf-8")
+    config.write_text(re.sub(r"http://127\.0\.0\.1:8765(/v1)?", server.url, text), encoding="utf-8")
+    with server:
+        execute(load_config(config), folder / "baseline.json", progress=False)
+        server.responder = functools.partial(respond, regress=True)
+        execute(load_config(config), folder / "candidate.json", progress=False)
+    paris = next(c for c in load_results(folder / "baseline.json").cases if c.id == "paris-f").attempts[0]
+    assert paris.passed and paris.output == "FINAL ANSWER: 68" and paris.tokens_in and paris.tokens_out
+    assert [e.name for e in paris.trace if e.kind == "tool_call"] == ["get_weather", "to_fahrenheit"]
+    done = evalgate(
+        "compare", "--baseline", "baseline.json", "--candidate", "candidate.json", "--config", name, cwd=folder
+    )
+    assert done.returncode == 1, done.stderr
+    assert "fail: regression: tool_sequence on unit=F -1" in done.stdout
 
 
 def test_the_gate_fails_on_the_trajectory_while_pass_rate_is_unchanged(runs: Path):

@@ -186,8 +186,9 @@ class AnthropicServer(OpenAIServer):
         vertex_token: str = "ya29.vertex-token-test-0123456789",
         min_cache_tokens: int = 1024,
         latency: float = 0.0,
+        port: int = 0,
     ):
-        super().__init__(latency=latency, responder=responder or last_user_text)
+        super().__init__(latency=latency, responder=responder or last_user_text, port=port)
         self.api_key = api_key
         self.bedrock_token = bedrock_token
         self.vertex_token = vertex_token

@@ -112,8 +112,10 @@ class ResponsesServer(OpenAIServer):
     """The plumbing and fault scripting of ``OpenAIServer``, speaking the Responses API; ``api_key``
     is what ``Authorization: Bearer`` must carry (None: no key checked)."""
 
-    def __init__(self, *, api_key: str | None = None, min_cache_tokens: int = 1024, latency: float = 0.0):
-        super().__init__(latency=latency, responder=last_user_text)
+    def __init__(
+        self, *, api_key: str | None = None, min_cache_tokens: int = 1024, latency: float = 0.0, port: int = 0
+    ):
+        super().__init__(latency=latency, responder=last_user_text, port=port)
         self.api_key = api_key
         self.min_cache_tokens = min_cache_tokens
         self.reasoning_tokens = 0

@@ -1,19 +1,27 @@
-"""The model-graded scorer ``judge`` (docs/spec.md#judge): an OpenAI-compatible chat endpoint reads the
-case's input, reference answer (if any) and the output against a rubric, and answers with a JSON
-verdict. The verdict and the judge's reasoning are kept in the attempt (``metadata.judge``).
+"""The model-graded scorer ``judge`` (docs/spec.md#judge): a model reads the case's input, reference
+answer (if any) and the output against a rubric, and answers with a JSON verdict. The verdict and
+the judge's reasoning are kept in the attempt (``metadata.judge``). It speaks the wire formats of
+the model targets (``evals.run.targets.formats``: its request body, reply, usage, retryable
+statuses, error words and key header are the format's): Anthropic Messages for an ``anthropic:``
+model (on ``platform`` anthropic, bedrock or vertex), OpenAI Responses with ``api: responses``,
+else OpenAI Chat Completions.
 
 The graded output is written by the system under test, so it may try to grade itself: carry a
 heading that looks like the prompt's rubric, a verdict line, a ready-made reply. The prompt
 therefore gives its instructions first and frames the input, reference and output as data between
 marker lines that carry a random nonce drawn for each call (redrawn if any framed text contains
-it), so no framed text can close its block or forge the next one. The verdict is read only from
-the judge's own reply: the whole reply must be one JSON object carrying that call's nonce; a JSON
-object found somewhere in prose (it may be quoted from the output) is never taken.
+it), so no framed text can close its block or forge the next one. The instructions and rubric are
+a static prefix, byte-identical for every call of a judge, and the nonce comes only after them,
+so a provider's prompt cache serves that prefix (Anthropic's marked with a cache breakpoint). The
+verdict is read only from the judge's own reply: the whole reply must be one JSON object carrying
+that call's nonce; a JSON object found somewhere in prose (it may be quoted from the output) is
+never taken.
 
-Every call the endpoint answers is paid for, a reply out of format included: its usage (and, with
-``price_in_per_mtok``/``price_out_per_mtok``, its cost) goes with the verdict into the attempt's
-``judge_usage``, so the run's spend and ``limits`` count the judge beside the target. A verdict
-from the response cache paid nothing.
+Every call the endpoint answers is paid for, a reply out of format included: its usage, prompt-cache
+reads and writes included (and, with ``price_in_per_mtok``/``price_out_per_mtok``, its cost, the
+cached tokens at ``price_cache_read_per_mtok``/``price_cache_write_per_mtok``), goes with the
+verdict into the attempt's ``judge_usage``, so the run's spend and ``limits`` count the judge
+beside the target. A verdict from the response cache paid nothing.
 
 A judge that cannot give a verdict — unreachable, 408/409/429/5xx or a timeout after its retries,
 a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply not in that format —
@@ -22,7 +30,7 @@ raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answe
 ```yaml
 scorers:
   - judge:
-      model: openai:gpt-4o-mini          # provider:model_name
+      model: openai:gpt-4o-mini          # provider:model_name; anthropic:claude-… speaks Messages
       base_url: https://api.openai.com/v1
       api_key_env: OPENAI_API_KEY        # or null for a local server
       rubric: The answer states the capital and nothing false.   # or rubric_file: rubric.md
@@ -38,9 +46,9 @@ import re
 import secrets
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from evals.common import jsonsafe
 from evals.common.confine import confined
@@ -50,26 +58,54 @@ from evals.results.spend import JudgeUsage
 from evals.run.cache import ResponseCache
 from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
-from evals.run.targets.formats import RETRYABLE_STATUS, parse_retry_after
+from evals.run.targets.anthropic import AnthropicMessages
+from evals.run.targets.formats import Turn, Usage, WireFormat, cost, parse_retry_after
+from evals.run.targets.openai_chat import OpenAIChat
+from evals.run.targets.openai_responses import OpenAIResponses
 from evals.suite.cases import Case
-from evals.suite.targets import BaseURL, ModelName
+from evals.suite.targets import AnthropicParams, ModelName, OpenAIParams
 
-PROMPT_TEMPLATE = Path(__file__).parent / "templates" / "judge.md.j2"
+TEMPLATES = Path(__file__).parent / "templates"
+PROMPT_TEMPLATE = TEMPLATES / "judge.md.j2"  # the static prefix: instructions and rubric
+FRAMED_TEMPLATE = TEMPLATES / "judge_framed.md.j2"  # the call's nonce and the data it frames
 EXCERPT_CHARS = 300
 NONCE_BYTES = 8
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)  # the one wrapper models add unasked
+ANTHROPIC_PREFIX = "anthropic:"
 
 
 class JudgeParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    model: ModelName
-    base_url: BaseURL = "https://api.openai.com/v1"
-    api_key_env: str | None = "OPENAI_API_KEY"
+    model: ModelName = Field(
+        description="provider:model_name; anthropic:<name> speaks Anthropic Messages, any other OpenAI's API."
+    )
+    base_url: str | None = Field(
+        default=None,
+        description="openai: the API's root (https://api.openai.com/v1 when unset); anthropic: the host root, as "
+        "target.anthropic.base_url.",
+    )
+    api: Literal["chat", "responses"] = Field(
+        default="chat", description="An OpenAI judge's API: Chat Completions or the Responses API."
+    )
+    platform: Literal["anthropic", "bedrock", "vertex"] | None = Field(
+        default=None, description="An anthropic: judge's platform, as target.anthropic.platform (anthropic when unset)."
+    )
+    region: str | None = Field(default=None, description="bedrock/vertex: as target.anthropic.region.")
+    project: str | None = Field(default=None, description="vertex: as target.anthropic.project.")
+    api_key_env: str | None = Field(
+        default="OPENAI_API_KEY",
+        description="The variable holding the key, or null for a local server; an anthropic: judge's default is "
+        "its platform's, as target.anthropic.api_key_env.",
+    )
     rubric: str | None = None
     rubric_file: str | None = Field(default=None, description="A file holding the rubric, relative to the config.")
     temperature: float | None = 0.0
-    max_tokens: int | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = Field(
+        default=None,
+        description="The most tokens a verdict may have (Responses: max_output_tokens; anthropic: 1024 when unset, "
+        "as the Messages API requires one).",
+    )
     timeout_s: Annotated[float, Field(gt=0)] = 60.0
     retries: Annotated[int, Field(ge=0)] = 3
     backoff_s: Annotated[float, Field(ge=0)] = 1.0
@@ -84,12 +120,54 @@ class JudgeParams(BaseModel):
     price_out_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
         default=None, description="USD per million completion tokens of the judge's model (see price_in_per_mtok)."
     )
+    price_cache_read_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million prompt tokens read from the provider's prompt cache; unset: price_in_per_mtok.",
+    )
+    price_cache_write_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
+        default=None,
+        description="USD per million prompt tokens written to the provider's prompt cache (Anthropic's "
+        "cache_creation_input_tokens); unset: price_in_per_mtok.",
+    )
 
     @model_validator(mode="after")
     def _one_rubric(self) -> JudgeParams:
         if (self.rubric is None) == (self.rubric_file is None):
             raise ValueError("give the judge exactly one of rubric: (text) or rubric_file: (a path)")
+        self.wire_params()  # the format's own checks (a base_url with its route, a platform without region)
         return self
+
+    def wire_params(self) -> OpenAIParams | AnthropicParams:
+        """The judge as the params of the model target of its format, for that format to build its
+        requests from (docs/spec.md#judge)."""
+        given = self.model_fields_set
+        common: dict[str, Any] = {"model": self.model, "temperature": self.temperature}
+        if "api_key_env" in given or not self.model.startswith(ANTHROPIC_PREFIX):
+            common["api_key_env"] = self.api_key_env
+        if self.base_url is not None:
+            common["base_url"] = self.base_url
+        try:
+            if self.model.startswith(ANTHROPIC_PREFIX):
+                if "api" in given:
+                    raise ValueError("api: is an openai judge's (an anthropic: model speaks Messages)")
+                extra = {k: getattr(self, k) for k in ("platform", "region", "project") if getattr(self, k)}
+                if self.max_tokens is not None:
+                    extra["max_tokens"] = self.max_tokens
+                return AnthropicParams(**common, **extra)
+            if given & {"platform", "region", "project"}:
+                raise ValueError("platform:, region: and project: are an anthropic: judge's (model: anthropic:<name>)")
+            common["max_output_tokens" if self.api == "responses" else "max_tokens"] = self.max_tokens
+            return OpenAIParams(**common, api=self.api)
+        except ValidationError as exc:
+            raise ValueError("; ".join(str(e["msg"]).removeprefix("Value error, ") for e in exc.errors())) from None
+
+
+def judge_format(wire: OpenAIParams | AnthropicParams) -> WireFormat:
+    """The judge's wire format: the one the model target of that model and api would speak, with no
+    tools and no system prompt (the instructions are part of the one prompt, docs/spec.md#judge)."""
+    if isinstance(wire, AnthropicParams):
+        return AnthropicMessages(wire, {}, None)
+    return (OpenAIResponses if wire.api == "responses" else OpenAIChat)(wire, {}, None)
 
 
 class Judge:
@@ -108,27 +186,34 @@ class Judge:
                 raise InputFileError(path, f"cannot read the judge's rubric_file: {exc}") from None
         else:
             self.rubric = params.rubric or ""
-        headers = {"Content-Type": "application/json"}
-        if params.api_key_env:
-            key = os.environ.get(params.api_key_env)
+        wire = params.wire_params()
+        self.format = judge_format(wire)
+        key_env = wire.key_env if isinstance(wire, AnthropicParams) else wire.api_key_env
+        # The key goes only in the one header its format carries it in (docs/spec.md#target-headers).
+        headers = {"Content-Type": "application/json", **self.format.fixed_headers}
+        if key_env:
+            key = os.environ.get(key_env)
             if not key:
                 raise UsageError(
-                    f"judge: api_key_env names {params.api_key_env}, which is not set: export it, or set "
-                    "api_key_env: null for an endpoint without a key"
+                    f"judge: api_key_env {'names' if 'api_key_env' in params.model_fields_set else 'is by default'} "
+                    f"{key_env}, which is not set: export it, or set api_key_env: null for an endpoint without a key"
                 )
-            headers["Authorization"] = f"Bearer {key}"
-        self.url = params.base_url.rstrip("/") + "/chat/completions"
+            headers[self.format.key_header] = self.format.key_value(key)
+        self.url = self.format.url
         self.pool = KeepAlivePool(self.url, headers, connect_timeout_s=min(10.0, params.timeout_s / 2))
         import jinja2  # here: `evalgate run` without a judge does not pay for it at start-up
 
         env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
         source = PROMPT_TEMPLATE.read_text(encoding="utf-8")
-        self.template = env.from_string(source)
-        self.template_sha256 = hashlib.sha256(source.encode("utf-8")).hexdigest()
+        framed = FRAMED_TEMPLATE.read_text(encoding="utf-8")
+        # Rendered once: the prefix every call of this judge starts with, byte for byte.
+        self.static = env.from_string(source).render(rubric=self.rubric)
+        self.template = env.from_string(framed)
+        self.template_sha256 = hashlib.sha256((source + framed).encode("utf-8")).hexdigest()
 
-    def prompt(self, output: Any, case: Case) -> tuple[str, str]:
-        """(the prompt, its nonce). The nonce is fresh for every call: one seen in an earlier
-        prompt (or reply) is of no use to an output graded later."""
+    def _framed(self, output: Any, case: Case) -> tuple[str, str]:
+        """(the part of the prompt after the static prefix, its nonce). The nonce is fresh for every
+        call: one seen in an earlier prompt (or reply) is of no use to an output graded later."""
         framed = {
             "input": as_text(case.input),
             "expected": None if case.expected is None else as_text(case.expected),
@@ -137,15 +222,15 @@ class Judge:
         nonce = secrets.token_hex(NONCE_BYTES)
         while any(text is not None and nonce in text for text in framed.values()):
             nonce = secrets.token_hex(NONCE_BYTES)
-        return self.template.render(rubric=self.rubric, nonce=nonce, **framed), nonce
+        return self.template.render(nonce=nonce, **framed), nonce
 
-    def _request(self, prompt: str) -> bytes:
-        p = self.params
-        body: dict[str, Any] = {"model": p.model.split(":", 1)[1], "messages": [{"role": "user", "content": prompt}]}
-        if p.temperature is not None:
-            body["temperature"] = p.temperature
-        if p.max_tokens is not None:
-            body["max_tokens"] = p.max_tokens
+    def prompt(self, output: Any, case: Case) -> tuple[str, str]:
+        """(the prompt, its nonce): the static prefix, then the nonce and the data it frames."""
+        rest, nonce = self._framed(output, case)
+        return self.static + rest, nonce
+
+    def _request(self, rest: str) -> bytes:
+        body = self.format.body(self.format.prompt(self.static, rest))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
     def cache_key(self, output: Any, case: Case) -> str | None:
@@ -195,9 +280,9 @@ class Judge:
         resends: list[RetryRecord] = []
         paid: JudgeUsage | None = None
         for attempt in range(p.retries + 1):
-            prompt, nonce = self.prompt(output, case)
+            rest, nonce = self._framed(output, case)
             started = time.perf_counter()
-            problem, retry_after, usage = await self._ask(self._request(prompt), nonce)
+            problem, retry_after, usage = await self._ask(self._request(rest), nonce)
             if usage is not None:
                 paid = usage if paid is None else paid.plus(usage)
             if isinstance(problem, Score):
@@ -226,49 +311,54 @@ class Judge:
             return f"no answer within timeout_s={self.params.timeout_s:g}", 0.0, None
         except HTTPError as exc:  # refused, unreachable, connect timeout, reset, cut-off or malformed answer
             return f"connection error: {type(exc).__name__}: {str(exc) or 'no detail'}", 0.0, None
-        if reply.status in RETRYABLE_STATUS or reply.status >= 500:
-            wait = parse_retry_after(reply.header("retry-after")) or 0.0
-            return f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]}", wait, None
         if reply.status >= 400:
+            if self.format.retryable(reply.status):
+                return (
+                    self.format.error(reply, EXCERPT_CHARS),
+                    parse_retry_after(reply.header("retry-after")) or 0.0,
+                    None,
+                )
             return (
-                f"HTTP {reply.status}: {reply.text[:EXCERPT_CHARS]} (check the judge's model, key and base_url)",
+                f"{self.format.error(reply, EXCERPT_CHARS)} (check the judge's model, key and base_url)",
                 None,
                 None,
             )
-        return (*self._verdict(reply, nonce), self._usage(reply))
+        usage = Usage()
+        try:
+            turn: Turn | None = self.format.turn(self.format.parse(reply), usage)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            turn = None  # a broken or cut-off reply: paid for, its usage unknown
+            usage.tokens_in = usage.tokens_out = None
+        return (*self._verdict(turn, reply, nonce), self._usage(usage))
 
-    def _usage(self, reply: Reply) -> JudgeUsage:
+    def _usage(self, usage: Usage) -> JudgeUsage:
         """An answered call's tokens as the endpoint reports them (None on a side it does not) and
         their cost at the judge's prices (None without prices, or without the tokens a price needs)."""
-        try:
-            usage = jsonsafe.loads(reply.body).get("usage")
-        except (ValueError, AttributeError):
-            usage = None
-        usage = usage if isinstance(usage, dict) else {}
+        p = self.params
+        return JudgeUsage(
+            calls=1,
+            tokens_in=usage.tokens_in,
+            tokens_out=usage.tokens_out,
+            tokens_cache_read=usage.cache_read or None,
+            tokens_cache_write=usage.cache_write or None,
+            cost_usd=cost(
+                usage,
+                p.price_in_per_mtok,
+                p.price_out_per_mtok,
+                p.price_cache_read_per_mtok,
+                p.price_cache_write_per_mtok,
+            ),
+        )
 
-        def count(value: Any) -> int | None:
-            return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-        tokens_in, tokens_out = count(usage.get("prompt_tokens")), count(usage.get("completion_tokens"))
-        price_in, price_out = self.params.price_in_per_mtok, self.params.price_out_per_mtok
-        cost = None
-        # A price without the usage it applies to would understate the cost: unknown instead.
-        if (price_in is not None or price_out is not None) and not (
-            (price_in is not None and tokens_in is None) or (price_out is not None and tokens_out is None)
-        ):
-            cost = ((tokens_in or 0) * (price_in or 0) + (tokens_out or 0) * (price_out or 0)) / 1e6
-        return JudgeUsage(calls=1, tokens_in=tokens_in, tokens_out=tokens_out, cost_usd=cost)
-
-    def _verdict(self, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
-        try:
-            content = jsonsafe.loads(reply.body)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
+    def _verdict(self, turn: Turn | None, reply: Reply, nonce: str) -> tuple[Score | str, float | None]:
+        if turn is None:
             return f"malformed response: {reply.text[:EXCERPT_CHARS] or '(empty body)'}", 0.0
-        found = _judgement(content if isinstance(content, str) else as_text(content), nonce)
+        content = turn.text
+        found = _judgement(content, nonce)
         if isinstance(found, str):
-            return f"{found}: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+            return f"{found}: {content[:EXCERPT_CHARS]!r}", 0.0
         if found[0] is None and found[1] is None:
-            return f"the reply's JSON has neither verdict nor score: {as_text(content)[:EXCERPT_CHARS]!r}", 0.0
+            return f"the reply's JSON has neither verdict nor score: {content[:EXCERPT_CHARS]!r}", 0.0
         return self._score(found), None
 
     def _score(self, found: tuple[bool | None, float | None, str, str | None], *, cached: bool = False) -> Score:

@@ -92,6 +92,14 @@ class AnthropicMessages(WireFormat):
         pairs = (("temperature", p.temperature), ("top_p", p.top_p), ("stop_sequences", p.stop_sequences))
         return {k: v for k, v in pairs if v is not None}
 
+    def prompt(self, static: str, rest: str) -> list[Any]:
+        """The static part its own text block, marked as a cache breakpoint: Anthropic caches only a
+        prefix that ends at one."""
+        first: dict[str, Any] = {"type": "text", "text": static}
+        if self.p.cache_prompt:
+            first["cache_control"] = BREAKPOINT
+        return [{"role": "user", "content": [first, {"type": "text", "text": rest}]}]
+
     def events(self, messages: list[Any]) -> list[dict[str, Any]]:
         events = []
         if self.system_prompt is not None:

@@ -24,7 +24,7 @@ from evals.run.connections import CONNECT_TIMEOUT_S, ConnectTimeout, HTTPError, 
 from evals.run.containment import DaemonThreads
 from evals.run.targets.anthropic import AnthropicMessages
 from evals.run.targets.base import EXCERPT_CHARS, Target, TargetFailure, TargetOutput, Wire, backoff_wait, excerpt
-from evals.run.targets.formats import Call, Turn, Usage, WireFormat, parse_retry_after
+from evals.run.targets.formats import Call, Turn, Usage, WireFormat, cost, parse_retry_after
 from evals.run.targets.headers import expand_headers, headers_digest
 from evals.run.targets.openai_chat import OpenAIChat
 from evals.run.targets.openai_responses import OpenAIResponses
@@ -284,21 +284,10 @@ class ModelTarget(Target):
             ) from None
 
     def _cost(self, usage: Usage) -> float | None:
-        """The attempt's cost from its usage and the prices: prompt-cache reads and writes at their
-        own prices (at the input price when those are not given)."""
         p = self.params
-        price_in, price_out = p.price_in_per_mtok, p.price_out_per_mtok
-        if price_in is None and price_out is None:
-            return None
-        tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
-        if (price_in is not None and tokens_in is None) or (price_out is not None and tokens_out is None):
-            return None  # a price without the usage it applies to would understate the cost
-        read, write = usage.cache_read, usage.cache_write
-        price_in = price_in or 0.0
-        read_price = p.price_cache_read_per_mtok if p.price_cache_read_per_mtok is not None else price_in
-        write_price = p.price_cache_write_per_mtok if p.price_cache_write_per_mtok is not None else price_in
-        fresh = (tokens_in or 0) - read - write
-        return (fresh * price_in + read * read_price + write * write_price + (tokens_out or 0) * (price_out or 0)) / 1e6
+        return cost(
+            usage, p.price_in_per_mtok, p.price_out_per_mtok, p.price_cache_read_per_mtok, p.price_cache_write_per_mtok
+        )
 
     async def aclose(self) -> None:
         if self.tool_threads is not None:

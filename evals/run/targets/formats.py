@@ -103,6 +103,29 @@ class Usage:
         return {k: v for k, v in parts if v}
 
 
+def cost(
+    usage: Usage, price_in: float | None, price_out: float | None, read: float | None, write: float | None
+) -> float | None:
+    """What ``usage`` cost at these prices (USD per million tokens): prompt-cache reads and writes
+    at their own prices (at the input price when those are not given); None without prices, or
+    when a price's tokens are unreported (a sum without them would understate the cost)."""
+    if price_in is None and price_out is None:
+        return None
+    tokens_in, tokens_out = usage.tokens_in, usage.tokens_out
+    if (price_in is not None and tokens_in is None) or (price_out is not None and tokens_out is None):
+        return None
+    price_in = price_in or 0.0
+    read_price = read if read is not None else price_in
+    write_price = write if write is not None else price_in
+    fresh = (tokens_in or 0) - usage.cache_read - usage.cache_write
+    return (
+        fresh * price_in
+        + usage.cache_read * read_price
+        + usage.cache_write * write_price
+        + (tokens_out or 0) * (price_out or 0)
+    ) / 1e6
+
+
 def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -169,6 +192,13 @@ class WireFormat(ABC):
     @abstractmethod
     def params(self) -> dict[str, Any]:
         """The format's own params the run records in ``run.target.params`` (beside the common ones)."""
+
+    def prompt(self, static: str, rest: str) -> list[Any]:
+        """A one-message conversation whose text starts with ``static``, the same for every call
+        (the judge's instructions and rubric, docs/spec.md#judge): one user message, which OpenAI's
+        automatic prompt caching serves by its prefix; a format that must mark the prefix to
+        cache it does so."""
+        return self.conversation(static + rest)
 
     def retryable(self, status: int) -> bool:
         return status in RETRYABLE_STATUS or status >= 500
