@@ -53,6 +53,9 @@ DB_NAME = "cache.sqlite"
 # more-evidence batches included): "off", "0", "false" or "no" turn the cache off.
 CACHE_ENV = "EVALGATE_CACHE"
 OFF_VALUES = frozenset({"off", "0", "false", "no"})
+# The folder to use instead of the config's ``cache.dir``: set by more evidence for the runs in the
+# baseline's throwaway worktree, so they read and write the checkout's folder, which outlives it.
+CACHE_DIR_ENV = "EVALGATE_CACHE_DIR"
 # A temporary file of the first format older than this was left by a writer that died: removed.
 STALE_TEMP_S = 3600.0
 HEADER_LIMIT = 256
@@ -84,13 +87,15 @@ def cache_disabled(env: Mapping[str, str] = os.environ) -> bool:
     return env.get(CACHE_ENV, "").strip().lower() in OFF_VALUES
 
 
-def open_cache(config: SuiteConfig, *, use: bool = True) -> ResponseCache | None:
+def open_cache(config: SuiteConfig, *, use: bool = True, env: Mapping[str, str] = os.environ) -> ResponseCache | None:
     """The config's response cache, or None: no ``cache:`` block, ``--no-cache`` (``use``), or
-    EVALGATE_CACHE=off. Its folder is relative to the config file's folder, like every path in it."""
+    EVALGATE_CACHE=off. Its folder is relative to the config file's folder, like every path in it,
+    unless EVALGATE_CACHE_DIR names another."""
     spec = config.cache
-    if spec is None or not use or cache_disabled():
+    if spec is None or not use or cache_disabled(env):
         return None
-    return ResponseCache(config.resolve(spec.dir), spec.max_bytes, spec.key)
+    folder = Path(env[CACHE_DIR_ENV]) if env.get(CACHE_DIR_ENV) else config.resolve(spec.dir)
+    return ResponseCache(folder, spec.max_bytes, spec.key)
 
 
 def canonical(value: Any) -> bytes:
