@@ -73,14 +73,17 @@ BUSY_TIMEOUT_S = 30.0
 # they key a request.
 ATTEMPT: ContextVar[int] = ContextVar("evalgate_attempt", default=0)
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS entries (
-    key TEXT PRIMARY KEY,
-    size INTEGER NOT NULL,
-    used REAL NOT NULL,
-    data BLOB NOT NULL
+SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS entries (
+        key TEXT PRIMARY KEY,
+        size INTEGER NOT NULL,
+        used REAL NOT NULL,
+        data BLOB NOT NULL
+    )""",
+    # The folder's total and the least recently used, read after every run that wrote, from this
+    # index alone: not from the table, whose pages hold the answers (up to cache.max_bytes of them).
+    "CREATE INDEX IF NOT EXISTS entries_by_use ON entries (used, size)",
 )
-"""  # size and used before data: pruning reads them without the data's overflow pages
 
 
 def cache_disabled(env: Mapping[str, str] = os.environ) -> bool:
@@ -284,7 +287,8 @@ class ResponseCache:
             conn.execute("PRAGMA journal_mode = WAL")
             # NORMAL under WAL: no fsync per batch; a power cut may lose the last batch, never the file.
             conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(SCHEMA)
+            for statement in SCHEMA:
+                conn.execute(statement)
         except (sqlite3.Error, OSError):
             self._broken = True
             return None
