@@ -12,10 +12,12 @@ The server runs in this process (a thread); the gates are fresh ``evalgate`` pro
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -25,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
+from evals.run.cache import DB_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -105,13 +109,13 @@ def main() -> int:
                 if after != middle or cold_verdict != warm_verdict:
                     print("the warm gate asked the server or decided otherwise", file=sys.stderr)
                     return 1
-        entries = [p for p in (folder / ".evalgate" / "cache").rglob("*") if p.is_file()]
-        size = sum(p.stat().st_size for p in entries)
+        with contextlib.closing(sqlite3.connect(folder / ".evalgate" / "cache" / DB_NAME)) as db:
+            entries, size = db.execute("SELECT count(*), total(size) FROM entries").fetchone()
         print(
             f"{args.cases} cases, target + judge, latency {args.latency:g} s: cold median "
             f"{statistics.median(cold_times):.2f} s, warm median {statistics.median(warm_times):.2f} s "
             f"(ratio {statistics.median(warm_times) / statistics.median(cold_times):.2f}); "
-            f"cache {len(entries)} entries, {size:,} bytes"
+            f"cache {entries} entries, {size:,.0f} bytes"
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -6,14 +6,14 @@ answering after 20 ms, at concurrency 50.
 The server runs in its own process, so its work is not in either client's CPU figures. Each client
 is a fresh process (``python benchmarks/bench_runner.py --bare URL N C`` for the bare one, the
 ``evalgate`` console script for the runner), timed from start to exit; CPU (user+sys) and peak RSS
-come from the kernel's accounting of that child (``wait4``). The two alternate, ``--repeat`` times
+come from the kernel's accounting of that child (``wait4``). The three alternate, ``--repeat`` times
 each, at every ``--cases`` size; the ratio printed is evalgate's median wall over the bare client's
 median wall, from the same run of this script. Targets: wall ratio ≤ 1.15 at 10,000 cases, CPU ≤
-0.35 ms per case, peak RSS ≤ 120 MB. Then the runner in this process (``evals.run.execution.execute``,
-start-up excluded) against the ideal ``cases × latency / concurrency``: ≤ 1.2 at 2,000 cases.
-
-History recording is switched off in the evalgate runs (``EVALGATE_HISTORY=off``): it is work after
-the run, not the runner's.
+0.35 ms per case, peak RSS ≤ 120 MB, and on the path a user runs by default (the response cache and
+the history on, in a fresh folder each time, so every answer is a miss that is written and every run
+is recorded) ≤ 1.15 at 10,000 cases and ≤ 1.25 at 2,000, within the same CPU and RSS targets. Then
+the runner in this process (``evals.run.execution.execute``, start-up excluded) against the ideal
+``cases × latency / concurrency``: ≤ 1.2 at 2,000 cases.
 
     .venv/bin/python benchmarks/bench_runner.py [--cases 2000 10000] [--repeat 3] [--latency 0.02] [--concurrency 50]
 """
@@ -26,6 +26,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -37,6 +38,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SERVER = ROOT / "tests" / "fakes" / "openai_server.py"
 WALL_RATIO_TARGET = 1.15
+# The default path at 2,000 cases (issue 35): its fixed costs (opening the cache and the history,
+# the history's transaction) weigh more on a run of 2 s than of 5 s.
+SMALL_RATIO_TARGET = 1.25
+SMALL_CASES = 2000
 CPU_PER_CASE_TARGET_MS = 0.35
 PEAK_RSS_TARGET_MB = 120.0
 IDEAL_RATIO_TARGET = 1.2
@@ -106,24 +111,23 @@ def evalgate_argv() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "evals"]
 
 
-def write_suite(folder: Path, url: str, cases: int, concurrency: int) -> Path:
+def write_suite(folder: Path, url: str, cases: int, concurrency: int, *, defaults: bool = False) -> Path:
+    """The suite's config: with the cache off (``evalgate.yml``), or with every default
+    (``defaults.yml``: the cache and the history on, in ``.evalgate/`` beside it)."""
     with (folder / "cases.jsonl").open("w") as fh:
         for i in range(cases):
             fh.write(json.dumps({"id": f"c{i:05d}", "input": f"q{i}", "expected": f"q{i}"}) + "\n")
-    config = folder / "evalgate.yml"
-    config.write_text(
-        json.dumps(
-            {
-                "suite": "bench",
-                "cases": "cases.jsonl",
-                "target": {"openai": {"base_url": url, "model": "local:echo", "api_key_env": None}},
-                "scorers": ["exact"],
-                "concurrency": concurrency,
-                # Every repeat measures requests, not the response cache answering them.
-                "cache": False,
-            }
-        )
-    )
+    settings: dict[str, object] = {
+        "suite": "bench",
+        "cases": "cases.jsonl",
+        "target": {"openai": {"base_url": url, "model": "local:echo", "api_key_env": None}},
+        "scorers": ["exact"],
+        "concurrency": concurrency,
+    }
+    if not defaults:
+        settings["cache"] = False  # every repeat measures requests, not the response cache answering them
+    config = folder / ("defaults.yml" if defaults else "evalgate.yml")
+    config.write_text(json.dumps(settings))
     return config
 
 
@@ -138,43 +142,59 @@ def compare(url: str, cases: int, args: argparse.Namespace) -> bool:
     with tempfile.TemporaryDirectory(prefix="evalgate-bench-") as tmp:
         folder = Path(tmp)
         config = write_suite(folder, url, cases, args.concurrency)
+        defaults = write_suite(folder, url, cases, args.concurrency, defaults=True)
         output = folder / "results.json"
-        env = {**os.environ, "EVALGATE_HISTORY": "off"}
-        run_argv = [*evalgate_argv(), "run", "--config", str(config), "--output", str(output), "--progress", "lines"]
+        env = {k: v for k, v in os.environ.items() if k not in ("EVALGATE_HISTORY", "EVALGATE_CACHE")}
+        lean_env = {**env, "EVALGATE_HISTORY": "off"}
+        run_argv = [*evalgate_argv(), "run", "--output", str(output), "--progress", "lines"]
         bare_argv = [sys.executable, __file__, "--bare", url, str(cases), str(args.concurrency)]
         bare: list[Sample] = []
         runs: list[Sample] = []
+        default_runs: list[Sample] = []
         for _ in range(args.repeat):
             bare.append(measure(bare_argv))
-            runs.append(measure(run_argv, env))
+            runs.append(measure([*run_argv, "--config", str(config)], lean_env))
+            check_results(output, cases)
+            # A fresh cache and history each time: every answer a miss that is written, as on a
+            # run that can never hit, and the run recorded into a history of its own.
+            shutil.rmtree(folder / ".evalgate", ignore_errors=True)
+            default_runs.append(measure([*run_argv, "--config", str(defaults)], env))
             check_results(output, cases)
 
     def med(samples: list[Sample], attr: str) -> float:
         return statistics.median(getattr(s, attr) for s in samples)
 
     ideal = cases * args.latency / args.concurrency
-    ratio = med(runs, "wall") / med(bare, "wall")
-    cpu_ms = med(runs, "cpu") / cases * 1000
-    rss = max(s.rss_mb for s in runs)
+    clients = (
+        ("bare asyncio keep-alive client", bare),
+        ("evalgate run (cache and history off)", runs),
+        ("evalgate run (defaults: cache and history on)", default_runs),
+    )
     print(f"\n{cases} cases, latency {args.latency * 1000:g} ms, concurrency {args.concurrency}, ideal {ideal:.2f} s")
     print("| client | wall s (each run) | CPU s (each run) | CPU per case | peak RSS |")
     print("|---|---|---|---|---|")
-    for name, samples in (("bare asyncio keep-alive client", bare), ("evalgate run", runs)):
+    for name, samples in clients:
         walls = " / ".join(f"{s.wall:.2f}" for s in samples)
         cpus = " / ".join(f"{s.cpu:.2f}" for s in samples)
         per_case = med(samples, "cpu") / cases * 1000
         print(f"| {name} | {walls} | {cpus} | {per_case:.3f} ms | {max(s.rss_mb for s in samples):.0f} MB |")
-    print(
-        f"evalgate / bare (median wall): {ratio:.3f} (target <= {WALL_RATIO_TARGET}); "
-        f"evalgate / ideal: {med(runs, 'wall') / ideal:.2f}; bare / ideal: {med(bare, 'wall') / ideal:.2f}"
-    )
-    met = cpu_ms <= CPU_PER_CASE_TARGET_MS and rss <= PEAK_RSS_TARGET_MB
-    if cases >= 10_000:
-        met = met and ratio <= WALL_RATIO_TARGET
-    print(
-        f"evalgate CPU per case {cpu_ms:.3f} ms (target <= {CPU_PER_CASE_TARGET_MS}), "
-        f"peak RSS {rss:.0f} MB (target <= {PEAK_RSS_TARGET_MB:g}): {'met' if met else 'NOT met'}"
-    )
+    met = True
+    for name, samples in clients[1:]:
+        ratio = med(samples, "wall") / med(bare, "wall")
+        cpu_ms = med(samples, "cpu") / cases * 1000
+        rss = max(s.rss_mb for s in samples)
+        target = WALL_RATIO_TARGET if cases >= 10_000 or samples is runs else SMALL_RATIO_TARGET
+        ok = cpu_ms <= CPU_PER_CASE_TARGET_MS and rss <= PEAK_RSS_TARGET_MB
+        if cases >= 10_000 or (samples is default_runs and cases <= SMALL_CASES):
+            ok = ok and ratio <= target
+        print(
+            f"{name} / bare (median wall): {ratio:.3f} (target <= {target}); "
+            f"/ ideal {med(samples, 'wall') / ideal:.2f}; "
+            f"CPU per case {cpu_ms:.3f} ms (target <= {CPU_PER_CASE_TARGET_MS}), peak RSS {rss:.0f} MB "
+            f"(target <= {PEAK_RSS_TARGET_MB:g}): {'met' if ok else 'NOT met'}"
+        )
+        met = met and ok
+    print(f"bare / ideal: {med(bare, 'wall') / ideal:.2f}")
     return met
 
 
@@ -218,7 +238,6 @@ def main() -> int:
     try:
         url = server.stdout.readline().strip()
         print(f"server {url} (own process); load average before: {os.getloadavg()[0]:.2f}")
-        print("evalgate runs with EVALGATE_HISTORY=off (no history recording after the run)")
         met = [compare(url, cases, args) for cases in args.cases]
         print()
         met += [in_process(url, cases, args) for cases in args.cases if cases <= 2000]

@@ -83,14 +83,12 @@ def main(args: argparse.Namespace) -> int:
     assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if options.summary or options.html or results.errored_cases:
-        from evals.history.settings import history_url
         from evals.results.summary import error_lines, render_text, summarize
 
-        # The summary reads no trace: unless the HTML page or the history reads the cases after it,
-        # they are read back without their traces (half the models' memory at 10,000 cases: the
-        # peak RSS of the runner benchmark (docs/spec.md#performance-targets), whose history is off).
-        later = options.html or history_url(config) is not None
-        summary = summarize(results if later else results.without_traces(), config.slices or None)
+        # The summary reads no trace: unless the HTML page reads the cases after it, they are read
+        # back without their traces (half the models' memory at 10,000 cases: the peak RSS of the
+        # runner benchmark, docs/spec.md#performance-targets). The history reads the cases' JSON.
+        summary = summarize(results if options.html else results.without_traces(), config.slices or None)
         if options.summary:
             sys.stderr.write("\n" + render_text(summary))
         elif results.errored_cases:
@@ -101,9 +99,20 @@ def main(args: argparse.Namespace) -> int:
 
             write_html(Path(options.html), results=results, summary=summary)
             console.info(f"html report: {options.html}", source="run")
-    from evals.history import record_run
+    from evals.history.settings import history_url
 
-    record_run(results, config=config)
+    if history_url(config) is not None:
+        from evals.compare.lazyload import CaseList, LazyResults
+        from evals.history import record_run
+
+        # From the cases' JSON the run holds, as columns, not as models (45 MB at 10,000 cases:
+        # the default path's peak RSS past docs/spec.md#performance-targets); unless the HTML page
+        # has read them as models already, which then hold them.
+        lean = "cases" not in results.__dict__
+        cases = CaseList.from_json(results.case_json) if lean else None
+        record_run(
+            LazyResults(results.schema_version, results.run, cases) if cases is not None else results, config=config
+        )
     if results.run.is_complete:
         console.info(f"results written to {options.output}", source="run")
         return EXIT_PASS

@@ -30,7 +30,8 @@ class CaseList(ColumnarCases):
     """The cases of a run: validated once at load, each kept as compact JSON and turned into a
     ``CaseResult`` when read."""
 
-    def __init__(self, cases: list[dict[str, Any]]):
+    def __init__(self, cases: list[dict[str, Any]], case_json: list[bytes] | None = None):
+        """``case_json``: each case's JSON as it was parsed into ``cases``, when the caller has it."""
         self.ids = [c["id"] for c in cases]
         self.hashes = [c.get("hash") for c in cases]
         # Cases mostly share a few slice combinations: one dict per combination, not per case.
@@ -39,7 +40,21 @@ class CaseList(ColumnarCases):
         self.attempts = AttemptColumns.collect([c.get("attempts", ()) for c in cases], dicts=True)
         # One entry per attempt, for the history's run digest (evals.history.record).
         self.output_sha256 = [a.get("output_sha256") for c in cases for a in c.get("attempts", ())]
-        self._json = [pydantic_core.to_json(c) for c in cases]
+        self._json = case_json if case_json is not None else [pydantic_core.to_json(c) for c in cases]
+
+    @classmethod
+    def from_json(cls, case_json: list[bytes], chunk: int = 1024) -> CaseList:
+        """The cases of a results file evalgate just wrote (valid: the run made it from its
+        models), from each case's JSON: parsed a chunk at a time, keeping of each attempt only what
+        the columns read (its trace's tool calls, not its messages), so the parsed run is never
+        held whole beside the JSON."""
+        slim: list[dict[str, Any]] = []
+        for first in range(0, len(case_json), chunk):
+            for case in pydantic_core.from_json(b"[" + b",".join(case_json[first : first + chunk]) + b"]"):
+                attempts = [_columns_of(a) for a in case.get("attempts", ())]
+                kept = {"id": case["id"], "hash": case.get("hash"), "slices": case.get("slices")}
+                slim.append({**kept, "attempts": attempts})
+        return cls(slim, case_json)
 
     def __len__(self) -> int:
         return len(self._json)
@@ -62,6 +77,21 @@ class CaseList(ColumnarCases):
         at a time: one parse per chunk costs a third less than one per case."""
         for first in range(0, len(self._json), size):
             yield pydantic_core.from_json(b"[" + b",".join(self._json[first : first + size]) + b"]")
+
+
+# What AttemptColumns.collect and CaseList read of an attempt; the rest stays in the case's JSON.
+_COLUMN_FIELDS = (
+    "passed", "score", "scores", "latency_ms", "tokens_in", "tokens_out", "cost_usd", "error", "retries", "cached",
+    "judge_usage", "output_sha256",
+)  # fmt: skip
+
+
+def _columns_of(attempt: dict[str, Any]) -> dict[str, Any]:
+    kept = {name: attempt[name] for name in _COLUMN_FIELDS if name in attempt}
+    trace = attempt.get("trace")
+    if trace is not None:  # the tools called are all the columns take of it (None: no trace at all)
+        kept["trace"] = [event for event in trace if event.get("kind") == "tool_call"]
+    return kept
 
 
 class LazyResults:

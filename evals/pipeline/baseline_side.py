@@ -59,6 +59,10 @@ class BaselineSide:
     target: str | None = None
     scratch: Path | None = None  # a temp folder of ours, removed at the end
     worktree_of: Path | None = None  # the checkout whose worktree ``scratch`` holds
+    # The checkout's response cache folder, for the worktree's runs: its own goes with it, and a
+    # re-run of the same gate paid for every baseline answer again (issue 35). Keys hold the code's
+    # identity, so the baseline's answers never stand in for the candidate's.
+    cache_dir: Path | None = None
 
     @property
     def short(self) -> str:
@@ -73,7 +77,7 @@ def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def prepare_baseline_side(config: SuiteConfig, config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
     """The baseline's commit in a worktree; else its recorded model target; else why neither."""
-    worktree = _worktree(config_path, baseline)
+    worktree = _worktree(config, config_path, baseline)
     if isinstance(worktree, BaselineSide):
         return worktree
     recorded = _recorded_target(config, config_path, baseline.results)
@@ -84,7 +88,7 @@ def prepare_baseline_side(config: SuiteConfig, config_path: Path, baseline: Load
     return without_paths(f"{worktree}; and {recorded}")
 
 
-def _worktree(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
+def _worktree(config: SuiteConfig, config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str:
     """A worktree of the baseline's commit holding the suite's config, or why there cannot be one."""
     sha = baseline.results.run.git_sha or (baseline.ref.snapshot.sha if baseline.ref.snapshot else None)
     if not sha:
@@ -119,6 +123,7 @@ def _worktree(config_path: Path, baseline: LoadedBaseline) -> BaselineSide | str
         description=f"re-run at the baseline's commit {sha[:12]} (a git worktree of it)",
         scratch=scratch,
         worktree_of=root,
+        cache_dir=config.resolve(config.cache.dir) if config.cache is not None else None,
     )
     if added.returncode != 0:
         remove_baseline_side(side)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from evals.pipeline.baseline_side import BaselineSide, remove_baseline_side
 from evals.pipeline.candidate import content_digest, run_suite
 from evals.results import console
 from evals.results.model import Results, load_results
+from evals.run.cache import CACHE_DIR_ENV
 from evals.suite.options import RunOptions
 
 FOLDER = "more-evidence"
@@ -96,10 +98,11 @@ def run_batch_side(
     *,
     target: str | None = None,
     caps: Mapping[str, float | None] | None = None,
+    cache_dir: Path | None = None,
 ) -> Results:
     """One side of one batch as a child ``evalgate run`` writing ``<side>-N.json``, reusing a
     complete file of an earlier gate on the same first look (:func:`start_folder`) and resuming a
-    partial one."""
+    partial one. ``cache_dir``: the response cache folder to use instead of the config's."""
     path = folder / batch_name(side, number)
     ids_file = folder / f"batch-{number}.ids"
     ids_file.write_text("".join(f"{i}\n" for i in ids), encoding="utf-8")
@@ -120,7 +123,8 @@ def run_batch_side(
     resume = earlier is not None and earlier.run.total_cases == len(ids)
     batch = {"ids": str(ids_file), "attempts": 1, "attempt_offset": offset, "target": target, **(caps or {})}
     options = RunOptions.model_validate({"config": str(config_path), "output": str(path), "resume": resume, **batch})
-    return run_suite(options, cwd=cwd)
+    env = {**os.environ, CACHE_DIR_ENV: str(cache_dir)} if cache_dir is not None else os.environ
+    return run_suite(options, env=env, cwd=cwd)
 
 
 class RunningSource:
@@ -139,7 +143,7 @@ class RunningSource:
             return Batch(cand, None)
         base = run_batch_side(
             "baseline", self.side.config_path, self.folder, number, ids, offset, self.side.cwd,
-            target=self.side.target, caps=caps,
+            target=self.side.target, caps=caps, cache_dir=self.side.cache_dir,
         )  # fmt: skip
         return Batch(cand, base)
 

@@ -99,11 +99,12 @@ def _batches(
     if not ids:
         return "no batch: the first look selected no case to re-run"
     config_path, cwd, target, prepared = Path(options.config).resolve(), Path.cwd(), None, None
+    cache_dir = None
     if side == "baseline":
         prepared = prepare_baseline_side(config, Path(options.config), baseline)
         if isinstance(prepared, str):
             return f"no batch: {prepared}"
-        config_path, cwd, target = prepared.config_path, prepared.cwd, prepared.target
+        config_path, cwd, target, cache_dir = prepared.config_path, prepared.cwd, prepared.target, prepared.cache_dir
     budget = BatchBudget(config.limits, candidate, baseline.results, side=SIDES.index(side))
     offset = max((len(c.attempts) for c in candidate.cases), default=config.attempts)
     of = log_value(", ".join(units), limit=None)
@@ -117,7 +118,7 @@ def _batches(
             console.info(f"more evidence, {side} side: batch {number}: {len(ids)} cases of {of}", source="gate")
             ran = run_batch_side(
                 side, config_path, folder, number, ids, offset + number - 1, cwd,
-                target=target, caps=budget.caps(),
+                target=target, caps=budget.caps(), cache_dir=cache_dir,
             )  # fmt: skip
             budget.add(ran)
             if not ran.run.is_complete:

@@ -248,6 +248,11 @@ class WrittenRun:
             cases.append(case)
         return cases
 
+    @property
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON as the results file holds it (what ``cases`` is read from)."""
+        return self._case_json
+
     def without_traces(self) -> WrittenRun:
         """The same run, its ``cases`` read with every attempt's ``trace`` left out (None): for a
         reader that never looks at traces (the summary) when nothing after it reads the cases.

@@ -795,6 +795,7 @@ for _case in _load_cases(_config):
     _target = {"python": "bot:answer", "path": ["."], "code": _code(_config.root)}
     _key = _cache.key("python", {"target": _target, "case": _payload(_case)})
     _cache.put(_key, {"output": "FINAL ANSWER: forged", "latency_ms": 1.0})
+_cache.close()  # written: entries are kept in memory until then
 """
 
 

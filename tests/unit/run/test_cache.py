@@ -3,14 +3,17 @@
 makes no request and gives the same verdict; a damaged entry (cut short, or garbled at the same length) is a miss that
 is asked again and repaired; attempt numbers and --attempt-offset key apart; a changed request (system prompt, model,
 temperature, tools) is a miss; errors are never stored; secrets are in no entry; two processes writing the same entries
-leave whole ones; pruning keeps the folder under its cap, least recently used first; python and command targets are
-cached only with ``cache.key``."""
+leave whole ones; pruning keeps the table under its cap, least recently used first; python and command targets are
+cached only with ``cache.key``; a run writes one table, not a file per answer, and a folder of the one-file format is
+converted, every entry still served."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 import time
@@ -24,7 +27,7 @@ from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import InputFileError
 from evals.results.model import load_results
-from evals.run.cache import ATTEMPT, STALE_TEMP_S, ResponseCache, _decode
+from evals.run.cache import ATTEMPT, DB_NAME, STALE_TEMP_S, ResponseCache, _decode
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -67,8 +70,21 @@ def run(folder: Path, *args: str, output: str = "r.json") -> subprocess.Complete
     return done
 
 
-def entries(folder: Path) -> list[Path]:
-    return sorted(p for p in (folder / ".evalgate" / "cache").rglob("*") if p.is_file())
+def rows(folder: Path) -> dict[str, bytes]:
+    """The cache table's entries in ``folder``: key -> data."""
+    if not (folder / DB_NAME).exists():
+        return {}
+    with contextlib.closing(sqlite3.connect(folder / DB_NAME)) as conn:
+        return {key: bytes(data) for key, data in conn.execute("SELECT key, data FROM entries ORDER BY key")}
+
+
+def sql(folder: Path, statement: str, *params: Any) -> None:
+    with contextlib.closing(sqlite3.connect(folder / DB_NAME)) as conn, conn:
+        conn.execute(statement, params)
+
+
+def entries(folder: Path) -> dict[str, bytes]:
+    return rows(folder / ".evalgate" / "cache")
 
 
 def attempts(path: Path) -> list[Any]:
@@ -134,16 +150,16 @@ def test_a_truncated_entry_is_a_miss_asked_again_and_repaired(tmp_path, openai_s
     openai_suite(tmp_path, openai_server, n=3)
     run(tmp_path)
     assert len(openai_server.requests) == 3
-    cut = entries(tmp_path)[0]
-    data = cut.read_bytes()
-    cut.write_bytes(data[: len(data) // 2])
+    folder = tmp_path / ".evalgate" / "cache"
+    cut, data = next(iter(entries(tmp_path).items()))
+    sql(folder, "UPDATE entries SET data = ? WHERE key = ?", data[: len(data) // 2], cut)
 
     again = run(tmp_path, output="r2.json")
     assert len(openai_server.requests) == 4  # only the damaged one
     assert "2 hits, 1 misses, 1 written, 1 damaged entry ignored" in again.stderr
     got = attempts(tmp_path / "r2.json")
     assert all(a.passed for a in got) and sum(a.cached for a in got) == 2
-    assert cut.read_bytes() == data or _decode(cut.read_bytes(), cut.name) is not None  # repaired: whole again
+    assert _decode(entries(tmp_path)[cut], cut) is not None  # repaired: whole again
     run(tmp_path, output="r3.json")
     assert len(openai_server.requests) == 4
 
@@ -151,12 +167,12 @@ def test_a_truncated_entry_is_a_miss_asked_again_and_repaired(tmp_path, openai_s
 def test_a_garbled_entry_of_the_right_length_is_a_miss(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=3)
     run(tmp_path)
-    garbled = entries(tmp_path)[0]
-    data = bytearray(garbled.read_bytes())
+    garbled, whole = next(iter(entries(tmp_path).items()))
+    data = bytearray(whole)
     # The echoed answer "qN" becomes "qX": a valid length, valid JSON, and the wrong answer.
     at = data.rindex(b'"content":"q') + len(b'"content":"q')
     data[at] = ord("X")
-    garbled.write_bytes(bytes(data))
+    sql(tmp_path / ".evalgate" / "cache", "UPDATE entries SET data = ? WHERE key = ?", bytes(data), garbled)
 
     run(tmp_path, output="r2.json")
     assert len(openai_server.requests) == 4
@@ -166,13 +182,45 @@ def test_a_garbled_entry_of_the_right_length_is_a_miss(tmp_path, openai_server):
 def test_a_hand_made_entry_of_another_shape_is_a_miss_not_a_crash(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=1)
     run(tmp_path)
-    (path,) = entries(tmp_path)
-    ResponseCache(path.parent.parent, 1 << 20).put(path.name, {"choice": "not a completion"})
+    (key,) = entries(tmp_path)
+    cache = ResponseCache(tmp_path / ".evalgate" / "cache", 1 << 20)
+    cache.put(key, {"choice": "not a completion"})
+    cache.close()
     run(tmp_path, output="r2.json")
     assert len(openai_server.requests) == 2 and all(a.passed for a in attempts(tmp_path / "r2.json"))
 
 
 # -------------------------------------------------------------------------- what is in the key
+
+
+def test_a_run_writes_one_table_not_a_file_per_answer(tmp_path, openai_server):
+    """A file per answer cost 2-3 s of CPU and 41 MB on a 10,000-case run that could never hit (issue 35)."""
+    openai_suite(tmp_path, openai_server, n=6)
+    run(tmp_path)
+    folder = tmp_path / ".evalgate" / "cache"
+    assert sorted(p.name for p in folder.iterdir()) == [DB_NAME]  # closed: the write-ahead log folded in
+    assert len(entries(tmp_path)) == 6
+
+
+def test_a_folder_of_one_file_entries_is_converted_and_served(tmp_path, openai_server):
+    """A cache restored from before the table (``<2 hex>/<64 hex>`` files) is never dropped: its
+    entries become rows, keeping their last use, and the run pays for nothing."""
+    openai_suite(tmp_path, openai_server, n=4)
+    run(tmp_path)
+    folder = tmp_path / ".evalgate" / "cache"
+    written = entries(tmp_path)
+    (folder / DB_NAME).unlink()
+    for key, data in written.items():  # the same entries, as the first format stored them
+        (folder / key[:2]).mkdir(exist_ok=True)
+        (folder / key[:2] / key).write_bytes(data)
+    mine = folder / "notes.txt"
+    mine.write_text("not the cache's")
+
+    again = run(tmp_path, output="r2.json")
+    assert len(openai_server.requests) == 4 and all(a.cached for a in attempts(tmp_path / "r2.json"))
+    assert "4 hits, 0 misses, 0 written, 4 converted from one file each" in again.stderr
+    assert entries(tmp_path) == written
+    assert sorted(p.name for p in folder.iterdir()) == sorted([DB_NAME, "notes.txt"])
 
 
 @pytest.mark.e2e
@@ -238,8 +286,7 @@ def test_no_secret_is_in_an_entry_or_its_key(tmp_path, openai_server, monkeypatc
     execute(load_config(config), tmp_path / "r.json", progress=False)
     assert openai_server.headers[0]["Authorization"] == f"Bearer {secret}"  # it was sent
     assert len(entries(tmp_path)) == 2
-    for path in entries(tmp_path):
-        data = path.read_bytes()
+    for data in entries(tmp_path).values():
         assert secret.encode() not in data and header.encode() not in data
     monkeypatch.setenv("CACHE_TEST_KEY", "sk-test-" + "8" * 40)  # a rotated key is the same request
     execute(load_config(config), tmp_path / "r.json", progress=False)
@@ -252,7 +299,7 @@ def test_the_folder_is_relative_to_the_config_and_env_turns_it_off(tmp_path, ope
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     evalgate("run", "--config", str(suite / "evalgate.yml"), "-o", "r.json", cwd=elsewhere)
-    assert len(list((suite / "cache-here").rglob("*"))) == 4  # two folders, two entries
+    assert len(rows(suite / "cache-here")) == 2
     done = evalgate("run", "--config", str(suite / "evalgate.yml"), "-o", "r.json", cwd=elsewhere,
                     env={"EVALGATE_CACHE": "off"})  # fmt: skip
     assert done.returncode == 0 and len(openai_server.requests) == 4
@@ -388,8 +435,10 @@ tag = sys.argv[2]
 for round in range(60):
     for k in range(40):
         key = format(k, "064x")
-        # Each writer's value has its own size: a mixed-up file could not pass for either.
+        # Each writer's value has its own size: a mixed-up entry could not pass for either.
         cache.put(key, {"writer": tag, "k": k, "pad": tag * (100 + 50 * int(tag == "b"))})
+    cache.flush()  # a transaction a round: the two writers' transactions interleave
+cache.close()
 """
 
 
@@ -399,7 +448,7 @@ def test_two_processes_writing_the_same_entries_leave_whole_ones(tmp_path):
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(folder), tag]) for tag in ("a", "b")]
     reader = ResponseCache(folder, 1 << 30)
     seen = 0
-    while any(w.poll() is None for w in writers):  # read while they write: never half a file
+    while any(w.poll() is None for w in writers):  # read while they write: never half an entry
         for k in range(40):
             value = reader.get(format(k, "064x"))
             if value is not None:
@@ -409,7 +458,6 @@ def test_two_processes_writing_the_same_entries_leave_whole_ones(tmp_path):
     assert reader.stats.bad == 0
     final = ResponseCache(folder, 1 << 30)
     assert all(final.get(format(k, "064x")) is not None for k in range(40)) and final.stats.bad == 0
-    assert not [p for p in folder.rglob(".tmp-*")]  # no temporary file left behind
 
 
 @pytest.mark.e2e
@@ -424,7 +472,7 @@ def test_two_runs_at_once_share_the_folder(tmp_path):
         assert 30 <= asked <= 60
         run(tmp_path, output="r3.json")
         assert len(server.requests) == asked  # every entry either wrote is whole and served
-    assert all(_decode(p.read_bytes(), p.name) is not None for p in entries(tmp_path))
+    assert all(_decode(data, key) is not None for key, data in entries(tmp_path).items())
 
 
 # ---------------------------------------------------------------------------------- pruning
@@ -435,16 +483,16 @@ def test_pruning_removes_the_least_recently_used_down_to_the_cap(tmp_path):
     keys = [format(i, "064x") for i in range(40)]
     for key in keys:
         cache.put(key, {"pad": "x" * 1000})
-    size = cache.path(keys[0]).stat().st_size
+    cache.flush()
+    size = len(rows(tmp_path / "c")[keys[0]])
     now = time.time()
     for i, key in enumerate(keys):  # written in order, an hour apart … and key 0 read last
-        os.utime(cache.path(key), (now - 3600 * (40 - i), now - 3600 * (40 - i)))
+        sql(tmp_path / "c", "UPDATE entries SET used = ? WHERE key = ?", now - 3600 * (40 - i), key)
     assert cache.get(keys[0]) is not None  # a hit marks it used
 
     removed = cache.prune(max_bytes=10 * size)
     assert removed == 30 and cache.size() <= 10 * size
-    kept = {p.name for p in (tmp_path / "c").rglob("*") if p.is_file()}
-    assert kept == {keys[0], *keys[31:]}
+    assert set(rows(tmp_path / "c")) == {keys[0], *keys[31:]}
 
 
 def test_pruning_a_folder_of_other_files_deletes_none_of_them(tmp_path):
@@ -474,7 +522,8 @@ def test_pruning_a_folder_of_other_files_deletes_none_of_them(tmp_path):
     key = cache.key("openai", {"body": 1})
     cache.put(key, {"pad": "z"})
     assert cache.prune() == 1  # the one real entry, nothing else
-    after = sorted(p for p in objects.rglob("*") if p.is_file())
+    cache.close()
+    after = sorted(p for p in objects.rglob("*") if p.is_file() and not p.name.startswith(DB_NAME))
     assert after == sorted([*before, lookalike, stranger])
     assert subprocess.run([*git, "fsck", "--full"], capture_output=True).returncode == 0
 
@@ -484,9 +533,9 @@ def test_a_run_that_wrote_prunes_to_the_configured_cap(tmp_path, openai_server):
     openai_suite(tmp_path, openai_server, n=5)
     cache = ResponseCache(tmp_path / ".evalgate" / "cache", 1 << 30)
     for i in range(1200):  # ~1.2 MiB of old entries, not used for a day
-        key = format(i, "064x")
-        cache.put(key, {"pad": "y" * 1000})
-        os.utime(cache.path(key), (time.time() - 86400, time.time() - 86400))
+        cache.put(format(i, "064x"), {"pad": "y" * 1000})
+    cache.close()
+    sql(tmp_path / ".evalgate" / "cache", "UPDATE entries SET used = ?", time.time() - 86400)
     openai_suite(tmp_path, openai_server, n=5, cache={"max_bytes": 1 << 20})
     done = run(tmp_path)
     assert "pruned" in done.stderr
