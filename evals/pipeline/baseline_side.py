@@ -60,7 +60,7 @@ class BaselineSide:
     scratch: Path | None = None  # a temp folder of ours, removed at the end
     worktree_of: Path | None = None  # the checkout whose worktree ``scratch`` holds
     # The checkout's response cache folder, for the worktree's runs: its own goes with it, and a
-    # re-run of the same gate paid for every baseline answer again (issue 35). Keys hold the code's
+    # re-run of the same gate paid for every baseline answer again. Keys hold the code's
     # identity, so the baseline's answers never stand in for the candidate's.
     cache_dir: Path | None = None
 

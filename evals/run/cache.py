@@ -19,7 +19,7 @@ are ever stored: errors, timeouts and infra failures are not answers.
 
 Writes are off the hot path: answers are kept in memory and written ``FLUSH_ENTRIES`` (or
 ``FLUSH_S`` seconds' worth) at a time in one transaction, and at the end of the run. One file per
-answer cost 2-3 s of CPU and 41 MB of files on a 10,000-case run that could never hit (issue 35).
+answer cost 2-3 s of CPU and 41 MB of files on a 10,000-case run that could never hit.
 
 A folder of the first format — one file per entry, ``<dir>/<2 hex>/<64 hex>`` — is converted when
 the cache is first opened: every whole entry becomes a row (keeping its last use), and the files go.
@@ -278,7 +278,12 @@ class ResponseCache:
         if self._conn is not None or self._broken:
             return self._conn
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            if not self.folder.exists():
+                # A folder of ours ignores itself: a table that changes on every run is never committed
+                # (`git add -A`), or every later promotion would name the tree as one with uncommitted
+                # changes. A folder that was there is left as it was (it may be anything: .git/objects).
+                self.folder.mkdir(parents=True)
+                (self.folder / ".gitignore").write_text("# evalgate's response cache (docs/running.md)\n*\n")
             conn = sqlite3.connect(
                 self.folder / DB_NAME, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )

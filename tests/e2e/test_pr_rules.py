@@ -73,7 +73,9 @@ def _pr_env(repo: Path, base: str, head: str, tmp_path: Path) -> dict[str, str]:
 
 def _quickstart_repo(tmp_path: Path) -> tuple[Path, str]:
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT / "examples" / "quickstart", repo, ignore=shutil.ignore_patterns("baselines", "__pycache__"))
+    shutil.copytree(
+        ROOT / "examples" / "quickstart", repo, ignore=shutil.ignore_patterns("baselines", "__pycache__", ".evalgate")
+    )
     base = commit_all(repo, "suite")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GITHUB_", "GH_", "EVALGATE_", "QUICKSTART_"))}
     seeded = _evalgate(repo, env, "--seed")  # the base commit's full run becomes the baseline

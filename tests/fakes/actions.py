@@ -473,7 +473,9 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
     repo = tmp_path_factory.mktemp("origin")
     git(repo, "init", "-q")
     target = repo / "examples" / "quickstart"
-    shutil.copytree(ROOT / "examples" / "quickstart", target, ignore=shutil.ignore_patterns("baselines", "__pycache__"))
+    shutil.copytree(
+        ROOT / "examples" / "quickstart", target, ignore=shutil.ignore_patterns("baselines", "__pycache__", ".evalgate")
+    )
     config = yaml.safe_load((target / "evalgate.yml").read_text(encoding="utf-8"))
     config["baseline"] = {"on_missing": "seed", "tag": TAG}
     (target / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")

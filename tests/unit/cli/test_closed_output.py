@@ -55,7 +55,9 @@ def assert_quiet(done: subprocess.CompletedProcess[str], code: int) -> None:
 def suite(tmp_path: Path) -> Path:
     """The quickstart suite outside git, with an empty store that lets the first full run in."""
     folder = tmp_path / "suite"
-    shutil.copytree(ROOT / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("baselines", "*.md"))
+    shutil.copytree(
+        ROOT / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("baselines", "*.md", ".evalgate")
+    )
     config = folder / "evalgate.yml"
     text = config.read_text(encoding="utf-8")
     config.write_text(text.replace("path: baselines}", "path: baselines, on_missing: seed}"), encoding="utf-8")

@@ -33,7 +33,9 @@ FIX = FIXTURES / "importers"
 def suite(tmp_path: Path) -> Path:
     """The quickstart suite (bot, cases, config) without its store, in a folder outside git."""
     folder = tmp_path / "suite"
-    shutil.copytree(ROOT / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("baselines", "*.md"))
+    shutil.copytree(
+        ROOT / "examples" / "quickstart", folder, ignore=shutil.ignore_patterns("baselines", "*.md", ".evalgate")
+    )
     return folder / "evalgate.yml"
 
 

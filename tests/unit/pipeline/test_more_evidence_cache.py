@@ -1,4 +1,4 @@
-"""More evidence pays once (docs/spec.md#more-evidence, issue 35): the baseline side's batches run
+"""More evidence pays once (docs/spec.md#more-evidence): the baseline side's batches run
 in a throwaway git worktree of the baseline's commit, whose own response cache folder went with it,
 so the same unchanged gate re-run asked the model again for every baseline answer. The worktree's
 runs use the checkout's folder: a re-run makes no request on either side, against the local
