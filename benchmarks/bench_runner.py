@@ -352,21 +352,28 @@ def main() -> int:
     print(f"load average before: {os.getloadavg()[0]:.2f}")
     met: list[bool] = []
     rows: list[Row] = []
-    for name in FORMATS if args.format == "all" else [args.format]:
-        server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", name, str(args.latency)], stdout=subprocess.PIPE, text=True
-        )
-        try:
+    names = list(FORMATS) if args.format == "all" else [args.format]
+    servers: dict[str, tuple[subprocess.Popen[str], str]] = {}
+    try:
+        for name in names:
+            server = subprocess.Popen(
+                [sys.executable, __file__, "--serve", name, str(args.latency)], stdout=subprocess.PIPE, text=True
+            )
             assert server.stdout is not None
-            url = server.stdout.readline().strip()
+            servers[name] = server, server.stdout.readline().strip()
+        for name, (server, url) in servers.items():
             print(f"\n{name}: server {url} (own process)")
             for cases in args.cases:
                 ok, row = compare(name, server.pid, url, cases, args)
                 met.append(ok)
                 rows.append(row)
-            print()
+        # The in-process runs last: a child's peak RSS counts its parent's at the spawn (Linux carries
+        # the high-water mark through fork and exec), so this process must not have grown before.
+        print()
+        for name, (_, url) in servers.items():
             met += [in_process(name, url, cases, args) for cases in args.cases if cases <= 2000]
-        finally:
+    finally:
+        for server, _ in servers.values():
             server.terminate()
             server.wait(timeout=10)
     table(rows)
