@@ -45,7 +45,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 WALL_RATIO_TARGET = 1.15
-# The default path at 2,000 cases (issue 35): its fixed costs (opening the cache and the history,
+# The default path at 2,000 cases: its fixed costs (opening the cache and the history,
 # the history's transaction) weigh more on a run of 2 s than of 5 s.
 SMALL_RATIO_TARGET = 1.25
 SMALL_CASES = 2000
