@@ -57,7 +57,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from fakes.openai_server import Fault, OpenAIServer, hang, malformed, reset
+from fakes.openai_server import Fault, OpenAIServer, hang, malformed, reset, truncated
 
 try:
     import pytest
@@ -102,10 +102,6 @@ def overloaded(retry_after: str | None = None) -> Fault:
 
 def rate_limited(retry_after: str | None = "1") -> Fault:
     return status(429, retry_after, "Number of request tokens has exceeded your per-minute rate limit")
-
-
-def truncated() -> Fault:
-    return Fault("truncated")
 
 
 def tool_use(*calls: tuple[str, dict[str, Any]], text: str | None = None) -> dict[str, Any]:
@@ -420,11 +416,7 @@ class AnthropicServer(OpenAIServer):
             elif fault is not None and fault.kind == "malformed":
                 self._reply(writer, 200, '{"id": "msg_fake", "type": "message", "content": [{"type": "text", "te')
             elif fault is not None and fault.kind == "truncated":
-                whole = json.dumps(self.message(body, model or body["model"])).encode("utf-8")
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
-                writer.write(f"Content-Length: {len(whole)}\r\n\r\n".encode("latin-1") + whole[: len(whole) // 2])
-                await writer.drain()
-                writer.close()
+                await self._send_cut(writer, json.dumps(self.message(body, model or body["model"])))
                 return False
             else:
                 self._reply(writer, 200, json.dumps(self.message(body, model or body["model"])))

@@ -46,7 +46,7 @@ except ImportError:  # the benchmark runs the server without pytest
 
 @dataclass
 class Fault:
-    kind: str  # "status" | "reset" | "hang" | "malformed"
+    kind: str  # "status" | "reset" | "hang" | "malformed" | "truncated" (the formats' fakes)
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     body: str = '{"error": {"message": "injected fault"}}'
@@ -68,6 +68,11 @@ def hang(seconds: float = 30.0) -> Fault:
 
 def malformed() -> Fault:
     return Fault("malformed")
+
+
+def truncated() -> Fault:
+    """A reply cut mid-body: fewer bytes than its Content-Length, then the connection closed."""
+    return Fault("truncated")
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]], content: str | None = None) -> dict[str, Any]:
@@ -283,6 +288,15 @@ class OpenAIServer:
         finally:
             self._in_flight -= 1
         return headers.get("Connection", "").lower() != "close"
+
+    @staticmethod
+    async def _send_cut(writer: asyncio.StreamWriter, payload: str) -> None:
+        """A 200 whose body stops halfway through its Content-Length, the connection then closed."""
+        whole = payload.encode("utf-8")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+        writer.write(f"Content-Length: {len(whole)}\r\n\r\n".encode("latin-1") + whole[: len(whole) // 2])
+        await writer.drain()
+        writer.close()
 
     @staticmethod
     def _send(writer: asyncio.StreamWriter, code: int, payload: str, headers: dict[str, str] | None = None) -> None:

@@ -26,7 +26,8 @@ shapes of the openai-python SDK's generated types (``types/responses``):
 Prompt caching: the ``instructions`` and ``tools`` of a request seen before (at least
 ``min_cache_tokens`` long) are reported as ``cached_tokens``. ``reasoning_tokens`` > 0 makes every
 reply carry a ``reasoning`` item first and count those tokens. Tokens are whitespace-separated
-words. Faults are scripted as on ``fakes.openai_server`` (keyed by the last user message's text)."""
+words. Faults are scripted as on ``fakes.openai_server`` (keyed by the last user message's text),
+``truncated()`` among them: a reply cut mid-body."""
 
 from __future__ import annotations
 
@@ -37,14 +38,23 @@ import socket
 import struct
 from typing import Any
 
-from fakes.openai_server import OpenAIServer, hang, malformed, reset, status
+from fakes.openai_server import OpenAIServer, hang, malformed, reset, status, truncated
 
 try:
     import pytest
 except ImportError:  # run without pytest
     pytest = None  # type: ignore[assignment]
 
-__all__ = ["ResponsesServer", "function_calls", "function_outputs", "hang", "malformed", "reset", "status"]
+__all__ = [
+    "ResponsesServer",
+    "function_calls",
+    "function_outputs",
+    "hang",
+    "malformed",
+    "reset",
+    "status",
+    "truncated",
+]
 
 KNOWN = {
     "model",
@@ -279,6 +289,9 @@ class ResponsesServer(OpenAIServer):
             self._send(writer, fault.status, fault.body, fault.headers)
         elif fault is not None and fault.kind == "malformed":
             self._send(writer, 200, '{"id": "resp_fake", "object": "response", "output": [{"type": "mess')
+        elif fault is not None and fault.kind == "truncated":
+            await self._send_cut(writer, json.dumps(self.response(body)))
+            return False
         else:
             self._send(writer, 200, json.dumps(self.response(body)))
         await writer.drain()

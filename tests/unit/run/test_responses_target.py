@@ -1,8 +1,10 @@
 """The ``openai`` target with ``api: responses`` (docs/spec.md#model-targets) against the local
 Responses server (tests/fakes/responses_server.py): a tool-using suite runs its loop statelessly
 (``store: false``, the conversation sent back without item ids, reasoning only as encrypted
-content), function tools not strict, tokens, cached and reasoning tokens counted and priced,
-faults retried, errors naming OpenAI's error type, and parameters of the other API refused."""
+content), function tools not strict, tool calls traced, tokens, cached and reasoning tokens counted
+and priced with the cache-read price, faults (429, 5xx, cut-off bodies) retried, a candidate that
+skips the tool failing on the trajectory, errors naming OpenAI's error type, and parameters of the
+other API refused."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.responses_server import ResponsesServer, function_calls, function_outputs, malformed, status
+from fakes.responses_server import ResponsesServer, function_calls, function_outputs, malformed, status, truncated
 from fakes.responses_server import responses_server as responses_server  # the fixture
 from fakes.suites import write_suite
 
 from evals.common.errors import InputFileError, UsageError
+from evals.compare.analysis import compare
 from evals.results.model import Attempt, Results
 from evals.results.trace import tool_names
 from evals.run.execution import execute
@@ -34,6 +37,11 @@ def weather_agent(body: dict[str, Any]) -> dict[str, Any] | str:
     if not outputs:
         return function_calls(("get_weather", {"city": body["input"][-1]["content"]}))
     return f"FINAL ANSWER: {outputs[-1]}"
+
+
+def no_tool_agent(body: dict[str, Any]) -> str:
+    """The same answers, without looking anything up."""
+    return f'FINAL ANSWER: {{"city": "{body["input"][-1]["content"]}", "temp": 20}}'
 
 
 def suite(tmp_path: Path, server: ResponsesServer, n: int = 40, **openai: Any) -> Path:
@@ -84,11 +92,14 @@ def test_a_tool_using_suite_runs_statelessly_on_the_responses_format(tmp_path, k
     assert results.run.target.params["api"] == "responses"
     for a in attempts(results):
         assert tool_names(a.trace) == ["get_weather"] and a.metadata["finish_reason"] == "stop"
+        assert [e.kind for e in a.trace if e.kind.startswith("tool")] == ["tool_call", "tool_result"]
+        assert a.tokens_in and a.tokens_out
         assert a.metadata["tokens_reasoning"] == 14  # two steps
         read = a.metadata.get("tokens_cache_read", 0)
         price = ((a.tokens_in - read) * 0.25 + read * 0.025 + a.tokens_out * 2.0) / 1e6
         assert a.cost_usd == pytest.approx(price)
-    assert sum(1 for a in attempts(results) if a.metadata.get("tokens_cache_read")) >= 39
+    read = [a for a in attempts(results) if a.metadata.get("tokens_cache_read")]
+    assert len(read) >= 39 and read[0].cost_usd < (read[0].tokens_in * 0.25 + read[0].tokens_out * 2.0) / 1e6
     assert {p for p in keyed.paths} == {"/v1/responses"} and len(keyed.requests) == 80
     assert all(h["Authorization"] == f"Bearer {KEY}" for h in keyed.headers)
     first = keyed.requests[0]
@@ -106,15 +117,29 @@ def test_a_tool_using_suite_runs_statelessly_on_the_responses_format(tmp_path, k
     assert second[1]["encrypted_content"] and "id" not in second[2]
 
 
+def test_a_candidate_that_skips_the_tool_fails_on_the_trajectory(tmp_path, keyed):
+    baseline = run(suite(tmp_path / "b", keyed), tmp_path / "b.json")
+    keyed.responder = no_tool_agent
+    candidate = run(suite(tmp_path / "c", keyed), tmp_path / "c.json")
+    assert all(a.output and '"temp": 20' in a.output for a in attempts(candidate))  # the same answers
+    assert all(tool_names(a.trace) == [] and a.passed is False for a in attempts(candidate))
+    assert compare(baseline, candidate, load_config(tmp_path / "c" / "evalgate.yml")).verdict == "fail"
+
+
 def test_faults_are_retried(tmp_path, keyed):
     keyed.script("City0", status(429, retry_after="0"))
     keyed.script("City1", status(503), after=1)  # in the loop, after the tool ran
-    keyed.script("City2", malformed())
-    results = run(suite(tmp_path, keyed, n=4), tmp_path / "r.json")
+    keyed.script("City2", malformed())  # a whole reply whose JSON is cut
+    keyed.script("City3", status(500))
+    keyed.script("City4", truncated())  # a reply cut mid-body, the connection closed
+    results = run(suite(tmp_path, keyed, n=6), tmp_path / "r.json")
     assert all(a.passed for a in attempts(results)), [a.error for a in attempts(results) if a.error]
     retried = {c.id: c.attempts[0].retry_history for c in results.cases}
     assert retried["c00"][0].status == 429 and retried["c01"][0].message.startswith("step 2: HTTP 503")
-    assert "malformed response" in retried["c02"][0].message and not retried["c03"]
+    assert "malformed response" in retried["c02"][0].message
+    assert retried["c03"][0].status == 500
+    assert "connection error" in retried["c04"][0].message or "malformed" in retried["c04"][0].message
+    assert not retried["c05"]
 
 
 def test_a_wrong_key_names_openais_error_type(tmp_path, keyed):
