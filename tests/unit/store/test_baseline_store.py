@@ -361,7 +361,10 @@ WRITER = textwrap.dedent(
     from evals.store.baseline import LocalStore
 
     folder, prefix, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-    store = LocalStore(folder, keep=100, repo=None, settle_s=0.01)
+    # A manifest another writer is still writing reads as damaged: the writer waits settle_s once
+    # before taking it for debris. 10 ms lost a promotion on a loaded CI machine (a writer descheduled
+    # mid-write); the wait is only ever taken on that race, so a longer one costs this test nothing.
+    store = LocalStore(folder, keep=100, repo=None, settle_s=0.5)
     while not go.exists():
         time.sleep(0.001)
     # Fewer promotions than evals.store.write.WRITE_ATTEMPTS: each lost race means the other writer
