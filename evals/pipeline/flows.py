@@ -27,6 +27,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.pipeline.exposure import confine_pr_history
+from evals.pipeline.rejudge import bridge_judge, judge_only_change
 from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
 from evals.results import console
@@ -90,7 +91,9 @@ def run_gate(
     results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:
         _say_brought_errors(results, config)
-    comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)
+    bridge = bridge_judge(config, baselines, results, runs_code=not activity.in_actions or runs_suite)
+    comparison, results = _compare(config, activity, options, bridge.baselines, results, results_path, runs_suite)
+    bridge.annotate(comparison)
     rules.annotate(comparison)
     _record(comparison, results, baselines.baseline, store, config, activity, options)
     paths = _write_files(comparison, results, results_path, config, activity, options, out_dir)
@@ -142,6 +145,11 @@ def _read_baselines(
         why = definitions_incompatibility(
             baseline.results.run, config.suite, config.config_hash(), config.definitions()
         )
+        changes, refused = judge_only_change(baseline.results, config)
+        if why and changes is not None and refused is None:
+            why = None  # only the judge changed: the baseline is re-judged once the candidate has run
+        elif why and refused:
+            why += f" The judge alone changed, but the baseline cannot be re-judged: {refused}."
         if why:
             stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
             stop.report = report_not_run(stop, config, baselines, options, activity, out_dir)
