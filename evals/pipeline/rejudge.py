@@ -200,6 +200,8 @@ def bridge_judge(config: SuiteConfig, baselines: Baselines, candidate: Results, 
     changes, refused = judge_only_change(loaded.results, config)
     if changes is None:
         return Bridge(baselines)
+    if refused is None and candidate.run.config_hash not in (None, config.config_hash()):
+        refused = "the candidate was not scored by this config's judge (its config_hash is another), so neither is it"
     if refused is None and not runs_code and any(s.python for s in config.scorers):
         refused = (
             "its python scorers would run the repository's code in a job that gates a results file and runs none; "

@@ -19,27 +19,40 @@ from fakes.suites import write_suite
 
 from evals.cli.app import main
 from evals.compare.compatibility import judge_change
+from evals.pipeline.rejudge import bridge_judge
 from evals.results.model import load_results
+from evals.store.selection import load_baselines, open_store_for
+from evals.suite.config import load_config
 
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"a{i}"} for i in range(40)]
 # Reads its answers at each call, so a test changes what the target answers without re-importing it.
 BOT = (
     "import json, pathlib\n\n\ndef answer(question):\n"
-    "    return json.loads(pathlib.Path(__file__).with_name('answers.json').read_text())[question]\n"
+    "    return json.loads(pathlib.Path(__file__).with_name('answers.json').read_text())[question]\n\n\n"
+    "def nonempty(output, expected):\n    return bool(output)\n"
 )
 FIRST_WRONG = range(8)  # answered wrong from the start: the lenient judge passed them, the strict one does not
 
 
-def suite(folder: Path, server: OpenAIServer, judge: str, wrong: range = FIRST_WRONG, **extra: object) -> Path:
-    """The suite with its judge ``judge`` (lenient or strict) and a target answering ``wrong`` cases wrongly."""
+def suite(
+    folder: Path,
+    server: OpenAIServer,
+    judge: str,
+    wrong: range = FIRST_WRONG,
+    key: str | None = None,
+    more_scorers: list[dict] | None = None,
+    **extra: object,
+) -> Path:
+    """The suite with its judge ``judge`` (lenient or strict; its key in ``key``) and a target answering
+    ``wrong`` cases wrongly."""
     module = "bot_" + re.sub(r"\W", "_", folder.name)  # one module per test: an imported target stays imported
     (folder / f"{module}.py").write_text(BOT, encoding="utf-8")
     answers = {c["input"]: f"no idea ({i})" if i in wrong else f"it is {c['expected']}" for i, c in enumerate(CASES)}
     (folder / "answers.json").write_text(json.dumps(answers), encoding="utf-8")
-    params = {"model": f"local:{judge}", "base_url": server.url, "api_key_env": None, "rubric": "Right?", "retries": 0}
+    params = {"model": f"local:{judge}", "base_url": server.url, "api_key_env": key, "rubric": "Right?", "retries": 0}
     config = {
         "target": {"python": f"{module}:answer", "path": ["."]},
-        "scorers": [{"judge": params}],
+        "scorers": [{"judge": params}, *(more_scorers or [])],
         "cache": {"dir": "cache"},
         "baseline": {"store": "local", "path": "baselines"},
         **extra,
@@ -141,6 +154,55 @@ def test_a_baseline_whose_outputs_were_cut_stays_incompatible_with_that_reason(
     assert "the judge alone changed, but the baseline cannot be re-judged" in said.lower()
     assert "1 whose output was cut when stored" in said
     assert len(openai_server.requests) == asked  # decided before running the suite: nothing was paid
+
+
+@pytest.mark.e2e
+def test_a_bridge_that_cannot_be_paid_or_set_up_here_is_never_a_pass(tmp_path, openai_server, monkeypatch, capsys):
+    """Gating a results file: re-judging past a limit is ``incomplete``; a judge whose key this job
+    lacks, or a candidate another config scored, leaves the gate ``incompatible``, saying why; python
+    scorers are not run in an Actions job that may run no code of the repository."""
+    openai_server.responder = lenient_or_strict
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("BRIDGE_TEST_KEY", "k")
+    config = str(suite(tmp_path, openai_server, "lenient", key="BRIDGE_TEST_KEY"))
+    assert main(["reset", "--reason", "first", "--config", config, "--sha", "b"]) == 0
+    suite(tmp_path, openai_server, "strict", key="BRIDGE_TEST_KEY")
+    assert main(["run", "--config", config, "-o", "strict.json"]) == 0  # what the candidate's job ran
+    gate = ["gate", "--config", config, "--results", "strict.json", "--sha", "c"]
+
+    suite(tmp_path, openai_server, "strict", key="BRIDGE_TEST_KEY", limits={"max_tokens": 100})
+    assert main(gate) == 3  # the candidate's judging already spent more than the limit
+    c = comparison(tmp_path)
+    assert c["verdict"] == "incomplete" and "stopped at limits.max_tokens" in c["reason"], c["reason"]
+
+    suite(tmp_path, openai_server, "strict", key="BRIDGE_TEST_KEY")
+    monkeypatch.delenv("BRIDGE_TEST_KEY")
+    assert main(gate) == 1
+    c = comparison(tmp_path)
+    assert c["verdict"] == "incompatible" and "api_key_env names BRIDGE_TEST_KEY, which is not set" in c["reason"]
+    monkeypatch.setenv("BRIDGE_TEST_KEY", "k")
+
+    suite(tmp_path, openai_server, "stricter", key="BRIDGE_TEST_KEY")  # the judge changed again after the run
+    assert main(gate) == 1
+    c = comparison(tmp_path)
+    assert c["verdict"] == "incompatible" and "was not scored by this config's judge" in c["reason"], c["reason"]
+
+
+def test_python_scorers_are_not_run_to_rejudge_where_the_job_runs_no_code(tmp_path, openai_server, monkeypatch):
+    openai_server.responder = lenient_or_strict
+    monkeypatch.chdir(tmp_path)
+    module = "bot_" + re.sub(r"\W", "_", tmp_path.name)
+    checks = [{"python": f"{module}:nonempty"}]
+    config = str(suite(tmp_path, openai_server, "lenient", more_scorers=checks))
+    assert main(["reset", "--reason", "first", "--config", config, "--sha", "b"]) == 0
+    suite(tmp_path, openai_server, "strict", more_scorers=checks)
+    assert main(["run", "--config", config, "-o", "strict.json"]) == 0
+    strict, candidate = load_config(config), load_results(tmp_path / "strict.json")
+    baselines = load_baselines(open_store_for(strict), strict)
+    refused = bridge_judge(strict, baselines, candidate, runs_code=False)
+    assert refused.bridge is None and "python scorers would run the repository's code" in (refused.refused or "")
+    bridged = bridge_judge(strict, baselines, candidate, runs_code=True)
+    assert bridged.bridge is not None and bridged.bridge.agreement.agreed == 32
 
 
 JUDGE = {"name": "judge", "python": None, "params": {"model": "local:lenient", "rubric": "Right?"}}
