@@ -8,7 +8,6 @@ that config like any run of it."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,16 +18,13 @@ from evals.results import console
 from evals.results.masking import mask_secrets
 from evals.results.model import Attempt, AttemptError, CaseResult, Results
 from evals.results.spend import JudgeUsage, Spend, spend_of
-from evals.run.cache import open_cache
-from evals.run.execution import judge_cached
-from evals.run.scorers.base import Scorer, ScorerError
-from evals.run.scorers.builtin import build_scorers, score_attempt_async
-from evals.suite.cases import Case, load_cases
 from evals.suite.config import SuiteConfig
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
+    from evals.run.scorers.base import Scorer
     from evals.store.selection import Baselines
+    from evals.suite.cases import Case
 
 
 @dataclass
@@ -47,6 +43,14 @@ def rejudge(results: Results, config: SuiteConfig, *, spent: Spend | None = None
         raise UsageError(f"{config.suite!r} has no judge scorer: there is nothing to re-judge with")
     if why := unjudgeable(results):
         raise UsageError(f"this run cannot be re-judged: {why}")
+    # Here, not at the top: the gate imports this module, and runs the suite's code only to re-judge.
+    import asyncio
+
+    from evals.run.cache import open_cache
+    from evals.run.execution import judge_cached
+    from evals.run.scorers.builtin import build_scorers
+    from evals.suite.cases import load_cases
+
     today = {case.id: case for case in load_cases(config)}
     responses = open_cache(config, use=cache)
     scorers = build_scorers(config.scorers, config.root, config.where, responses if judge_cached(config) else None)
@@ -80,6 +84,8 @@ def _case(stored: CaseResult, today: dict[str, Case]) -> Case:
     case = today.get(stored.id)
     if case is not None and case.hash == stored.hash:
         return case
+    from evals.suite.cases import Case
+
     return Case(id=stored.id, input=stored.input, expected=stored.expected, metadata=stored.metadata)
 
 
@@ -87,6 +93,8 @@ async def _rescore(
     results: Results, today: dict[str, Case], scorers: list[Scorer], config: SuiteConfig, spent: Spend
 ) -> tuple[list[CaseResult], list[JudgeUsage | None], str | None]:
     """The cases re-scored, what each re-judged attempt's judge calls cost, the limit that stopped it."""
+    import asyncio
+
     limits = config.limits
     paid: list[JudgeUsage | None] = []
     budget = {"cost": spent.cost_usd or 0.0, "tokens": spent.tokens or 0}
@@ -134,6 +142,9 @@ async def _scored(attempt: Attempt, case: Case, scorers: list[Scorer]) -> tuple[
     """The attempt scored again on its stored output and trace (its ``judge_usage`` stays what
     the stored run paid), and what the judge's calls cost now; a judge that gives no verdict makes
     it an infra error, as in a run."""
+    from evals.run.scorers.base import ScorerError
+    from evals.run.scorers.builtin import score_attempt_async
+
     metadata: dict[str, Any] = {k: v for k, v in attempt.metadata.items() if k != JUDGE}
     try:
         verdict = await score_attempt_async(scorers, attempt.output, case, attempt.trace)
