@@ -27,7 +27,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.pipeline.exposure import confine_pr_history
-from evals.pipeline.rejudge import bridge_judge, judge_only_change
+from evals.pipeline.rejudge import Bridge, bridge_judge, judge_only_change
 from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
 from evals.results import console
@@ -92,7 +92,7 @@ def run_gate(
     if options.results:
         _say_brought_errors(results, config)
     bridge = bridge_judge(config, baselines, results, runs_code=not activity.in_actions or runs_suite)
-    comparison, results = _compare(config, activity, options, bridge.baselines, results, results_path, runs_suite)
+    comparison, results = _compare(config, activity, options, bridge, results, results_path, runs_suite)
     bridge.annotate(comparison)
     rules.annotate(comparison)
     _record(comparison, results, baselines.baseline, store, config, activity, options)
@@ -172,7 +172,7 @@ def _compare(
     config: SuiteConfig,
     activity: Activity,
     options: GateOptions,
-    baselines: Baselines,
+    bridge: Bridge,
     candidate: Results,
     results_path: Path,
     ran_suite: bool,
@@ -180,13 +180,16 @@ def _compare(
     """The comparison, and the candidate it judged (with the batches of more evidence, if any ran)."""
     from evals.history.flaky import known_flaky
 
+    baselines = bridge.baselines  # the baseline re-judged, when only the judge changed
     baseline = baselines.baseline
     # Read before more evidence can change the candidate: the run left out of its own flip rates
     # is the one the history holds (the suite run recorded it), found by its digest.
     flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        look_config, side, candidate = more_evidence_setup(config, options, candidate, baseline, activity, ran_suite)
+        look_config, side, candidate = more_evidence_setup(
+            config, options, candidate, baseline, activity, ran_suite, refused=bridge.no_batches
+        )
     try:
         comparison = baselines.compare(
             candidate,
@@ -380,15 +383,21 @@ def more_evidence_setup(
     baseline: LoadedBaseline,
     activity: Activity,
     ran_suite: bool,
+    *,
+    refused: str | None = None,
 ) -> tuple[SuiteConfig, BatchSource | str, Results]:
     """The config of the first look and where its batches come from: the side jobs' files
-    (``--evidence``), else run here (or why they cannot: the first look then keeps its whole α).
+    (``--evidence``), else run here (or why they cannot, ``refused`` among them: the first look
+    then keeps its whole α).
     Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
     first = first_look_only(candidate)
     side = (
-        replayed(options, activity) or batches_refused(activity, ran_suite) or running(config, options, baseline, first)
+        refused
+        or replayed(options, activity)
+        or batches_refused(activity, ran_suite)
+        or running(config, options, baseline, first)
     )
     if isinstance(side, str):
         console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")

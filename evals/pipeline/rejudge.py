@@ -175,6 +175,16 @@ class Bridge:
     refused: str | None = None
     stopped: str | None = None
 
+    @property
+    def no_batches(self) -> str | None:
+        """Why more evidence cannot re-run the baseline's side against a re-judged baseline, else None."""
+        if self.bridge is None:
+            return None
+        return (
+            "the baseline was re-judged with the candidate's judge, and its side's batches would run under the "
+            "baseline commit's config, scored by its old judge"
+        )
+
     def annotate(self, comparison: Comparison) -> None:
         """The bridge in the comparison: what re-judging showed; why it could not be made, beside
         ``incompatible``; a limit that stopped it makes the gate ``incomplete`` (never a pass)."""

@@ -73,7 +73,8 @@ def test_a_switch_to_a_strict_judge_is_bridged_and_a_real_regression_behind_it_s
     config = str(suite(tmp_path, openai_server, "lenient"))
     assert main(["reset", "--reason", "first", "--config", config, "--sha", "base"]) == 0
 
-    suite(tmp_path, openai_server, "strict")  # the outputs do not change, the judge does
+    # The outputs do not change, the judge does. (More evidence on: its baseline side would be judged by the old judge.)
+    suite(tmp_path, openai_server, "strict", gate={"more_evidence": {"max_batches": 1}})
     asked = len(openai_server.requests)
     code = main(["gate", "--config", config, "--sha", "strict", "--html", "report.html"])
     c = comparison(tmp_path)
@@ -94,6 +95,7 @@ def test_a_switch_to_a_strict_judge_is_bridged_and_a_real_regression_behind_it_s
     assert "re-judged with the candidate's judge: the two judges agreed on 32 of 40 (80%" in headline
     assert "Verdicts the new judge gives otherwise: c00, c01" in report
     assert "drift guard skipped" not in report  # the blessed snapshot is the baseline: re-judged with it
+    assert "baseline was re-judged with the candidate's judge" in c["more_evidence"]["baseline_side"]
     html = (tmp_path / "report.html").read_text(encoding="utf-8")
     assert 'id="judge-agreement"' in html and "agreed on 32 of 40 (80%" in html
 
