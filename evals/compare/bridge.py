@@ -28,7 +28,10 @@ class JudgeBridge(BaseModel):
 
     changes: list[str] = Field(description="How the judge's definition changed (baseline's → candidate's).")
     rejudged: int = Field(description="Baseline attempts whose stored output the candidate's judge scored.")
-    kept: int = Field(default=0, description="Baseline attempts kept as they were: errored, nothing to judge.")
+    kept: int = Field(
+        default=0,
+        description="Baseline attempts kept as they were: errored (nothing to judge), or outside a smoke gate's cases.",
+    )
     agreement: Agreement = Field(
         description="The old judge (a) against the new (b) on the same outputs; a disagreement's id is the case "
         "id (with #attempt when a case has several)."

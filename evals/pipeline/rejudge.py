@@ -34,11 +34,18 @@ class Rejudged:
     stopped: str | None = None  # the limit that stopped it before every attempt was re-judged
 
 
-def rejudge(results: Results, config: SuiteConfig, *, spent: Spend | None = None, cache: bool = True) -> Rejudged:
+def rejudge(
+    results: Results,
+    config: SuiteConfig,
+    *,
+    spent: Spend | None = None,
+    cache: bool = True,
+    only: set[str] | None = None,
+) -> Rejudged:
     """``results`` re-scored by ``config``'s scorers on its stored outputs. ``spent``: what the gate
-    already paid (the candidate's run), which the config's cost and token limits count too.
-    UsageError when the run cannot be re-judged (imported, outputs not stored whole) or the
-    config has no judge."""
+    already paid (the candidate's run), which the config's cost and token limits count too;
+    ``only``: the case ids to re-judge (a smoke gate's), the others kept as they are. UsageError
+    when the run cannot be re-judged (imported, outputs not stored whole) or the config has no judge."""
     if not any(s.name == JUDGE and s.python is None for s in config.scorers):
         raise UsageError(f"{config.suite!r} has no judge scorer: there is nothing to re-judge with")
     if why := unjudgeable(results):
@@ -53,9 +60,9 @@ def rejudge(results: Results, config: SuiteConfig, *, spent: Spend | None = None
 
     today = {case.id: case for case in load_cases(config)}
     responses = open_cache(config, use=cache)
-    scorers = build_scorers(config.scorers, config.root, config.where, responses if judge_cached(config) else None)
     try:
-        cases, paid, stopped = asyncio.run(_rescore(results, today, scorers, config, spent or Spend()))
+        scorers = build_scorers(config.scorers, config.root, config.where, responses if judge_cached(config) else None)
+        cases, paid, stopped = asyncio.run(_rescore(results, today, scorers, config, spent or Spend(), only))
     finally:
         if responses is not None:
             responses.close()
@@ -90,7 +97,12 @@ def _case(stored: CaseResult, today: dict[str, Case]) -> Case:
 
 
 async def _rescore(
-    results: Results, today: dict[str, Case], scorers: list[Scorer], config: SuiteConfig, spent: Spend
+    results: Results,
+    today: dict[str, Case],
+    scorers: list[Scorer],
+    config: SuiteConfig,
+    spent: Spend,
+    only: set[str] | None,
 ) -> tuple[list[CaseResult], list[JudgeUsage | None], str | None]:
     """The cases re-scored, what each re-judged attempt's judge calls cost, the limit that stopped it."""
     import asyncio
@@ -124,6 +136,8 @@ async def _rescore(
         return new
 
     async def whole(stored: CaseResult) -> CaseResult:
+        if only is not None and stored.id not in only:
+            return stored
         case = _case(stored, today)
         attempts = await asyncio.gather(*(one(a, case) for a in stored.attempts))
         return stored.model_copy(update={"attempts": list(attempts)})
@@ -222,7 +236,10 @@ def bridge_judge(config: SuiteConfig, baselines: Baselines, candidate: Results, 
     if changes is None:
         return Bridge(baselines)
     if refused is None and candidate.run.config_hash not in (None, config.config_hash()):
-        refused = "the candidate was not scored by this config's judge (its config_hash is another), so neither is it"
+        refused = (
+            "it would be re-judged with this config's judge, but the candidate was not scored by this config (its "
+            "config_hash is another)"
+        )
     if refused is None and not runs_code and any(s.python for s in config.scorers):
         refused = (
             "its python scorers would run the repository's code in a job that gates a results file and runs none; "
@@ -230,9 +247,14 @@ def bridge_judge(config: SuiteConfig, baselines: Baselines, candidate: Results, 
         )
     if refused is not None:
         return Bridge(baselines, refused=refused)
+    if not candidate.run.is_complete:
+        return Bridge(baselines)  # the gate is incomplete whatever the baseline says: nothing to pay for
     console.info(f"only the judge changed ({'; '.join(changes)}): re-judging the baseline's outputs", source="gate")
+    # A smoke gate compares the candidate's cases only: the baseline's others need no judge.
+    only = {c.id for c in candidate.cases} if candidate.run.subset else None
+    spent = spend_of(a for c in candidate.cases for a in c.attempts)
     try:
-        done = rejudge(loaded.results, config, spent=spend_of(a for c in candidate.cases for a in c.attempts))
+        done = rejudge(loaded.results, config, spent=spent, only=only)
     except UsageError as exc:  # the judge cannot be set up here (its key unset, say)
         return Bridge(baselines, refused=str(exc))
     bridge = done.bridge.model_copy(update={"changes": changes})

@@ -187,7 +187,7 @@ def test_a_bridge_that_cannot_be_paid_or_set_up_here_is_never_a_pass(tmp_path, o
     suite(tmp_path, openai_server, "stricter", key="BRIDGE_TEST_KEY")  # the judge changed again after the run
     assert main(gate) == 1
     c = comparison(tmp_path)
-    assert c["verdict"] == "incompatible" and "was not scored by this config's judge" in c["reason"], c["reason"]
+    assert c["verdict"] == "incompatible" and "the candidate was not scored by this config" in c["reason"], c["reason"]
 
 
 def test_python_scorers_are_not_run_to_rejudge_where_the_job_runs_no_code(tmp_path, openai_server, monkeypatch):
@@ -203,8 +203,17 @@ def test_python_scorers_are_not_run_to_rejudge_where_the_job_runs_no_code(tmp_pa
     baselines = load_baselines(open_store_for(strict), strict)
     refused = bridge_judge(strict, baselines, candidate, runs_code=False)
     assert refused.bridge is None and "python scorers would run the repository's code" in (refused.refused or "")
-    bridged = bridge_judge(strict, baselines, candidate, runs_code=True)
-    assert bridged.bridge is not None and bridged.bridge.agreement.agreed == 32
+    # A smoke gate's candidate: only its cases are re-judged.
+    smoke = candidate.model_copy(update={"run": candidate.run.model_copy(update={"subset": "smoke"})})
+    smoke.cases = [c for c in candidate.cases if c.id in ("c00", "c01", "c20")]
+    bridged = bridge_judge(strict, baselines, smoke, runs_code=True)
+    assert bridged.bridge is not None and (bridged.bridge.rejudged, bridged.bridge.kept) == (3, 37)
+    assert bridged.bridge.agreement.disagreements == ["c00", "c01"]
+    # A partial candidate makes the gate incomplete whatever the baseline says: no judge is paid for it.
+    asked = len(openai_server.requests)
+    partial = candidate.model_copy(update={"run": candidate.run.model_copy(update={"status": "cancelled"})})
+    assert bridge_judge(strict, baselines, partial, runs_code=True).bridge is None
+    assert len(openai_server.requests) == asked
 
 
 JUDGE = {"name": "judge", "python": None, "params": {"model": "local:lenient", "rubric": "Right?"}}
