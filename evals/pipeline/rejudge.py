@@ -235,10 +235,11 @@ def bridge_judge(config: SuiteConfig, baselines: Baselines, candidate: Results, 
     changes, refused = judge_only_change(loaded.results, config)
     if changes is None:
         return Bridge(baselines)
-    if refused is None and candidate.run.config_hash not in (None, config.config_hash()):
+    # An imported candidate records no config_hash: it was scored by its harness, not by this judge either.
+    if refused is None and candidate.run.config_hash != config.config_hash():
         refused = (
             "it would be re-judged with this config's judge, but the candidate was not scored by this config (its "
-            "config_hash is another)"
+            "config_hash is another, or none)"
         )
     if refused is None and not runs_code and any(s.python for s in config.scorers):
         refused = (

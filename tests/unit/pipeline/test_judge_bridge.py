@@ -190,7 +190,12 @@ def test_a_bridge_that_cannot_be_paid_or_set_up_here_is_never_a_pass(tmp_path, o
     assert c["verdict"] == "incompatible" and "the candidate was not scored by this config" in c["reason"], c["reason"]
 
 
-def test_python_scorers_are_not_run_to_rejudge_where_the_job_runs_no_code(tmp_path, openai_server, monkeypatch):
+def test_the_bridge_runs_no_code_where_none_may_run_and_pays_only_for_what_is_compared(
+    tmp_path, openai_server, monkeypatch
+):
+    """``bridge_judge`` on the gate's own objects: python scorers are not run in an Actions job that
+    gates a results file; an imported candidate (no config_hash) is not bridged; a smoke gate
+    re-judges its cases only; a partial candidate pays for nothing."""
     openai_server.responder = lenient_or_strict
     monkeypatch.chdir(tmp_path)
     module = "bot_" + re.sub(r"\W", "_", tmp_path.name)
@@ -203,6 +208,10 @@ def test_python_scorers_are_not_run_to_rejudge_where_the_job_runs_no_code(tmp_pa
     baselines = load_baselines(open_store_for(strict), strict)
     refused = bridge_judge(strict, baselines, candidate, runs_code=False)
     assert refused.bridge is None and "python scorers would run the repository's code" in (refused.refused or "")
+    imported = candidate.model_copy(update={"run": candidate.run.model_copy(update={"config_hash": None})})
+    assert "the candidate was not scored by this config" in (
+        bridge_judge(strict, baselines, imported, runs_code=True).refused or ""
+    )
     # A smoke gate's candidate: only its cases are re-judged.
     smoke = candidate.model_copy(update={"run": candidate.run.model_copy(update={"subset": "smoke"})})
     smoke.cases = [c for c in candidate.cases if c.id in ("c00", "c01", "c20")]
