@@ -155,11 +155,12 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     """The banner's sentence: escaped markdown (``Safe``), or plain text with ``markdown=False``.
     Falls back to the gate's reason where the units cannot tell the story (a special verdict, a
     gate with nothing compared)."""
-    clause = bridge_clause(c) + rerun_clause(c) + own_rules_clause(c)
+    clause = rerun_clause(c) + own_rules_clause(c) + bridge_clause(c)
     if markdown:
-        # The clauses are bounded on their own (own_rules_clause lists four changes, each cut): the
-        # headline's usual cut would hide what a PR changed of its own gate.
-        return Safe(_headline(c, markdown=True) + _Style(True).text(clause, 700))
+        # The clauses are bounded on their own (own_rules_clause lists four changes, each cut, about
+        # 500 characters; bridge_clause three, about 450): the headline's usual cut would hide what a
+        # PR changed of its own gate, or that the baseline was re-judged.
+        return Safe(_headline(c, markdown=True) + _Style(True).text(clause, 1200))
     return _headline(c, markdown=False) + clause
 
 
