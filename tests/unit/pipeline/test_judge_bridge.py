@@ -190,6 +190,7 @@ def test_a_bridge_that_cannot_be_paid_or_set_up_here_is_never_a_pass(tmp_path, o
     assert c["verdict"] == "incompatible" and "the candidate was not scored by this config" in c["reason"], c["reason"]
 
 
+@pytest.mark.e2e
 def test_the_bridge_runs_no_code_where_none_may_run_and_pays_only_for_what_is_compared(
     tmp_path, openai_server, monkeypatch
 ):
