@@ -133,6 +133,17 @@ async def _rescore(
         if usage is not None:
             budget["cost"] += usage.cost_usd or 0.0
             budget["tokens"] += usage.tokens or 0
+            # As in a run: a limit the judge's calls do not report cannot be enforced, so it stops.
+            unreported = [
+                f"{key} (the judge reported no {what}: a limit that cannot be measured cannot be enforced)"
+                for key, what, value, known in (
+                    ("limits.max_cost_usd", "cost", limits.max_cost_usd, usage.cost_usd),
+                    ("limits.max_tokens", "tokens", limits.max_tokens, usage.tokens),
+                )
+                if value is not None and known is None
+            ]
+            if unreported and not stopped:
+                stopped.append(unreported[0])
         return new
 
     async def whole(stored: CaseResult) -> CaseResult:

@@ -134,6 +134,12 @@ def test_rejudge_rescores_a_stored_run_with_todays_judge_within_the_limits(
     code = main(["rejudge", "--results", "lenient.json", "--config", config, "--output", "x.json", "--no-cache"])
     assert code == 3 and "stopped at limits.max_tokens" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
+    # A judge that reports no tokens cannot be held to max_tokens: it stops too.
+    suite(tmp_path, openai_server, "strict", limits={"max_tokens": 1_000_000})
+    openai_server.report_usage = False
+    code = main(["rejudge", "--results", "lenient.json", "--config", config, "--output", "x.json", "--no-cache"])
+    assert code == 3 and "the judge reported no tokens" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
 
 
 def test_a_baseline_whose_outputs_were_cut_stays_incompatible_with_that_reason(
