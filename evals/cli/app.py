@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reset": ("reset", "run the full suite (or take --results) and bless it as baseline, with a reason"),
     "comment": ("comment", "post a stored report to a pull request (two-phase fork flow)"),
     "baseline": ("baseline", "list, show or fetch baseline snapshots"),
+    "rejudge": ("rejudge", "re-score a stored run's outputs with the config's judge, and compare the two judges"),
     "import": ("import_", "convert another harness's results to evalgate's format"),
     "flaky": (
         "flaky",

@@ -135,6 +135,32 @@ def definition_changes(before: dict[str, Any] | None, after: dict[str, Any] | No
     return out
 
 
+def judge_change(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list[str] | None:
+    """How the judge changed (``model: a → b``, ``rubric edited``), when the two recorded
+    definitions differ in the built-in ``judge`` scorer's parameters and in nothing else (the
+    same scorers in the same order, the same metric directions); None when they are equal or anything else differs."""
+    if not before or not after or before.get("directions", {}) != after.get("directions", {}):
+        return None
+    old, new = before.get("scorers", []), after.get("scorers", [])
+    if len(old) != len(new):
+        return None
+    changes: list[str] = []
+    for a, b in zip(old, new, strict=True):
+        if a == b:
+            continue
+        if not all(s.get("name") == "judge" and s.get("python") is None for s in (a, b)):
+            return None
+        pa, pb = a.get("params") or {}, b.get("params") or {}
+        for key in sorted(set(pa) | set(pb)):
+            if pa.get(key) != pb.get(key):
+                # A rubric is prose: that it changed is the news, not its two texts side by side.
+                long = key == "rubric" or any(len(str(v)) > 60 for v in (pa.get(key), pb.get(key)))
+                changes.append(
+                    f"{key} edited" if long else f"{key}: {pa.get(key, 'default')} → {pb.get(key, 'default')}"
+                )
+    return changes or None
+
+
 def _short(spec: Mapping[str, Any]) -> str:
     shown = {k: v for k, v in spec.items() if v not in (None, {}, [])}
     return json.dumps(shown, sort_keys=True, ensure_ascii=False)[:200]

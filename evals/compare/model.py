@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.compare.bridge import JudgeBridge
 from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
@@ -444,6 +445,9 @@ class Comparison(_Model):
     )
     more_evidence: MoreEvidence | None = Field(
         default=None, description="gate.more_evidence's looks (docs/spec.md#more-evidence)."
+    )
+    judge_bridge: JudgeBridge | None = Field(
+        default=None, description="The baseline re-scored with the candidate's judge (docs/spec.md#judge-bridging)."
     )
     resume_command: str | None = Field(
         default=None,

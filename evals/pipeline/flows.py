@@ -27,6 +27,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.pipeline.exposure import confine_pr_history
+from evals.pipeline.rejudge import Bridge, bridge_judge, judge_only_change
 from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
 from evals.results import console
@@ -90,7 +91,9 @@ def run_gate(
     results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
     if options.results:
         _say_brought_errors(results, config)
-    comparison, results = _compare(config, activity, options, baselines, results, results_path, runs_suite)
+    bridge = bridge_judge(config, baselines, results, runs_code=not activity.in_actions or runs_suite)
+    comparison, results = _compare(config, activity, options, bridge, results, results_path, runs_suite)
+    bridge.annotate(comparison)
     rules.annotate(comparison)
     _record(comparison, results, baselines.baseline, store, config, activity, options)
     paths = _write_files(comparison, results, results_path, config, activity, options, out_dir)
@@ -142,6 +145,11 @@ def _read_baselines(
         why = definitions_incompatibility(
             baseline.results.run, config.suite, config.config_hash(), config.definitions()
         )
+        changes, refused = judge_only_change(baseline.results, config)
+        if why and changes is not None and refused is None:
+            why = None  # only the judge changed: the baseline is re-judged once the candidate has run
+        elif why and refused:
+            why += f" The judge alone changed, but the baseline cannot be re-judged: {refused}."
         if why:
             stop = GateVerdict("incompatible", f"{why} (checked before running the suite: no case was run)")
             stop.report = report_not_run(stop, config, baselines, options, activity, out_dir)
@@ -164,7 +172,7 @@ def _compare(
     config: SuiteConfig,
     activity: Activity,
     options: GateOptions,
-    baselines: Baselines,
+    bridge: Bridge,
     candidate: Results,
     results_path: Path,
     ran_suite: bool,
@@ -172,13 +180,16 @@ def _compare(
     """The comparison, and the candidate it judged (with the batches of more evidence, if any ran)."""
     from evals.history.flaky import known_flaky
 
+    baselines = bridge.baselines  # the baseline re-judged, when only the judge changed
     baseline = baselines.baseline
     # Read before more evidence can change the candidate: the run left out of its own flip rates
     # is the one the history holds (the suite run recorded it), found by its digest.
     flaky = known_flaky(config, candidate)
     look_config, side = config, None
     if config.gate.more_evidence.enabled and baseline is not None:
-        look_config, side, candidate = more_evidence_setup(config, options, candidate, baseline, activity, ran_suite)
+        look_config, side, candidate = more_evidence_setup(
+            config, options, candidate, baseline, activity, ran_suite, refused=bridge.no_batches
+        )
     try:
         comparison = baselines.compare(
             candidate,
@@ -372,15 +383,21 @@ def more_evidence_setup(
     baseline: LoadedBaseline,
     activity: Activity,
     ran_suite: bool,
+    *,
+    refused: str | None = None,
 ) -> tuple[SuiteConfig, BatchSource | str, Results]:
     """The config of the first look and where its batches come from: the side jobs' files
-    (``--evidence``), else run here (or why they cannot: the first look then keeps its whole α).
+    (``--evidence``), else run here (or why they cannot, ``refused`` among them: the first look
+    then keeps its whole α).
     Imported results have nothing to re-run: an error."""
     if fmt := imported(candidate):
         raise UsageError(nothing_to_rerun(config, fmt))
     first = first_look_only(candidate)
     side = (
-        replayed(options, activity) or batches_refused(activity, ran_suite) or running(config, options, baseline, first)
+        refused
+        or replayed(options, activity)
+        or batches_refused(activity, ran_suite)
+        or running(config, options, baseline, first)
     )
     if isinstance(side, str):
         console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")

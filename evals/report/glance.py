@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 
 from evals.common import escape
+from evals.compare.bridge import agreement_text
 from evals.compare.decide import bad_side
 from evals.compare.floors import floor_sentence
 from evals.compare.model import Comparison, UnitResult
@@ -120,6 +121,22 @@ def rerun_clause(c: Comparison) -> str:
     return f" Reached after {batches:,} {plural} of re-runs ({me.attempts:,} more attempts{cost})."
 
 
+def bridge_clause(c: Comparison) -> str:
+    """`` The judge changed (model: a → b), so the baseline's outputs were re-judged with the
+    candidate's judge: the two judges agreed on 18 of 20 (90%, κ 0.78).`` when the gate bridged a
+    judge change (docs/spec.md#judge-bridging): the verdict compares against a re-scored baseline,
+    and how far the judges agree says how much the switch alone moved; empty otherwise."""
+    b = c.judge_bridge
+    if b is None:
+        return ""
+    listed = [change if len(change) <= 100 else change[:99] + "…" for change in b.changes[:3]]
+    what = "; ".join(listed) + (f"; and {len(b.changes) - 3} more" if len(b.changes) > 3 else "")
+    agreed = agreement_text(b.agreement)
+    return (
+        f" The judge changed ({what}), so the baseline's outputs were re-judged with the candidate's judge: {agreed}."
+    )
+
+
 def own_rules_clause(c: Comparison) -> str:
     """`` This change also changes its own gate: metrics.pass_rate.tolerance: 0.02 → 0.5.`` when the
     candidate's config judges it by other rules than its baseline's (docs/spec.md#trust-boundaries):
@@ -138,11 +155,12 @@ def headline(c: Comparison, *, markdown: bool = True) -> str:
     """The banner's sentence: escaped markdown (``Safe``), or plain text with ``markdown=False``.
     Falls back to the gate's reason where the units cannot tell the story (a special verdict, a
     gate with nothing compared)."""
-    clause = rerun_clause(c) + own_rules_clause(c)
+    clause = rerun_clause(c) + own_rules_clause(c) + bridge_clause(c)
     if markdown:
-        # The clauses are bounded on their own (own_rules_clause lists four changes, each cut): the
-        # headline's usual cut would hide what a PR changed of its own gate.
-        return Safe(_headline(c, markdown=True) + _Style(True).text(clause, 700))
+        # The clauses are bounded on their own (own_rules_clause lists four changes, each cut, about
+        # 500 characters; bridge_clause three, about 450): the headline's usual cut would hide what a
+        # PR changed of its own gate, or that the baseline was re-judged.
+        return Safe(_headline(c, markdown=True) + _Style(True).text(clause, 1200))
     return _headline(c, markdown=False) + clause
 
 

@@ -78,6 +78,10 @@ def spend_view(c: Comparison) -> dict[str, Any]:
     if batches is not None and batches.attempts:
         spends.append(("more evidence (both sides)", batches))
         summary += f" · more evidence {_short_cost(batches)} for {batches.attempts:,} attempts"
+    # Re-judging the baseline over a judge change is this gate's spend too (docs/spec.md#judge-bridging).
+    if c.judge_bridge is not None and c.judge_bridge.spend.attempts:
+        spends.append(("re-judging the baseline", c.judge_bridge.spend))
+        summary += f" · re-judging the baseline {_short_cost(c.judge_bridge.spend)}"
     return {
         "rows": [spend_row(name, s) for name, s in spends],
         "summary": summary,

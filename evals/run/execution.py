@@ -296,7 +296,7 @@ def execute(
     output = Path(output)
     every_case = load_cases(config)
     responses = open_cache(config, use=cache)
-    scorers = build_scorers(config.scorers, config.root, config.where, responses if _judge_cached(config) else None)
+    scorers = build_scorers(config.scorers, config.root, config.where, responses if judge_cached(config) else None)
     check_case_set(config, every_case)
     cases, subset, sample = select_cases(
         every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history, ids=ids
@@ -414,7 +414,7 @@ def uncommitted(config: SuiteConfig) -> bool | None:
     return bool(uncommitted_changes(config.root, exclude=config.resolve(config.baseline.path)))
 
 
-def _judge_cached(config: SuiteConfig) -> bool:
+def judge_cached(config: SuiteConfig) -> bool:
     return config.cache is not None and config.cache.judge
 
 

@@ -149,6 +149,7 @@ class OpenAIServer:
         self.fingerprint = fingerprint
         self.cached_tokens = 0
         self.reasoning_tokens = 0
+        self.report_usage = True  # False: replies carry no usage (an endpoint that reports none)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.calls: Counter[str] = Counter()
@@ -229,7 +230,7 @@ class OpenAIServer:
             "choices": [
                 {"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}
             ],
-            "usage": usage,
+            **({"usage": usage} if self.report_usage else {}),
         }
 
     # ----------------------------------------------------------------------------------- HTTP
