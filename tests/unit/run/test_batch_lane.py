@@ -18,7 +18,9 @@ from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import UsageError
 from evals.compare.analysis import compare
+from evals.report.spending import spend_view
 from evals.results.model import Results
+from evals.results.spend import spend_of
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -88,6 +90,9 @@ def test_a_batched_run_is_submitted_then_collected_scored_and_gated(tmp_path, ba
     comparison = compare(sync, collected, load_config(config))
     assert comparison.verdict == "pass", comparison.reason
     assert [(p.baseline, p.candidate) for p in comparison.provenance if p.field == "params.tier"] == [(None, "batch")]
+    # The Spend section says what was batched, in the gate as in the run's own summary.
+    assert "90 batched (at the batch price)" in spend_view(comparison)["summary"]
+    assert spend_of(a for c in collected.cases for a in c.attempts).batched == 90
 
 
 @pytest.mark.parametrize("api", ["chat", "anthropic"])
