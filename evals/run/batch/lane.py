@@ -9,7 +9,7 @@ A run whose target has ``batch: true`` first looks at the results file ``--resum
 - batches submitted there: they are polled; while one is still running the run stops
   ``pending`` again and says so; once all have ended their answers are read into
   ``BatchAnswers`` and the run goes on as usual — the target takes each attempt's answer from
-  there instead of the network (and fills the response cache with it), so scoring, the file and
+  there instead of the network (every answer is written to the response cache first), so scoring, the file and
   the gate are those of any run. A request the batch did not answer (errored, expired, cancelled)
   is that attempt's infra error: the run ends ``error`` and the next ``--resume`` submits those.
 
@@ -55,18 +55,20 @@ class BatchAnswers:
         self.outcomes = outcomes
         self.unanswered = unanswered
 
-    def reply(self, case_id: str) -> Reply:
-        """The answer to this task's attempt (``ATTEMPT``) of ``case_id`` as a 200 reply, or its
-        infra error: no verdict on the model, resumable (``retry_after`` 0: the runner's retries of
-        it find the same answer at once, rather than waiting out a backoff)."""
+    def answered(self, case_id: str) -> Reply | None:
+        """The batch's answer to this task's attempt (``ATTEMPT``) of ``case_id``, as a 200 reply."""
+        outcome = self.outcomes.get(custom_id(case_id, ATTEMPT.get()))
+        return Reply(200, [], outcome.body) if outcome is not None and outcome.body is not None else None
+
+    def failure(self, case_id: str) -> TargetFailure:
+        """Why the batch has no answer to that attempt: an infra error (no verdict on the model),
+        resumable; ``retry_after`` 0, as the runner's retries of it find the same at once."""
         outcome = self.outcomes.get(custom_id(case_id, ATTEMPT.get()))
         if outcome is None:
             why = f"the batch has no answer for this request ({self.unanswered})"
-        elif outcome.body is None:
-            why = f"the batch did not answer this request: {outcome.error}"
         else:
-            return Reply(200, [], outcome.body)
-        raise TargetFailure("infra", f"{why}; --resume submits it again", retry_after=0.0)
+            why = f"the batch did not answer this request: {outcome.error}"
+        return TargetFailure("infra", f"{why}; --resume submits it again", retry_after=0.0)
 
 
 class Lane:
@@ -108,6 +110,26 @@ class Lane:
             requests=len(lines),
             submitted_at=_now(),
         )
+
+    def keep(self, answers: BatchAnswers, cases: Iterable[Case], attempts: range) -> None:
+        """Write every collected answer to the response cache before any is scored: a run stopped
+        while scoring them (a signal, a limit) loses none, and the next resume is served them from
+        the cache instead of paying for them again."""
+        target = self.target
+        if target.cache is None:
+            return
+        for case in cases:
+            for number in attempts:
+                token = ATTEMPT.set(number)
+                try:
+                    answer = answers.answered(case.id)
+                    _, key = target.request(target.format.conversation(case.input))
+                    if answer is not None and key is not None:
+                        target.cache.put(key, {**target.parse(answer), "latency_ms": 0.0})
+                except TargetFailure:
+                    pass  # a malformed answer: the attempt reads it again and records the infra error
+                finally:
+                    ATTEMPT.reset(token)
 
     def collect(self, submitted: ProviderBatch) -> BatchAnswers | str:
         """The answers once every batch has ended, else what is still running (in words)."""
@@ -158,6 +180,7 @@ def batch_step(
         if isinstance(got, str):
             return recorded, f"{got}; collect it later with {rerun}"
         lane.target.answers = got
+        lane.keep(got, todo, attempts)
         return recorded.model_copy(update={"state": "collected", "collected_at": _now()}), None
     submitted = lane.submit(todo, attempts)
     if submitted is None:

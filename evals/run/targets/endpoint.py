@@ -170,19 +170,19 @@ class ModelTarget(Target):
         batched = False
         for step in range(1, limit + 1):
             body, key = self.request(messages)
-            data = self.cached(key)
+            answer = self.answers.answered(case.id) if self.answers is not None else None
+            data = self.cached(key) if answer is None else None
             if data is not None and replayed_ms + float(data.get("latency_ms") or 0.0) > self.timeout_s * 1000.0:
                 # It took longer than timeout_s allows now: live, this attempt would time out, so
                 # it is asked again under the current timeout rather than replayed.
                 data = None
-            if data is not None:
+            if answer is not None:  # a collected batch's answer (evals.run.batch; in the cache too)
+                data, batched = self.parse(answer), True
+            elif data is not None:
                 served += 1
                 replayed_ms += data.pop("latency_ms", 0.0)
-            elif self.answers is not None:  # a collected batch: its answer, or the infra error it gave
-                data = self._parse(self.answers.reply(case.id))
-                batched = True
-                if self.cache is not None and key is not None:
-                    self.cache.put(key, {**data, "latency_ms": 0.0})
+            elif self.answers is not None:  # neither the batch nor the cache answered: never asked live
+                raise self.answers.failure(case.id)
             else:
                 # Before any tool ran, a failed request is the runner's to retry (the whole attempt,
                 # as for any target); after, it is retried here, so the tools are not run twice.
@@ -190,7 +190,7 @@ class ModelTarget(Target):
                 reply = await (
                     self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
                 )
-                data = self._parse(reply)
+                data = self.parse(reply)
                 if self.cache is not None and key is not None:  # only a complete answer is stored: errors raised above
                     self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
             turn = wire.turn(data, usage)
@@ -301,7 +301,7 @@ class ModelTarget(Target):
             raise TargetFailure("target", self.format.error(reply, EXCERPT_CHARS), status=status)
         return reply
 
-    def _parse(self, reply: Reply) -> dict[str, Any]:
+    def parse(self, reply: Reply) -> dict[str, Any]:
         """The reply's stored dict (``WireFormat.parse``): a 2xx body that is not a complete reply is
         a broken or cut-off transfer, infra."""
         try:

@@ -131,3 +131,27 @@ def test_a_smoke_run_ignores_batch_and_a_tool_loop_refuses_it(tmp_path, batch_se
     agent = suite(tmp_path / "agent", batch_server, "chat", batch=True, tools={"look": "tools:look"})
     with pytest.raises(UsageError, match="a tool loop"):
         load_config(agent)
+
+
+def test_a_collection_a_limit_stops_keeps_every_answer_for_the_next_resume(tmp_path, batch_server):
+    """Every collected answer goes to the response cache before scoring: a collection that a
+    limit stops after 2 cases leaves the other answers there, and the next resume is served them
+    instead of paying for a second batch."""
+
+    def config(max_tokens: int) -> Path:
+        return write_suite(
+            tmp_path,
+            echo_cases(6),
+            target=target(batch_server, "chat", batch=True),
+            scorers=["exact"],
+            limits={"max_tokens": max_tokens},
+        )
+
+    out = tmp_path / "results.json"
+    run(config(5), out)  # 2 tokens an attempt: the collection stops after 2 or 3 cases
+    batch_server.finish()
+    stopped = run(config(5), out, resume=True)
+    assert stopped.run.status == "cancelled" and stopped.run.limit is not None and len(stopped.cases) < 6
+    whole = run(config(100), out, resume=True)  # the limit raised, as the stop's message says
+    assert whole.run.status == "success" and len(batch_server.batches) == 1
+    assert all(a.passed and a.cached for c in whole.cases[len(stopped.cases) :] for a in c.attempts)
