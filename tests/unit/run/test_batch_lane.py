@@ -20,7 +20,7 @@ from evals.common.errors import UsageError
 from evals.compare.analysis import compare
 from evals.report.spending import spend_view
 from evals.results.model import Results
-from evals.results.spend import spend_of
+from evals.results.summary import spend_lines, summarize
 from evals.run.execution import execute
 from evals.suite.config import load_config
 
@@ -92,7 +92,7 @@ def test_a_batched_run_is_submitted_then_collected_scored_and_gated(tmp_path, ba
     assert [(p.baseline, p.candidate) for p in comparison.provenance if p.field == "params.tier"] == [(None, "batch")]
     # The Spend section says what was batched, in the gate as in the run's own summary.
     assert "90 batched (at the batch price)" in spend_view(comparison)["summary"]
-    assert spend_of(a for c in collected.cases for a in c.attempts).batched == 90
+    assert "batch:   90 of 90 attempts answered by the provider's batch API" in spend_lines(summarize(collected))
 
 
 @pytest.mark.parametrize("api", ["chat", "anthropic"])
