@@ -18,10 +18,11 @@ are matched whatever order the provider returns them in, and a resume recomputes
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from evals.results import console
 from evals.results.model import ProviderBatch
@@ -78,8 +79,9 @@ class Lane:
         self.target = target
         p = target.params
         self.api: BatchAPI
+        self.kind: Literal["openai", "anthropic"]
         if isinstance(p, AnthropicParams):
-            self.kind: str = "anthropic"
+            self.kind = "anthropic"
             self.api = AnthropicBatches(p.root, target.headers)
         else:
             assert isinstance(p, OpenAIParams)
@@ -87,49 +89,40 @@ class Lane:
             endpoint = "/v1/responses" if p.api == "responses" else "/v1/chat/completions"
             self.api = OpenAIBatches(p.base_url, target.headers, endpoint)
 
-    def submit(self, cases: Iterable[Case], attempts: range) -> ProviderBatch | None:
-        """Send every attempt of ``cases`` the response cache cannot answer; None when there is none."""
-        lines = []
+    def _requests(self, cases: Iterable[Case], attempts: range) -> Iterator[tuple[str, dict[str, Any], str | None]]:
+        """Each attempt's request: its ``custom_id``, body and response-cache key."""
         target = self.target
         for case in cases:
             for number in attempts:
                 token = ATTEMPT.set(number)  # the cache key holds the attempt, as in the runner
                 try:
                     body, key = target.request(target.format.conversation(case.input))
-                    if target.cached(key) is None:
-                        lines.append((custom_id(case.id, number), body))
                 finally:
                     ATTEMPT.reset(token)
+                yield custom_id(case.id, number), body, key
+
+    def submit(self, cases: Iterable[Case], attempts: range) -> ProviderBatch | None:
+        """Send every attempt of ``cases`` the response cache cannot answer; None when there is none."""
+        lines = [(cid, body) for cid, body, key in self._requests(cases, attempts) if self.target.cached(key) is None]
         if not lines:
             return None
         ids = [self.api.submit(lines[i : i + MAX_REQUESTS]) for i in range(0, len(lines), MAX_REQUESTS)]
-        return ProviderBatch(
-            api="openai" if self.kind == "openai" else "anthropic",
-            state="submitted",
-            ids=ids,
-            requests=len(lines),
-            submitted_at=_now(),
-        )
+        return ProviderBatch(api=self.kind, state="submitted", ids=ids, requests=len(lines), submitted_at=_now())
 
     def keep(self, answers: BatchAnswers, cases: Iterable[Case], attempts: range) -> None:
         """Write every collected answer to the response cache before any is scored: a run stopped
         while scoring them (a signal, a limit) loses none, and the next resume is served them from
         the cache instead of paying for them again."""
-        target = self.target
-        if target.cache is None:
+        cache = self.target.cache
+        if cache is None:
             return
-        for case in cases:
-            for number in attempts:
-                token = ATTEMPT.set(number)
-                try:
-                    answer = answers.answered(case.id)
-                    _, key = target.request(target.format.conversation(case.input))
-                    if answer is not None and key is not None:
-                        target.cache.put(key, {**target.parse(answer), "latency_ms": 0.0})
-                except TargetFailure:
-                    pass  # a malformed answer: the attempt reads it again and records the infra error
-                finally:
-                    ATTEMPT.reset(token)
+        for cid, _, key in self._requests(cases, attempts):
+            outcome = answers.outcomes.get(cid)
+            if outcome is None or outcome.body is None or key is None:
+                continue
+            # A malformed answer is not kept: its attempt reads it again and records the infra error.
+            with contextlib.suppress(TargetFailure):
+                cache.put(key, {**self.target.parse(Reply(200, [], outcome.body)), "latency_ms": 0.0})
 
     def collect(self, submitted: ProviderBatch) -> BatchAnswers | str:
         """The answers once every batch has ended, else what is still running (in words)."""
