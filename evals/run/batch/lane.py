@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterable, Iterator
+import os
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -144,14 +145,15 @@ class Lane:
         return BatchAnswers(outcomes, f"batches {ended}")
 
 
-def open_lane(target: Target, *, smoke: bool, more_evidence: bool) -> Lane | None:
-    """The batch lane of a ``batch: true`` model target in a full run; None otherwise. A smoke run
-    (a PR's gate) or a more-evidence batch waits for its answers, so it runs synchronously at the
-    list price, and says so."""
+def open_lane(target: Target, *, smoke: bool, more_evidence: bool, env: Mapping[str, str] = os.environ) -> Lane | None:
+    """The batch lane of a ``batch: true`` model target in a full run; None otherwise. A smoke run,
+    a run in a pull request's workflow (a PR's gate, even of the full suite) or a more-evidence
+    batch waits for its answers, so it runs synchronously at the list price, and says so."""
     if not isinstance(target, ModelTarget) or not target.params.batch:
         return None
-    if smoke or more_evidence:
-        what = "a smoke run" if smoke else "a more-evidence batch"
+    pull_request = env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_EVENT_NAME", "").startswith("pull_request")
+    if smoke or more_evidence or pull_request:
+        what = "a smoke run" if smoke else "a more-evidence batch" if more_evidence else "a pull request's run"
         console.info(
             f"target.{target.kind}.batch: true is for full gates and resets; {what} waits for its answers, so its "
             "requests go synchronously, at the list price",

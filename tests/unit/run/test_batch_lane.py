@@ -57,6 +57,7 @@ def run(config: Path, out: Path, **options: Any) -> Results:
 def keys(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.delenv("GITHUB_EVENT_NAME", raising=False)  # CI's own pull_request event: no PR run here
 
 
 @pytest.mark.parametrize("api", ["chat", "responses", "anthropic"])
@@ -121,12 +122,20 @@ def test_failed_and_expired_requests_are_infra_errors_the_next_resume_submits(tm
     assert whole.run.status == "success" and all(a.passed for c in whole.cases for a in c.attempts)
 
 
-def test_a_smoke_run_ignores_batch_and_a_tool_loop_refuses_it(tmp_path, batch_server, capsys):
+def test_a_smoke_or_pull_request_run_ignores_batch_and_a_tool_loop_refuses_it(
+    tmp_path, batch_server, capsys, monkeypatch
+):
     config = suite(tmp_path, batch_server, "chat", batch=True)
     with pytest.raises(UsageError):  # the fake serves no synchronous route: the smoke run went to it
         run(config, tmp_path / "smoke.json", smoke=True)
     assert "batch: true is for full gates and resets; a smoke run" in capsys.readouterr().err
     assert not batch_server.batches and any(p.endswith("/chat/completions") for p in batch_server.paths)
+    # A full run in a pull request's workflow is a PR's gate: synchronous too.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request")
+    with pytest.raises(UsageError):
+        run(config, tmp_path / "pr.json")
+    assert "a pull request's run waits for its answers" in capsys.readouterr().err and not batch_server.batches
     (tmp_path / "tools.py").write_text("def look(city: str) -> str:\n    return city\n", encoding="utf-8")
     agent = suite(tmp_path / "agent", batch_server, "chat", batch=True, tools={"look": "tools:look"})
     with pytest.raises(UsageError, match="a tool loop"):
