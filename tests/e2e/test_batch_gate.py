@@ -1,9 +1,11 @@
-"""Batch pricing through the gate (docs/spec.md#batch-pricing), on Anthropic Message Batches
-(tests/fakes/batch_server.py; OpenAI Batch in tests/unit/run/test_batch_lane.py): `evalgate run`
-submits and exits 3, pending; a gate of that file is incomplete (exit 3) and names the `evalgate
-run --resume` that collects it; once the batch ended that collects, and the gate of the collected
-file passes (seeding the baseline) and says what was batched; a synchronous gate of the same
-suite is then served by the cache the collection filled, and its report names the tier under "What changed"."""
+"""Batch pricing through the shipped workflow's steps and the gate (docs/spec.md#batch-pricing), on
+Anthropic Message Batches (tests/fakes/batch_server.py; OpenAI Batch in
+tests/unit/run/test_batch_lane.py): eval-gate-batch.yml's submit step (`evalgate run`, exit 3,
+pending) passes; a gate of that file is incomplete (exit 3) and names the `evalgate run --resume`
+that collects it; the scheduled collect step says the batch still runs, then, once it has ended,
+collects and marks the file ready; the gate of the collected file passes (seeding the baseline)
+and says what was batched; a synchronous gate of the same suite is then served by the cache the
+collection filled, and its report names the tier under "What changed"."""
 
 from __future__ import annotations
 
@@ -14,24 +16,52 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from fakes.batch_server import BatchServer
 from fakes.batch_server import batch_server as batch_server  # the fixture
+from fakes.paths import ROOT
 from fakes.suites import echo_cases, write_suite
 
 pytestmark = pytest.mark.e2e
 
 KEY = "sk-ant-api03-test-0123456789"
+WORKFLOW = yaml.safe_load((ROOT / ".github" / "workflows" / "eval-gate-batch.yml").read_text(encoding="utf-8"))
+
+
+def environment() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env["ANTHROPIC_API_KEY"] = KEY
+    return env
 
 
 def evalgate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
-    env["ANTHROPIC_API_KEY"] = KEY
     return subprocess.run(
-        [sys.executable, "-m", "evals", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
+        [sys.executable, "-m", "evals", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=environment()
     )
 
 
-def test_a_batch_run_is_submitted_collected_by_a_second_invocation_and_gated(tmp_path: Path, batch_server: BatchServer):
+def workflow_step(job: str, name: str, folder: Path) -> tuple[subprocess.CompletedProcess[str], str]:
+    """The ``run:`` script of a step of eval-gate-batch.yml as GitHub runs it (bash -eo pipefail),
+    with the runner's variables and its ``env:`` pointed at ``folder``'s suite; and what it wrote to
+    GITHUB_OUTPUT."""
+    step = next(s for s in WORKFLOW["jobs"][job]["steps"] if s.get("name") == name)
+    output = folder / "github-output"
+    output.unlink(missing_ok=True)
+    (folder / "runner" / "evalgate-batch").mkdir(parents=True, exist_ok=True)
+    env = environment() | {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",  # evalgate, python
+        "RUNNER_TEMP": str(folder / "runner"),
+        "GITHUB_OUTPUT": str(output),
+        "CONFIG": "evalgate.yml",  # vars.EVALGATE_BATCH_CONFIG
+    }
+    done = subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]],
+        capture_output=True, text=True, timeout=120, cwd=folder, env=env,
+    )  # fmt: skip
+    return done, output.read_text(encoding="utf-8") if output.exists() else ""
+
+
+def test_the_batch_workflow_submits_collects_and_the_collected_run_gates(tmp_path: Path, batch_server: BatchServer):
     target = {"base_url": batch_server.url, "model": "anthropic:claude-sonnet-4-5", "price_in_per_mtok": 3.0}
     cases = echo_cases(90, lang=["en", "fr"])
     common = {"scorers": ["exact"], "slices": ["lang"], "retries": {"max": 1, "backoff_s": [0]}}
@@ -40,22 +70,25 @@ def test_a_batch_run_is_submitted_collected_by_a_second_invocation_and_gated(tmp
         (tmp_path / "evalgate.yml").read_text(encoding="utf-8").replace("batch: true", "batch: false"),
         encoding="utf-8",
     )
-    resume = ("run", "--config", "evalgate.yml", "--output", "results.json", "--resume")
-    gate = ("gate", "--config", "evalgate.yml", "--results", "results.json", "--out-dir", "out")
+    results = tmp_path / "runner" / "evalgate-batch" / "results.json"
+    gate = ("gate", "--config", "evalgate.yml", "--results", str(results), "--out-dir", "out")
 
-    submitted = evalgate(*resume[:-1], cwd=tmp_path)
-    assert (
-        submitted.returncode == 3 and "submitted 90 requests to the Anthropic Message Batches API" in submitted.stderr
-    )
-    assert json.loads((tmp_path / "results.json").read_text())["run"]["status"] == "pending"
-    early = evalgate(*gate, cwd=tmp_path)
+    # A push to main: the submit step's run exits 3, pending, and the step passes.
+    submitted, _ = workflow_step("submit", "Submit", tmp_path)
+    assert submitted.returncode == 0, submitted.stderr
+    assert "submitted 90 requests to the Anthropic Message Batches API" in submitted.stderr
+    assert json.loads(results.read_text())["run"]["status"] == "pending"
+    early = evalgate(*gate, cwd=tmp_path)  # what a gate of that file says: incomplete, and how to collect
     headline = (tmp_path / "out" / "comment.md").read_text().split("\n", 2)[1]
     assert early.returncode == 3 and "INCOMPLETE" in headline and "status pending" in headline
-    assert "collect, score and gate them with `evalgate run --resume`" in early.stdout
+    assert "collect, score and gate them with `evalgate run" in early.stdout
 
+    # The schedule: while the batch runs, nothing for the gate; once it has ended, collected.
+    waiting, ready = workflow_step("collect", "Collect, or say the batch still runs", tmp_path)
+    assert waiting.returncode == 0 and "is in_progress" in waiting.stderr and ready == "ready=false\n"
     batch_server.finish()
-    collected = evalgate(*resume, cwd=tmp_path)
-    assert collected.returncode == 0, collected.stderr
+    collected, ready = workflow_step("collect", "Collect, or say the batch still runs", tmp_path)
+    assert collected.returncode == 0 and ready == "ready=true\n", collected.stderr
     gated = evalgate(*gate, "--seed", cwd=tmp_path)
     assert gated.returncode == 0, gated.stdout + gated.stderr
     assert "90 batched (at the batch price)" in (tmp_path / "out" / "comment.md").read_text()
