@@ -26,7 +26,8 @@ Each request is answered as the synchronous fakes answer it (``OpenAIServer.comp
 ``ResponsesServer.response``, ``AnthropicServer.message``, their request checks included), when the
 batch is created. A batch stays ``in_progress`` until the test calls ``finish()``; requests whose
 last user text is in ``failing`` end errored, those in ``expiring`` unanswered (their batch then
-ends ``expired``); results come back in the reverse of the submitted order. Any other route is
+ends ``expired``); with ``refusing`` set, an OpenAI batch ends ``failed`` (validation) with that
+message in ``errors`` and no file; results come back in the reverse of the submitted order. Any other route is
 404: a batched run must make no synchronous request (``paths`` records every one)."""
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class BatchServer(AnthropicServer):
         self.finished = False
         self.failing: set[str] = set()
         self.expiring: set[str] = set()
+        self.refusing: str | None = None  # OpenAI: new batches fail validation with this message
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.lines: list[dict[str, Any]] = []  # every batched request, as submitted
@@ -112,7 +114,7 @@ class BatchServer(AnthropicServer):
             else:
                 results.append((custom_id, "succeeded", self.answer(endpoint, body)))
         results.reverse()  # no promised order: the client matches by custom_id
-        batch = {"kind": kind, "endpoint": endpoint, "results": results, "number": number}
+        batch = {"kind": kind, "endpoint": endpoint, "results": results, "number": number, "refused": self.refusing}
         batch_id = f"{'msgbatch' if kind == 'anthropic' else 'batch'}_fake{number:04d}"
         self.batches[batch_id] = batch
         return self._view(batch_id)
@@ -138,6 +140,18 @@ class BatchServer(AnthropicServer):
             }
         status = ("expired" if count["expired"] else "completed") if ended else "in_progress"
         failed = count["errored"] + count["expired"]
+        if batch["refused"]:  # failed validation: no request ran, no file
+            error = {"code": "invalid_request", "message": batch["refused"], "line": None, "param": None}
+            return {
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": batch["endpoint"],
+                "status": "failed" if ended else "validating",
+                "errors": {"object": "list", "data": [error]},
+                "output_file_id": None,
+                "error_file_id": None,
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
+            }
         return {
             "id": batch_id,
             "object": "batch",

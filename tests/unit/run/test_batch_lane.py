@@ -164,3 +164,16 @@ def test_a_collection_a_limit_stops_keeps_every_answer_for_the_next_resume(tmp_p
     whole = run(config(100), out, resume=True)  # the limit raised, as the stop's message says
     assert whole.run.status == "success" and len(batch_server.batches) == 1
     assert all(a.passed and a.cached for c in whole.cases[len(stopped.cases) :] for a in c.attempts)
+
+
+def test_a_failed_batch_makes_every_attempt_an_infra_error_saying_why(tmp_path, batch_server):
+    config, out = suite(tmp_path, batch_server, "chat", n=4, batch=True), tmp_path / "results.json"
+    batch_server.refusing = "The model gpt-4o-mini is not available for batch"
+    run(config, out)
+    batch_server.finish()
+    collected = run(config, out, resume=True)
+    assert collected.run.status == "error"
+    for case in collected.cases:
+        error = case.attempts[0].error
+        assert error is not None and error.kind == "infra"
+        assert "batch_fake0001 failed: The model gpt-4o-mini is not available for batch" in error.message
