@@ -140,6 +140,9 @@ def test_a_smoke_or_pull_request_run_ignores_batch_and_a_tool_loop_refuses_it(
     agent = suite(tmp_path / "agent", batch_server, "chat", batch=True, tools={"look": "tools:look"})
     with pytest.raises(UsageError, match="a tool loop"):
         load_config(agent)
+    bedrock = suite(tmp_path / "bedrock", batch_server, "anthropic", batch=True, platform="bedrock", region="us-east-1")
+    with pytest.raises(UsageError, match="platform bedrock batches through its own cloud's jobs"):
+        load_config(bedrock)
 
 
 def test_a_collection_a_limit_stops_keeps_every_answer_for_the_next_resume(tmp_path, batch_server):
