@@ -2,9 +2,9 @@
 Anthropic Message Batches (tests/fakes/batch_server.py; OpenAI Batch in
 tests/unit/run/test_batch_lane.py): eval-gate-batch.yml's submit step (`evalgate run`, exit 3,
 pending) passes; a gate of that file is incomplete (exit 3) and names the `evalgate run --resume`
-that collects it; the scheduled collect step says the batch still runs, then, once it has ended,
-collects and marks the file ready; the gate of the collected file passes (seeding the baseline)
-and says what was batched; a synchronous gate of the same suite is then served by the cache the
+that collects it; the scheduled collect step says the batch still runs; once it has ended, a gate
+whose out dir holds the submitted run collects it, passes (seeding the baseline) and says what was
+batched; a synchronous gate of the same suite is then served by the cache the
 collection filled, and its report names the tier under "What changed"."""
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def workflow_step(job: str, name: str, folder: Path) -> tuple[subprocess.Complet
     return done, output.read_text(encoding="utf-8") if output.exists() else ""
 
 
-def test_the_batch_workflow_submits_collects_and_the_collected_run_gates(tmp_path: Path, batch_server: BatchServer):
+def test_the_batch_workflow_submits_and_a_gate_collects_and_gates(tmp_path: Path, batch_server: BatchServer):
     target = {"base_url": batch_server.url, "model": "anthropic:claude-sonnet-4-5", "price_in_per_mtok": 3.0}
     cases = echo_cases(90, lang=["en", "fr"])
     common = {"scorers": ["exact"], "slices": ["lang"], "retries": {"max": 1, "backoff_s": [0]}}
@@ -83,15 +83,18 @@ def test_the_batch_workflow_submits_collects_and_the_collected_run_gates(tmp_pat
     assert early.returncode == 3 and "INCOMPLETE" in headline and "status pending" in headline
     assert "collect, score and gate them with `evalgate run" in early.stdout
 
-    # The schedule: while the batch runs, nothing for the gate; once it has ended, collected.
+    # The schedule's collect step while the batch runs: it says so, nothing for the gate.
     waiting, ready = workflow_step("collect", "Collect, or say the batch still runs", tmp_path)
     assert waiting.returncode == 0 and "is in_progress" in waiting.stderr and ready == "ready=false\n"
+    # Once it has ended, a gate whose out dir holds the submitted run collects it (rather than
+    # submitting again), gates it and seeds the baseline; its Spend says what was batched.
     batch_server.finish()
-    collected, ready = workflow_step("collect", "Collect, or say the batch still runs", tmp_path)
-    assert collected.returncode == 0 and ready == "ready=true\n", collected.stderr
-    gated = evalgate(*gate, "--seed", cwd=tmp_path)
-    assert gated.returncode == 0, gated.stdout + gated.stderr
-    assert "90 batched (at the batch price)" in (tmp_path / "out" / "comment.md").read_text()
+    out_dir = str(results.parent)
+    collected = evalgate("gate", "--config", "evalgate.yml", "--out-dir", out_dir, "--seed", cwd=tmp_path)
+    assert collected.returncode == 0, collected.stdout + collected.stderr
+    assert json.loads(results.read_text())["run"]["provider_batch"]["state"] == "collected"
+    assert len(batch_server.batches) == 1
+    assert "90 batched (at the batch price)" in (results.parent / "comment.md").read_text()
 
     sync = evalgate("gate", "--config", "sync.yml", "--out-dir", "o3", cwd=tmp_path)
     comment = (tmp_path / "o3" / "comment.md").read_text()
