@@ -27,8 +27,9 @@ Each request is answered as the synchronous fakes answer it (``OpenAIServer.comp
 batch is created. A batch stays ``in_progress`` until the test calls ``finish()``; requests whose
 last user text is in ``failing`` end errored, those in ``expiring`` unanswered (their batch then
 ends ``expired``); with ``refusing`` set, an OpenAI batch ends ``failed`` (validation) with that
-message in ``errors`` and no file; results come back in the reverse of the submitted order. Any other route is
-404: a batched run must make no synchronous request (``paths`` records every one)."""
+message in ``errors`` and no file; with ``cutting``, results files end mid-line; results come
+back in the reverse of the submitted order. Any other route is 404: a batched run must make no
+synchronous request (``paths`` records every one)."""
 
 from __future__ import annotations
 
@@ -72,6 +73,7 @@ class BatchServer(AnthropicServer):
         self.failing: set[str] = set()
         self.expiring: set[str] = set()
         self.refusing: str | None = None  # OpenAI: new batches fail validation with this message
+        self.cutting = False  # results downloads lose their last bytes, in the middle of the last line
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.lines: list[dict[str, Any]] = []  # every batched request, as submitted
@@ -224,7 +226,7 @@ class BatchServer(AnthropicServer):
             self.paths.append(f"{method} {path}")
         code, payload = self._serve(method, path, headers, raw)
         if isinstance(payload, bytes):
-            self._send_bytes(writer, code, payload)
+            self._send_bytes(writer, code, payload[:-10] if self.cutting else payload)
         else:
             self._reply(writer, code, json.dumps(payload))
         await writer.drain()

@@ -17,6 +17,7 @@ of a succeeded request, or why it has none."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
 import urllib.request
@@ -79,21 +80,30 @@ class BatchAPI(ABC):
             if exc.code in (408, 409, 429) or exc.code >= 500:
                 raise InfraError(f"{what}; run again later") from None
             raise UsageError(f"{what}; check the target's base_url, key and model (batch: true)") from None
-        except (urllib.error.URLError, OSError) as exc:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:  # refused, reset, cut off
             reason = getattr(exc, "reason", exc)
             raise InfraError(f"{self.name}: cannot reach {url}: {reason}; run again later") from None
 
     def _json(self, method: str, url: str, payload: Any = None) -> dict[str, Any]:
         body = json.dumps(payload).encode("utf-8") if payload is not None else None
         data = self._call(method, url, body, "application/json" if body is not None else None)
+        return self._object(data, f"{method} {url}")
+
+    def _object(self, data: bytes, where: str) -> dict[str, Any]:
+        """``data`` as a JSON object; a reply that is none is a broken transfer (infra)."""
         try:
             value = jsonsafe.loads(data)
         except ValueError:
-            said = excerpt(data.decode("utf-8", errors="replace"), 200)
-            raise InfraError(f"{self.name}: {method} {url} answered with no JSON: {said}") from None
+            value = None
         if not isinstance(value, dict):
-            raise InfraError(f"{self.name}: {method} {url} answered {excerpt(str(value), 200)}, not an object")
+            said = excerpt(data.decode("utf-8", errors="replace"), 200)
+            raise InfraError(f"{self.name}: {where} answered {said!r}, not a JSON object; run again later")
         return value
+
+    def _lines(self, data: bytes, where: str) -> list[dict[str, Any]]:
+        """The JSONL answers of a batch, each with its ``custom_id``."""
+        lines = (self._object(raw, where) for raw in data.splitlines() if raw.strip())
+        return [line for line in lines if isinstance(line.get("custom_id"), str)]
 
     @abstractmethod
     def submit(self, lines: list[tuple[str, dict[str, Any]]]) -> str:
@@ -106,16 +116,6 @@ class BatchAPI(ABC):
     @abstractmethod
     def results(self, batch_id: str) -> dict[str, Outcome]:
         """The answers of an ended batch by ``custom_id`` (requests it never answered are absent)."""
-
-
-def _lines(data: bytes) -> list[dict[str, Any]]:
-    out = []
-    for raw in data.splitlines():
-        if raw.strip():
-            value = jsonsafe.loads(raw)
-            if isinstance(value, dict) and isinstance(value.get("custom_id"), str):
-                out.append(value)
-    return out
 
 
 class OpenAIBatches(BatchAPI):
@@ -142,7 +142,7 @@ class OpenAIBatches(BatchAPI):
             + f"\r\n--{boundary}--\r\n".encode()
         )
         uploaded = self._call("POST", f"{self.base}/files", form, f"multipart/form-data; boundary={boundary}")
-        file_id = jsonsafe.loads(uploaded).get("id")
+        file_id = self._object(uploaded, f"POST {self.base}/files").get("id")
         if not isinstance(file_id, str):
             raise InfraError(f"{self.name}: the file upload answered without an id: {excerpt(uploaded.decode(), 200)}")
         payload = {"input_file_id": file_id, "endpoint": self.endpoint, "completion_window": "24h"}
@@ -169,7 +169,8 @@ class OpenAIBatches(BatchAPI):
             file_id = batch.get(key)
             if not isinstance(file_id, str):
                 continue
-            for line in _lines(self._call("GET", f"{self.base}/files/{file_id}/content")):
+            url = f"{self.base}/files/{file_id}/content"
+            for line in self._lines(self._call("GET", url), f"GET {url}"):
                 out[line["custom_id"]] = _openai_outcome(line)
         return out
 
@@ -212,7 +213,7 @@ class AnthropicBatches(BatchAPI):
         if not isinstance(url, str):
             raise InfraError(f"{self.name}: batch {batch_id} ended without a results_url; run again later")
         out: dict[str, Outcome] = {}
-        for line in _lines(self._call("GET", url)):
+        for line in self._lines(self._call("GET", url), f"GET {url}"):
             result = line.get("result") or {}
             kind = result.get("type")
             if kind == "succeeded" and isinstance(result.get("message"), dict):

@@ -16,10 +16,10 @@ from fakes.batch_server import OPENAI_KEY, BatchServer
 from fakes.batch_server import batch_server as batch_server  # the fixture
 from fakes.suites import echo_cases, write_suite
 
-from evals.common.errors import UsageError
+from evals.common.errors import InfraError, UsageError
 from evals.compare.analysis import compare
 from evals.report.spending import spend_view
-from evals.results.model import Results
+from evals.results.model import Results, load_results
 from evals.results.summary import spend_lines, summarize
 from evals.run.execution import execute
 from evals.suite.config import load_config
@@ -180,3 +180,17 @@ def test_a_failed_batch_makes_every_attempt_an_infra_error_saying_why(tmp_path, 
         error = case.attempts[0].error
         assert error is not None and error.kind == "infra"
         assert "batch_fake0001 failed: The model gpt-4o-mini is not available for batch" in error.message
+
+
+@pytest.mark.parametrize("api", ["chat", "anthropic"])
+def test_a_broken_results_download_is_infra_and_keeps_the_batch_for_the_next_resume(tmp_path, batch_server, api):
+    config, out = suite(tmp_path, batch_server, api, n=4, batch=True), tmp_path / "results.json"
+    submitted = run(config, out)
+    batch_server.finish()
+    batch_server.cutting = True
+    with pytest.raises(InfraError, match="not a JSON object; run again later"):
+        run(config, out, resume=True)
+    kept = load_results(out)
+    assert kept.run.status == "pending" and kept.run.provider_batch == submitted.run.provider_batch
+    batch_server.cutting = False
+    assert run(config, out, resume=True).run.status == "success" and len(batch_server.batches) == 1
