@@ -7,7 +7,8 @@ and at the end, each time atomically with a status and counts that are true at t
 
 Exit codes: 0 when every case completed (``success``); 3 when the run is incomplete (``error``
 — infra failures left after retries —, ``cancelled`` by SIGINT/SIGTERM or by ``limits.max_cost_usd``
-/ ``max_tokens``, or ``timeout`` by ``limits.max_duration_s``; ``run.limit`` says which limit),
+/ ``max_tokens``, or ``timeout`` by ``limits.max_duration_s``; ``run.limit`` says which limit; ``pending``
+when ``batch: true`` submitted the requests or they are still running, docs/spec.md#batch-pricing),
 docs/spec.md#exit-codes; 2 for bad flags, config or cases."""
 
 from __future__ import annotations

@@ -10,7 +10,8 @@ import numpy as np
 from evals.compare.lazyload import LazyResults
 from evals.compare.metrics import RunTable
 from evals.compare.model import ProvenanceChange, RunSummary
-from evals.results.model import Results
+from evals.results.model import Results, TargetInfo
+from evals.results.spend import Spend
 from evals.results.summary import UnitSummary, run_fields
 
 # A results file as compare reads it: validated models, or the lean form the CLI loads.
@@ -42,7 +43,7 @@ def run_summary(results: Run, table: RunTable) -> RunSummary:
         infra_retries=table.counts["infra_retries"],
         cases_with_infra_retries=table.counts["cases_with_infra_retries"],
         errored_cases=int(table.errored.sum()),
-        spend=table.spend,
+        spend=_with_batched(table.spend, run.target),
         cache_hits=table.counts["cache_hits"],
         **_cost_and_speed(table),
     )
@@ -71,6 +72,15 @@ def _cost_and_speed(table: RunTable) -> dict[str, float | None]:
         "tokens_per_case": float(tokens.mean()) if tokens.size else None,
         "cost_usd_per_case": float(cost.mean()) if cost.size else None,
     }
+
+
+def _with_batched(spend: Spend, target: TargetInfo | None) -> Spend:
+    """A batch-tier run (docs/spec.md#batch-pricing) asks its target nothing synchronously: every
+    attempt it paid for was answered by the provider's batch API, at the batch price (the columns
+    keep no tier; an attempt whose only paid part was its judge, on a cached answer, counts too)."""
+    if target is None or target.params.get("tier") != "batch":
+        return spend
+    return spend.model_copy(update={"batched": spend.answered})
 
 
 def provenance_diff(baseline: Run, candidate: Run) -> list[ProvenanceChange]:

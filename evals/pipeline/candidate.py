@@ -105,9 +105,24 @@ def obtain_candidate(
     if options.results:
         return load_given(options, out_dir, config.slices or None)
     path = out_dir / "results.json"
-    results = run_suite(RunOptions(config=options.config, output=str(path), smoke=smoke))
+    resume = not smoke and _submitted_batch(path, config.suite)
+    results = run_suite(RunOptions(config=options.config, output=str(path), smoke=smoke, resume=resume))
     _require_slices(results, path, config.slices)
     return results, path
+
+
+def _submitted_batch(path: Path, suite: str) -> bool:
+    """Whether ``path`` holds this suite's run that an earlier gate submitted to a provider's batch
+    API (docs/spec.md#batch-pricing): this gate then collects it (a resume) rather than deleting
+    it and paying for the same requests again."""
+    if not path.is_file():
+        return False
+    try:
+        previous = load_results(path)
+    except UsageError:  # not a results file any more: the fresh run replaces it
+        return False
+    batch = previous.run.provider_batch
+    return previous.run.suite == suite and batch is not None and batch.state == "submitted"
 
 
 def load_given(options: CandidateOptions, out_dir: Path, slice_keys: list[str] | None = None) -> tuple[Results, Path]:

@@ -69,6 +69,8 @@ def spend_view(c: Comparison) -> dict[str, Any]:
         summary = f"candidate {_short_cost(cand.spend)} for {cand.spend.attempts:,} attempts"
         if cand.spend.cached:
             summary += f", {cand.spend.cached:,} cached"
+        if cand.spend.batched:  # docs/spec.md#batch-pricing: what was paid at the batch price is said
+            summary += f", {cand.spend.batched:,} batched (at the batch price)"
     if base:
         summary += f" · baseline {_short_cost(base.spend)} for {base.spend.attempts:,} attempts"
         summary += _change(base.spend, cand.spend)

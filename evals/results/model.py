@@ -157,6 +157,21 @@ class BatchInfo(_Model):
     case_ids: list[str] = Field(default_factory=list)
 
 
+class ProviderBatch(_Model):
+    """Requests of this run sent to a provider's batch API (docs/spec.md#batch-pricing): the batches'
+    ids, so that a later ``evalgate run --resume`` collects them."""
+
+    api: Literal["openai", "anthropic"] = Field(description="OpenAI Batch or Anthropic Message Batches.")
+    state: Literal["submitted", "collected"] = Field(
+        description="submitted: the answers are at the provider (collect with --resume); collected: read into "
+        "this file's attempts (those the batch did not answer are infra errors, which --resume submits again)."
+    )
+    ids: list[str] = Field(description="The batches' ids, as the provider named them.")
+    requests: Annotated[int, Field(ge=0)] = Field(description="Requests sent in them (one per attempt).")
+    submitted_at: str | None = None
+    collected_at: str | None = None
+
+
 class RunInfo(_Model):
     suite: str
     status: RunStatus
@@ -195,6 +210,9 @@ class RunInfo(_Model):
     )
     evalgate_version: str | None = None
     source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")
+    provider_batch: ProviderBatch | None = Field(
+        default=None, description="The provider batch API's batches this run's answers came from (batch: true)."
+    )
     batches: list[BatchInfo] = Field(
         default_factory=list, description="More-evidence batches: which cases got one more attempt (attempt.batch)."
     )

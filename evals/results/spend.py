@@ -109,6 +109,11 @@ class Spend(BaseModel):
     judged: Annotated[int, Field(ge=0)] = Field(
         default=0, description="Attempts whose judge was paid (calls answered, verdict not from the cache)."
     )
+    batched: Annotated[int, Field(ge=0)] = Field(
+        default=0,
+        description="Answered attempts a provider's batch API answered (metadata.tier: batch), priced at the batch "
+        "price (docs/spec.md#batch-pricing).",
+    )
     judge_tokens: Annotated[int, Field(ge=0)] | None = Field(
         default=None, description="The judge's part of the tokens (in + out); null when no paid judge call reports any."
     )
@@ -145,6 +150,7 @@ class Spend(BaseModel):
             cost_usd=add(self.cost_usd, other.cost_usd),
             cost_reported=self.cost_reported + other.cost_reported,
             judged=self.judged + other.judged,
+            batched=self.batched + other.batched,
             judge_tokens=add(self.judge_tokens, other.judge_tokens),
             judge_cost_usd=add(self.judge_cost_usd, other.judge_cost_usd),
         )
@@ -161,7 +167,7 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
     paid for: the target (not from the cache; not an infra error, unless it reports what it cost:
     the target answered and its judge could not be reached) or its judge; it reports its cost
     (tokens) when every paid part does."""
-    n = cached = answered = tokens_reported = cost_reported = judged = 0
+    n = cached = answered = tokens_reported = cost_reported = judged = batched = 0
     tokens_in = tokens_out = judge_tokens = None
     cost = judge_cost = None
     for a in attempts:
@@ -175,6 +181,7 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
         if not target and judge is None:
             continue
         answered += 1
+        batched += target and (a.metadata or {}).get("tier") == "batch"
         target_tokens = target and (a.tokens_in is not None or a.tokens_out is not None)
         if target and a.tokens_in is not None:
             tokens_in = (tokens_in or 0) + a.tokens_in
@@ -209,6 +216,7 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
         cost_usd=cost,
         cost_reported=cost_reported,
         judged=judged,
+        batched=batched,
         judge_tokens=judge_tokens,
         judge_cost_usd=judge_cost,
     )

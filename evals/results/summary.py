@@ -381,7 +381,10 @@ def spend_lines(summary: ResultsSummary) -> list[str]:
     cache = "cache:   none"
     if summary.cache_hits or summary.judge_cache_hits:
         cache = cache_line(summary) + ("; cached answers are not in tokens or cost above" if summary.cache_hits else "")
-    return [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", cache]
+    lines = [f"tokens:  {tokens_text(spend)}", f"cost:    {cost_text(spend)}", cache]
+    if spend.batched:  # docs/spec.md#batch-pricing
+        lines.append(f"batch:   {spend.batched:,} of {spend.attempts:,} attempts answered by the provider's batch API")
+    return lines
 
 
 def cache_line(summary: ResultsSummary) -> str:

@@ -35,6 +35,7 @@ from evals.results.model import (
 )
 from evals.results.spend import LimitStop, limit_amount, limit_sentence, resume_hint, spend_of
 from evals.results.summary import case_values
+from evals.run.batch.lane import batch_step, open_lane
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
 from evals.run.progress import Progress
@@ -302,6 +303,7 @@ def execute(
         every_case, config, smoke=smoke, shard=shard, filters=filters, limit=limit, history=history, ids=ids
     )
     target = build_target(config, responses)
+    lane = open_lane(target, smoke=smoke, more_evidence=ids is not None)
     info = target.info()
     kept, previous = resumable(output, config, cases, info) if resume else ({}, None)
     run = RunInfo(
@@ -324,8 +326,19 @@ def execute(
         evalgate_version=__version__,
     )
     recorder = Recorder(output, cases, run, kept)
-    recorder.write()
     todo = [c for c in cases if c.id not in kept]
+    if lane is not None:  # batch: true (docs/spec.md#batch-pricing): submit, or collect what was
+        attempts = range(attempt_offset, attempt_offset + config.attempts)
+        recorded = previous.run.provider_batch if previous is not None else None
+        run.provider_batch, pending = batch_step(lane, recorded, todo, attempts, rerun)
+        if pending is not None:
+            run.status, run.message, run.ended_at = "pending", pending, now_iso()
+            recorder.write()
+            if responses is not None:
+                _close_cache(responses)
+            console.info(pending, source="run")
+            return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values())) if lean else recorder.results()
+    recorder.write()
     settings = RunSettings(
         attempts=config.attempts,
         concurrency=config.concurrency,

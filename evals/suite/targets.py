@@ -139,6 +139,28 @@ class ModelParams(StrictModel):
     tool_timeout_s: Annotated[float, Field(gt=0)] = Field(
         default=30, description="Seconds one tool call may take; past it the model is told the tool timed out."
     )
+    batch: bool = Field(
+        default=False,
+        description="Full gates and resets send their requests to the provider's batch API (OpenAI Batch, "
+        "Anthropic Message Batches) and a later `evalgate run --resume` collects them (docs/spec.md#batch-pricing); "
+        "smoke runs and more-evidence batches run synchronously.",
+    )
+    price_batch_discount: Annotated[float, Field(ge=0, lt=1)] | None = Field(
+        default=None,
+        description="The share of the price a batched request does not pay; unset: 0.5 (both providers' batch "
+        "APIs cost half the list price).",
+    )
+
+    @model_validator(mode="after")
+    def _batch_one_step(self) -> ModelParams:
+        # A tool loop's next request needs the reply to the last one: a batch (answered within 24 h)
+        # per step would make an 8-step agent take days, so it is refused rather than stepped through.
+        if self.batch and self.tools:
+            raise ValueError(
+                "batch: true sends one request per attempt, and a tool loop (tools:) needs each reply before its "
+                "next request: drop batch for this target, or its tools"
+            )
+        return self
 
     @property
     def model_name(self) -> str:
@@ -231,6 +253,11 @@ class AnthropicParams(ModelParams):
             raise ValueError(f"platform {self.platform} needs region: (or base_url:) to know its host")
         if self.platform == "vertex" and not self.project:
             raise ValueError("platform vertex needs project: (the Google Cloud project of the rawPredict URL)")
+        if self.batch and self.platform != "anthropic":
+            raise ValueError(
+                f"batch: true speaks Anthropic's Message Batches API (platform anthropic); platform {self.platform} "
+                "batches through its own cloud's jobs, which evalgate does not run: drop batch"
+            )
         return self
 
     @property

@@ -33,7 +33,12 @@ from evals.suite.config import RetrySpec
 from evals.suite.targets import AnthropicTarget, ModelParams, OpenAITarget
 
 if TYPE_CHECKING:
+    from evals.run.batch.lane import BatchAnswers
     from evals.suite.cases import Case
+
+# The share of the list price a batched request does not pay, unless price_batch_discount says:
+# OpenAI Batch and Anthropic Message Batches are both 50% off (docs/spec.md#batch-pricing).
+BATCH_DISCOUNT = 0.5
 
 # Made once: json.dumps with options builds an encoder per call, ~3 µs of every request's.
 _REQUEST_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
@@ -100,6 +105,11 @@ class ModelTarget(Target):
                 )
             headers[self.format.key_header] = self.format.key_value(key)
         self.secrets = (key, *header_secrets) if key else header_secrets
+        self.headers = headers  # what the batch API's requests carry too (evals.run.batch)
+        # batch: true (docs/spec.md#batch-pricing): "batch" when this run's requests go to the batch
+        # API (evals.run.batch.lane decides); ``answers`` holds what a collected batch answered.
+        self.tier: str | None = None
+        self.answers: BatchAnswers | None = None
         self.url = self.format.url
         self.wire = Wire(self.format.name, self.url, lambda: where("base_url"))
         # What of the headers can change an answer, for the response cache's key (never a value).
@@ -116,6 +126,8 @@ class ModelTarget(Target):
         if self.system_prompt is not None:
             digest = hashlib.sha256(self.system_prompt.encode("utf-8")).hexdigest()
             params["system_prompt"] = {"path": p.system_prompt, "sha256": f"sha256:{digest}"}
+        if self.tier is not None:  # provenance: a batch run beside a synchronous one is named in "What changed"
+            params["tier"] = self.tier
         if self.tools:  # what the agent could do and for how long: a change here is a change of target
             params["tools"] = {name: tool.ref for name, tool in self.tools.items()}
             params["max_steps"] = p.max_steps
@@ -155,23 +167,22 @@ class ModelTarget(Target):
         metadata: dict[str, Any] = {}
         content = ""
         served, replayed_ms = 0, 0.0  # steps answered from the response cache, and their first latency
+        batched = False
         for step in range(1, limit + 1):
-            body = wire.body(messages)
-            key = (
-                self.cache.key(wire.kind, {"url": self.url, "body": body, **self.keyed})
-                if self.cache is not None
-                else None
-            )
-            data = self.cache.get(key) if self.cache is not None and key is not None else None
-            if data is not None and not (wire.is_stored(data) and isinstance(data.get("latency_ms", 0.0), int | float)):
-                data = None  # an entry of another shape (only a hand-made file can be): asked again
+            body, key = self.request(messages)
+            answer = self.answers.answered(case.id) if self.answers is not None else None
+            data = self.cached(key) if answer is None else None
             if data is not None and replayed_ms + float(data.get("latency_ms") or 0.0) > self.timeout_s * 1000.0:
                 # It took longer than timeout_s allows now: live, this attempt would time out, so
                 # it is asked again under the current timeout rather than replayed.
                 data = None
-            if data is not None:
+            if answer is not None:  # a collected batch's answer (evals.run.batch; in the cache too)
+                data, batched = self.parse(answer), True
+            elif data is not None:
                 served += 1
                 replayed_ms += data.pop("latency_ms", 0.0)
+            elif self.answers is not None:  # neither the batch nor the cache answered: never asked live
+                raise self.answers.failure(case.id)
             else:
                 # Before any tool ran, a failed request is the runner's to retry (the whole attempt,
                 # as for any target); after, it is retried here, so the tools are not run twice.
@@ -179,7 +190,7 @@ class ModelTarget(Target):
                 reply = await (
                     self._post(body, on_resend) if step == 1 else self._post_again(body, on_resend, resends, step)
                 )
-                data = self._parse(reply)
+                data = self.parse(reply)
                 if self.cache is not None and key is not None:  # only a complete answer is stored: errors raised above
                     self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
             turn = wire.turn(data, usage)
@@ -209,16 +220,33 @@ class ModelTarget(Target):
             results = [await self._run(call, trace) for call in calls]
             wire.answer(messages, turn, results)
         metadata.update(usage.metadata())
+        if batched:
+            metadata["tier"] = "batch"
         return TargetOutput(
             output=content,
             tokens_in=usage.tokens_in,
             tokens_out=usage.tokens_out,
-            cost_usd=self._cost(usage),
+            cost_usd=self._cost(usage, batched=batched),
             metadata=metadata,
             trace=trace,
             cached=served == step,
             replayed_ms=replayed_ms,
         )
+
+    def request(self, messages: list[Any]) -> tuple[dict[str, Any], str | None]:
+        """The body of the next request for the conversation so far, and its response-cache key
+        (None without a cache)."""
+        body = self.format.body(messages)
+        if self.cache is None:
+            return body, None
+        return body, self.cache.key(self.format.kind, {"url": self.url, "body": body, **self.keyed})
+
+    def cached(self, key: str | None) -> dict[str, Any] | None:
+        """The cache's stored reply for ``key``, if it holds one of this format's shape."""
+        data = self.cache.get(key) if self.cache is not None and key is not None else None
+        if data is None or (self.format.is_stored(data) and isinstance(data.get("latency_ms", 0.0), int | float)):
+            return data
+        return None  # an entry of another shape (only a hand-made file can be): asked again
 
     async def _run(self, call: Call, trace: list[dict[str, Any]]) -> tuple[Call, bool, str]:
         """One tool call the model asked for, run and traced."""
@@ -273,7 +301,7 @@ class ModelTarget(Target):
             raise TargetFailure("target", self.format.error(reply, EXCERPT_CHARS), status=status)
         return reply
 
-    def _parse(self, reply: Reply) -> dict[str, Any]:
+    def parse(self, reply: Reply) -> dict[str, Any]:
         """The reply's stored dict (``WireFormat.parse``): a 2xx body that is not a complete reply is
         a broken or cut-off transfer, infra."""
         try:
@@ -283,11 +311,15 @@ class ModelTarget(Target):
                 "infra", f"malformed response from the server: {excerpt(reply.text, 200) or '(empty body)'}"
             ) from None
 
-    def _cost(self, usage: Usage) -> float | None:
+    def _cost(self, usage: Usage, *, batched: bool = False) -> float | None:
         p = self.params
-        return cost(
+        paid = cost(
             usage, p.price_in_per_mtok, p.price_out_per_mtok, p.price_cache_read_per_mtok, p.price_cache_write_per_mtok
         )
+        if paid is None or not batched:
+            return paid
+        # Both batch APIs bill every token of a batched request at half the list price.
+        return paid * (1.0 - (p.price_batch_discount if p.price_batch_discount is not None else BATCH_DISCOUNT))
 
     async def aclose(self) -> None:
         if self.tool_threads is not None:
