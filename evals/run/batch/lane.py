@@ -19,7 +19,6 @@ are matched whatever order the provider returns them in, and a resume recomputes
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from evals.results import console
 from evals.results.model import ProviderBatch
+from evals.run.batch.answers import BatchAnswers, custom_id
 from evals.run.batch.providers import MAX_REQUESTS, AnthropicBatches, BatchAPI, OpenAIBatches, Outcome
 from evals.run.cache import ATTEMPT
 from evals.run.connections import Reply
@@ -41,36 +41,6 @@ if TYPE_CHECKING:
 
 def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def custom_id(case_id: str, attempt: int) -> str:
-    """The request's name in the batch: Anthropic allows ``[A-Za-z0-9_-]{1,64}``, so a digest of
-    the case id (any text) and the attempt number rather than the id itself."""
-    return "eg-" + hashlib.sha256(f"{case_id}\0{attempt}".encode()).hexdigest()[:40]
-
-
-class BatchAnswers:
-    """What the ended batches answered, by ``custom_id``; ``unanswered`` says why a request has
-    no line (the batches' final states)."""
-
-    def __init__(self, outcomes: dict[str, Outcome], unanswered: str):
-        self.outcomes = outcomes
-        self.unanswered = unanswered
-
-    def answered(self, case_id: str) -> Reply | None:
-        """The batch's answer to this task's attempt (``ATTEMPT``) of ``case_id``, as a 200 reply."""
-        outcome = self.outcomes.get(custom_id(case_id, ATTEMPT.get()))
-        return Reply(200, [], outcome.body) if outcome is not None and outcome.body is not None else None
-
-    def failure(self, case_id: str) -> TargetFailure:
-        """Why the batch has no answer to that attempt: an infra error (no verdict on the model),
-        resumable; ``retry_after`` 0, as the runner's retries of it find the same at once."""
-        outcome = self.outcomes.get(custom_id(case_id, ATTEMPT.get()))
-        if outcome is None:
-            why = f"the batch has no answer for this request ({self.unanswered})"
-        else:
-            why = f"the batch did not answer this request: {outcome.error}"
-        return TargetFailure("infra", f"{why}; --resume submits it again", retry_after=0.0)
 
 
 class Lane:

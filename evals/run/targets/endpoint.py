@@ -33,7 +33,7 @@ from evals.suite.config import RetrySpec
 from evals.suite.targets import AnthropicTarget, ModelParams, OpenAITarget
 
 if TYPE_CHECKING:
-    from evals.run.batch.lane import BatchAnswers
+    from evals.run.batch.answers import BatchAnswers
     from evals.suite.cases import Case
 
 # The share of the list price a batched request does not pay, unless price_batch_discount says:
