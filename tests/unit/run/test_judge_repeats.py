@@ -1,0 +1,91 @@
+"""``judge: {repeats: k}`` (docs/spec.md#judge-noise) against the local OpenAI-compatible server: an
+output is judged k times, scored by the mean verdict against ``pass_threshold``, every verdict kept;
+each repeat is its own cache entry, and the first keeps the key a judge without repeats has, so the
+entries an old run cached still answer."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from fakes.openai_server import OpenAIServer, status
+from fakes.openai_server import openai_server as openai_server  # the fixture
+from test_judge import GERMANY, RUBRIC, framing, reply
+
+from evals.run.cache import ResponseCache
+from evals.run.scorers.base import Score, ScorerUnavailable
+from evals.run.scorers.judge import Judge, JudgeParams
+from evals.suite.cases import Case
+
+
+def scripted(*verdicts: bool):
+    """A judge model that gives these verdicts in turn, whatever it is shown (then the last, forever)."""
+    turns = itertools.chain(verdicts, itertools.repeat(verdicts[-1]))
+
+    def respond(body: dict) -> str:
+        nonce, _, _ = framing(body["messages"][-1]["content"])
+        ok = next(turns)
+        return reply(nonce, ok, "looks right" if ok else "looks wrong")
+
+    return respond
+
+
+def judged(server: OpenAIServer, cache: ResponseCache | None = None, case: Case = GERMANY, **params) -> Score:
+    base = {"model": "local:judge-1", "base_url": server.url, "api_key_env": None, "rubric": RUBRIC, "retries": 0}
+
+    async def once() -> Score:
+        judge = Judge(JudgeParams(**{**base, **params}), Path("."), cache)
+        try:
+            return await judge("Berlin", case)
+        finally:
+            await judge.aclose()
+
+    return asyncio.run(once())
+
+
+def test_repeats_score_the_mean_verdict_and_keep_every_one(openai_server):
+    openai_server.responder = scripted(True, False, True)
+    score = judged(openai_server, repeats=3)
+    assert len(openai_server.requests) == 3
+    assert score.passed is True and score.score == 2 / 3
+    judge = score.details["judge"]
+    assert [r["passed"] for r in judge["repeats"]] == [True, False, True]
+    assert judge["verdict"] == "pass" and judge["reasoning"] == "looks right"  # a reason that agrees with it
+    assert score.usage is not None and score.usage.calls == 3  # every call is paid for and counted
+
+
+def test_the_threshold_applies_to_the_share_of_passing_verdicts(openai_server):
+    openai_server.responder = scripted(True, False, False)
+    assert judged(openai_server, repeats=3).passed is False  # 1 of 3 is below 0.5
+    openai_server.responder = scripted(True, False, False)
+    assert judged(openai_server, repeats=3, pass_threshold=0.3).passed is True
+    openai_server.responder = scripted(True, False)
+    assert judged(openai_server, repeats=2).passed is True  # a tie reaches 0.5: pass
+
+
+def test_each_repeat_is_its_own_cache_entry_and_the_first_keeps_the_old_key(tmp_path, openai_server):
+    cache = ResponseCache(tmp_path / "cache", 1 << 20)
+    openai_server.responder = scripted(False)
+    old = judged(openai_server, cache)  # a judge without repeats, as before
+    assert "repeats" not in old.details["judge"] and len(openai_server.requests) == 1
+    openai_server.responder = scripted(True)
+    score = judged(openai_server, cache, repeats=3)
+    # The old entry answers the first repeat; the other two are asked (and are not the first's copy).
+    assert len(openai_server.requests) == 3
+    assert [r["passed"] for r in score.details["judge"]["repeats"]] == [False, True, True]
+    assert [bool(r.get("cached")) for r in score.details["judge"]["repeats"]] == [True, False, False]
+    again = judged(openai_server, cache, repeats=3)
+    assert len(openai_server.requests) == 3 and again.details["judge"]["cached"] is True and again.usage is None
+
+
+def test_a_repeat_without_verdict_makes_the_attempt_infra_and_keeps_what_was_paid(openai_server):
+    openai_server.responder = scripted(True)
+    openai_server.script(None, status(500), after=1)  # the second repeat's call fails
+    try:
+        judged(openai_server, repeats=3)
+    except ScorerUnavailable as exc:
+        assert "HTTP 500" in str(exc)
+        assert exc.usage is not None and exc.usage.calls == 1  # the first repeat's answered call
+    else:
+        raise AssertionError("a repeat without a verdict must not give the output one")
