@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from evals.compare.agreement import Agreement
 from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
@@ -43,7 +44,7 @@ CiMethod = Literal[
     "stratified-t",
 ]
 Bound = Literal["min", "max"]
-FlakyBasis = Literal["history", "attempts"]
+FlakyBasis = Literal["history", "attempts", "judge"]
 LookOutcome = Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
 
 
@@ -228,6 +229,8 @@ class CaseDiffEntry(_Model):
             return None
         if self.flaky_basis == "history":
             return f"flaky (flips {self.flaky_rate:.0%} of runs)"
+        if self.flaky_basis == "judge":
+            return f"judge unsure (its repeated verdicts disagree {self.flaky_rate:.0%} of the time)"
         return f"flaky (its attempts disagree {self.flaky_rate:.0%} of the time)"
 
 
@@ -405,6 +408,39 @@ class MoreEvidence(_Model):
     spend: Spend | None = Field(default=None, description="The batches' spend, both sides (none when none ran).")
 
 
+class SelfAgreement(_Model):
+    """How often a judge with ``repeats: k`` agreed with itself over one run's outputs
+    (docs/spec.md#judge-noise)."""
+
+    outputs: int = Field(description="Judged outputs (attempts) with two verdicts or more.")
+    repeats: int = Field(description="The most verdicts an output has (the judge's repeats).")
+    unanimous: int = Field(description="Outputs whose verdicts all agree.")
+    share: float = Field(description="unanimous / outputs.")
+    pair_agreement: float = Field(description="The mean share of an output's pairs of verdicts that agree.")
+    kappa: float | None = Field(
+        description="Fleiss' κ over the outputs (the k verdicts as k raters); None when every verdict is the same."
+    )
+    cases: list[str] = Field(default_factory=list, description="Cases with an output whose verdicts disagree (RAW).")
+    n_cases: int = Field(default=0, description="How many cases that is (the list is cut).")
+
+
+class HumanAgreement(_Model):
+    """The judge's verdicts against the cases' human verdicts (docs/spec.md#human-labels), on the candidate."""
+
+    agreement: Agreement = Field(description="a: the people, b: the judge (bias > 0: the judge passes more).")
+    labelled: int = Field(description="Cases carrying a human verdict.")
+    floor: float | None = Field(default=None, description="metrics.judge_agreement.min, when set.")
+    min_cases: int | None = Field(default=None, description="metrics.judge_agreement.min_cases, when set.")
+
+
+class JudgeChecks(_Model):
+    """The judge's noise and its agreement with people, per run."""
+
+    baseline: SelfAgreement | None = None
+    candidate: SelfAgreement | None = None
+    humans: HumanAgreement | None = None
+
+
 class Comparison(_Model):
     comparison_version: Literal[1] = COMPARISON_VERSION
     verdict: Verdict
@@ -444,6 +480,11 @@ class Comparison(_Model):
     )
     more_evidence: MoreEvidence | None = Field(
         default=None, description="gate.more_evidence's looks (docs/spec.md#more-evidence)."
+    )
+    judge: JudgeChecks | None = Field(
+        default=None,
+        description="The judge's self-agreement over its repeats and its agreement with people "
+        "(docs/spec.md#judge-noise, docs/spec.md#human-labels); none without either.",
     )
     resume_command: str | None = Field(
         default=None,
