@@ -287,8 +287,7 @@ class Judge:
     def _mean(self, repeats: list[Score]) -> Score:
         """One verdict from k judgements: passed when the share that passed reaches
         ``pass_threshold``, the mean score; the reasoning shown is the first that agrees with it."""
-        share = sum(bool(s.passed) for s in repeats) / len(repeats)
-        passed = share >= self.params.pass_threshold
+        passed = bool(mean_verdict(sum(bool(s.passed) for s in repeats), len(repeats), self.params.pass_threshold))
         kept = [s.details["judge"] for s in repeats]
         usage = None
         for s in repeats:
@@ -480,6 +479,13 @@ def _stored_judgement(value: dict[str, Any]) -> bool:
         and isinstance(value.get("reasoning"), str)
         and (value.get("verdict") is None or isinstance(value.get("verdict"), str))
     )
+
+
+def mean_verdict(passed: Any, repeats: Any, threshold: float) -> Any:
+    """The verdict of ``repeats`` judgements of which ``passed`` passed: the share that passed
+    reaches ``threshold`` (docs/spec.md#judge-noise). Ints, or numpy arrays of them (the judge-noise
+    simulation, benchmarks/sim_judge_noise.py, applies it to every case at once)."""
+    return passed / repeats >= threshold
 
 
 def make_judge(params: JudgeParams, root: Path, cache: ResponseCache | None = None) -> Judge:

@@ -7,12 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from fakes.openai_server import OpenAIServer, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
-from test_judge import GERMANY, RUBRIC, framing, reply
+from test_judge import GERMANY, RUBRIC, framing, grader, reply, suite
 
+from evals.results.model import load_results
 from evals.run.cache import ResponseCache
 from evals.run.scorers.base import Score, ScorerUnavailable
 from evals.run.scorers.judge import Judge, JudgeParams
@@ -89,3 +94,51 @@ def test_a_repeat_without_verdict_makes_the_attempt_infra_and_keeps_what_was_pai
         assert exc.usage is not None and exc.usage.calls == 1  # the first repeat's answered call
     else:
         raise AssertionError("a repeat without a verdict must not give the output one")
+
+
+def flips_every_fourth():
+    calls = itertools.count()
+
+    def respond(body: dict) -> str:
+        said = json.loads(grader(body))
+        if next(calls) % 4 == 1:
+            said["verdict"] = "fail" if said["verdict"] == "pass" else "pass"
+            said["score"] = 1 - said["score"]
+        return json.dumps(said)
+
+    return respond
+
+
+def evalgate(*args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "evals", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.e2e
+def test_a_flipping_judge_with_repeats_is_measured_not_believed(tmp_path, openai_server):
+    """``evalgate run`` against a judge that flips every fourth verdict keeps the three verdicts of
+    each output and pays for every call; ``evalgate compare`` reports each run's self-agreement;
+    the majority of three decides, so one flipped verdict does not flip the case."""
+    openai_server.responder = flips_every_fourth()
+    config = suite(tmp_path, openai_server, repeats=3, retries=0)
+    for name in ("base", "cand"):
+        done = evalgate("run", "--config", str(config), "-o", str(tmp_path / f"{name}.json"), "--no-cache")
+        assert done.returncode == 0, done.stderr
+    assert len(openai_server.requests) == 2 * 3 * 3  # two runs, three cases, three verdicts each
+    base = load_results(tmp_path / "base.json")
+    # Each attempt keeps its three verdicts and pays for its three calls; the majority decides.
+    for case in base.cases:
+        [attempt] = case.attempts
+        assert len(attempt.metadata["judge"]["repeats"]) == 3 and attempt.judge_usage.calls == 3
+    assert {c.id: c.attempts[0].passed for c in base.cases} == {"fr": True, "de": False, "it": False}
+    done = evalgate(
+        "compare",
+        *("--baseline", str(tmp_path / "base.json"), "--candidate", str(tmp_path / "cand.json")),
+        *("--config", str(config), "--report", str(tmp_path / "report.md"), "--json", str(tmp_path / "c.json")),
+    )
+    assert done.returncode == 0, done.stderr
+    judge = json.loads((tmp_path / "c.json").read_text())["judge"]
+    assert judge["baseline"]["outputs"] == 3 and judge["candidate"]["outputs"] == 3
+    assert judge["baseline"]["unanimous"] == 1 and judge["baseline"]["cases"] == ["fr", "de"]  # calls 1 and 5 flipped
+    report = (tmp_path / "report.md").read_text()
+    assert "⚖️ Judge: agreed with itself on" in report and "| Baseline | 3 × 3 |" in report
