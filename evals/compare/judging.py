@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -83,22 +84,43 @@ def _cases(run: Run) -> Iterator[tuple[str, dict[str, Any], list[dict[str, Any]]
             yield case["id"], case.get("metadata") or {}, [a.get("metadata") or {} for a in attempts]
 
 
-def self_agreement(run: Run) -> SelfAgreement | None:
+@dataclass
+class _Verdicts:
+    """What one pass over a run's cases reads: per output with repeats its passes and verdicts,
+    the cases with an output whose verdicts disagree, and (case, people, judge) per labelled case."""
+
+    passed: list[int] = field(default_factory=list)
+    judged: list[int] = field(default_factory=list)
+    unsure: list[str] = field(default_factory=list)
+    pairs: list[tuple[str, bool, bool]] = field(default_factory=list)
+    labelled: int = 0
+
+
+def _read(run: Run) -> _Verdicts:
+    found = _Verdicts()
+    for case_id, metadata, attempts in _cases(run):
+        counts = [(sum(v), len(v)) for v in map(judge_verdicts, attempts) if len(v) >= 2]
+        for c, k in counts:
+            found.passed.append(c)
+            found.judged.append(k)
+        if any(0 < c < k for c, k in counts):
+            found.unsure.append(case_id)
+        human = human_verdict(metadata)
+        if human is None:
+            continue
+        found.labelled += 1
+        verdicts = [v for v in map(judge_passed, attempts) if v is not None]
+        if verdicts:
+            found.pairs.append((case_id, human, 2 * sum(verdicts) >= len(verdicts)))
+    return found
+
+
+def self_agreement(run: Run | _Verdicts) -> SelfAgreement | None:
     """The judge's agreement with itself over the run's outputs; None when no output has repeats."""
-    passed: list[int] = []
-    judged: list[int] = []
-    unsure: list[str] = []
-    for case_id, _, attempts in _cases(run):
-        before = len(passed)
-        for verdicts in (judge_verdicts(m) for m in attempts):
-            if len(verdicts) >= 2:
-                passed.append(sum(verdicts))
-                judged.append(len(verdicts))
-        if any(0 < c < k for c, k in zip(passed[before:], judged[before:], strict=True)):
-            unsure.append(case_id)
-    if not passed:
+    read = run if isinstance(run, _Verdicts) else _read(run)
+    if not read.passed:
         return None
-    c, k = np.array(passed, dtype=float), np.array(judged, dtype=float)
+    c, k = np.array(read.passed, dtype=float), np.array(read.judged, dtype=float)
     pairs = 1.0 - attempt_flip_rate(c, k)
     p = float(c.sum() / k.sum())
     chance = p * p + (1.0 - p) * (1.0 - p)
@@ -111,44 +133,37 @@ def self_agreement(run: Run) -> SelfAgreement | None:
         share=unanimous / c.size,
         pair_agreement=mean_pairs,
         kappa=None if chance >= 1.0 else (mean_pairs - chance) / (1.0 - chance),
-        cases=unsure[:LISTED],
-        n_cases=len(unsure),
+        cases=read.unsure[:LISTED],
+        n_cases=len(read.unsure),
     )
 
 
-def human_agreement(run: Run, spec: JudgeAgreementSpec | None) -> HumanAgreement | None:
+def human_agreement(run: Run | _Verdicts, spec: JudgeAgreementSpec | None) -> HumanAgreement | None:
     """The judge against the people on the run's labelled cases; None when no case is labelled."""
-    pairs: list[tuple[str, bool, bool]] = []
-    labelled = 0
-    for case_id, metadata, attempts in _cases(run):
-        human = human_verdict(metadata)
-        if human is None:
-            continue
-        labelled += 1
-        verdicts = [v for v in map(judge_passed, attempts) if v is not None]
-        if verdicts:
-            pairs.append((case_id, human, 2 * sum(verdicts) >= len(verdicts)))
-    if not labelled:
+    read = run if isinstance(run, _Verdicts) else _read(run)
+    if not read.labelled:
         return None
-    found = agreement(pairs)
+    found = agreement(read.pairs)
     return HumanAgreement(
         agreement=found.model_copy(update={"disagreements": found.disagreements[:LISTED]}),
-        labelled=labelled,
+        labelled=read.labelled,
         floor=spec.min if spec else None,
         min_cases=spec.min_cases if spec else None,
     )
 
 
 def judge_checks(baseline: Run | None, candidate: Run, config: SuiteConfig | None) -> JudgeChecks | None:
-    """Both runs' self-agreement and the candidate's agreement with people; None when neither run
-    has either, or the config has no judge (nor a judge_agreement floor) to read them for."""
+    """Both runs' self-agreement and the candidate's agreement with people (one pass over each
+    run); None when neither run has either, or the config has no judge (nor a judge_agreement
+    floor) to read them for."""
     if not judge_in_play(config):
         return None
     spec = config.judge_agreement if config is not None else None
+    cand = _read(candidate)
     checks = JudgeChecks(
         baseline=self_agreement(baseline) if baseline is not None else None,
-        candidate=self_agreement(candidate),
-        humans=human_agreement(candidate, spec),
+        candidate=self_agreement(cand),
+        humans=human_agreement(cand, spec),
     )
     return checks if checks.baseline or checks.candidate or checks.humans else None
 
