@@ -159,7 +159,9 @@ def compare(
         ranks = case_ranks(ct, sides.pairing, units, slice_keys) if units else None
         diff = case_diff(baseline, candidate, bt, ct, sides.pairing, limit, excerpt, flaky or {}, ranks)
     judge = judge_checks(baseline, candidate, config)
-    verdict, reason, agreement_floor = with_agreement_floor(verdict, reason, judge, config, gate, warnings)
+    verdict, reason, agreement_floor = with_agreement_floor(
+        verdict, reason, judge, config, gate, warnings, subset=bool(candidate.run.subset)
+    )
     floors = check_floors(defs, specs, ct, slice_keys, gate, warnings) + agreement_floor
     floors = subset_floors(floors, candidate, warnings)
     verdict, reason = with_breached_floors(verdict, reason, [f for f in floors if f.verdict == "breached"])

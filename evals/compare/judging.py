@@ -208,17 +208,20 @@ def with_agreement_floor(
     config: SuiteConfig | None,
     gate: GateSpec,
     warnings: list[str],
+    *,
+    subset: bool,
 ) -> tuple[Verdict, str, list[FloorResult]]:
     """The judge_agreement floor as one more floor for evals.compare.floors' rules (a breach fails
     the gate); when it cannot be judged, a gate that would pass is ``inconclusive`` instead, with
-    that reason: a floor nobody could check never passes in silence."""
+    that reason: a floor nobody could check never passes in silence. On a smoke subset, which
+    holds only some of the labelled cases, that is a warning: the full run judges the floor."""
     spec = config.judge_agreement if config is not None else None
     if spec is None:
         return verdict, reason, []
     found = agreement_floor(checks, spec, gate)
     if isinstance(found, FloorResult):
         return verdict, reason, [found]
-    if verdict == "pass":
+    if verdict == "pass" and not subset:
         return "inconclusive", found, []
     warnings.append(found)
     return verdict, reason, []

@@ -109,3 +109,13 @@ def test_too_few_labelled_cases_never_pass_in_silence(tmp_path):
     assert c.verdict == "inconclusive"
     assert c.reason.startswith("metrics.judge_agreement.min 0.8 needs 20 cases with a human verdict")
     assert "the candidate has 10" in c.reason
+
+
+def test_a_smoke_subset_with_few_labels_warns_and_leaves_the_floor_to_the_full_run(tmp_path):
+    config = load_suite(tmp_path, [], metrics={"judge_agreement": {"min": 0.8}})
+    base, cand = labelled_runs(100, 0, tmp_path)
+    cand.run.subset = "smoke"
+    for case in cand.cases[10:]:
+        case.metadata = {}
+    c = compare(base, cand, config)
+    assert c.verdict == "pass" and any("needs 20 cases with a human verdict" in w for w in c.warnings)
