@@ -119,3 +119,17 @@ def test_a_smoke_subset_with_few_labels_warns_and_leaves_the_floor_to_the_full_r
         case.metadata = {}
     c = compare(base, cand, config)
     assert c.verdict == "pass" and any("needs 20 cases with a human verdict" in w for w in c.warnings)
+
+
+def test_case_ids_in_the_judge_section_are_escaped(tmp_path):
+    from evals.report.html import render_html
+
+    config = load_suite(tmp_path, [], metrics={"pass_rate": {}, "judge_agreement": {"min": 0.8}})
+    base, cand = labelled_runs(30, 1, tmp_path)
+    for run in (base, cand):
+        run.cases[0].id = "<img src=x onerror=alert(1)>"
+    c = compare(base, cand, config)
+    assert c.judge is not None and c.judge.humans is not None
+    assert c.judge.humans.agreement.disagreements == ["<img src=x onerror=alert(1)>"]
+    for text in (render_markdown(c), render_html(comparison=c)):
+        assert "disagrees with people on" in text and "<img" not in text
