@@ -142,3 +142,24 @@ def test_a_flipping_judge_with_repeats_is_measured_not_believed(tmp_path, openai
     assert judge["baseline"]["unanimous"] == 1 and judge["baseline"]["cases"] == ["fr", "de"]  # calls 1 and 5 flipped
     report = (tmp_path / "report.md").read_text()
     assert "⚖️ Judge: agreed with itself on" in report and "| Baseline | 3 × 3 |" in report
+
+
+@pytest.mark.e2e
+def test_every_repeat_counts_toward_a_limit(tmp_path, openai_server):
+    """``limits.max_tokens`` counts the k judge calls of each output, not one: the run stops when
+    the repeats' tokens reach it, having paid for three calls a case."""
+    from test_judge_spend import Grader, judged_suite
+    from test_judge_spend import evalgate as run_in
+
+    grader = Grader()
+    openai_server.responder = grader
+    config = judged_suite(
+        tmp_path, openai_server, 30, target_cost=0.0, limits={"max_tokens": 1500}, judge={"repeats": 3}
+    )
+    stopped = run_in("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert stopped.returncode == 3, stopped.stderr
+    partial = load_results(tmp_path / "r.json")
+    stop = partial.run.limit
+    assert stop is not None and stop.limit == "max_tokens" and 0 < partial.run.completed_cases < 30
+    assert len(grader.usage) == 3 * partial.run.completed_cases
+    assert stop.spent == sum(i + o for i, o in grader.usage) + 2 * partial.run.completed_cases >= 1500
