@@ -24,7 +24,8 @@ import numpy as np
 
 from evals.compare.agreement import agreement
 from evals.compare.flaky import attempt_flip_rate
-from evals.compare.model import FloorResult, HumanAgreement, JudgeChecks, SelfAgreement, Verdict
+from evals.compare.judge_checks import HumanAgreement, JudgeChecks, SelfAgreement
+from evals.compare.model import FloorResult, Verdict
 from evals.compare.runs import Run
 from evals.compare.stats import norm_ppf
 from evals.results.model import CaseResult
