@@ -23,6 +23,7 @@ from evals.compare.decide import decide, describe_unit, gate_verdict
 from evals.compare.errored import errored_reason, errors_warning
 from evals.compare.floors import check_floors, floor_sentence, subset_floors
 from evals.compare.gate_changes import gate_changes
+from evals.compare.judging import judge_checks, with_agreement_floor
 from evals.compare.ladder import Facts, exit_code_for, special_verdict, with_breached_floors
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
@@ -157,7 +158,12 @@ def compare(
         # After the verdicts: the failing slices' cases are listed first (evals.compare.casediff).
         ranks = case_ranks(ct, sides.pairing, units, slice_keys) if units else None
         diff = case_diff(baseline, candidate, bt, ct, sides.pairing, limit, excerpt, flaky or {}, ranks)
-    floors = subset_floors(check_floors(defs, specs, ct, slice_keys, gate, warnings), candidate, warnings)
+    judge = judge_checks(baseline, candidate, config)
+    verdict, reason, agreement_floor = with_agreement_floor(
+        verdict, reason, judge, config, gate, warnings, subset=bool(candidate.run.subset)
+    )
+    floors = check_floors(defs, specs, ct, slice_keys, gate, warnings) + agreement_floor
+    floors = subset_floors(floors, candidate, warnings)
     verdict, reason = with_breached_floors(verdict, reason, [f for f in floors if f.verdict == "breached"])
     if verdict in ("pass", "inconclusive"):
         warnings += _power_warnings(units, defs, gate)
@@ -181,6 +187,7 @@ def compare(
         candidate_units=own_units(candidate, slice_keys) if baseline is None and ct.ids else [],
         drift=drift,
         drift_ok=drift.ok if drift else True,
+        judge=judge,
         warnings=warnings,
         resume_command=resume_command if stopped else None,
         gate_command=gate_command if stopped else None,

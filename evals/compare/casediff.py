@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evals.compare.flaky import attempt_flip_rate
+from evals.compare.judging import judge_flip_rate
 from evals.compare.metrics import RunTable, metric_def, named_scores, scan
 from evals.compare.model import CaseDiff, CaseDiffEntry, FlakyBasis, UnitResult
 from evals.compare.pairing import Pairing, pair, unit_indices
@@ -138,7 +139,8 @@ def case_diff(
     ranks: np.ndarray | None = None,
 ) -> CaseDiff:
     """``flaky``: the history's flip rates of known-flaky cases; a listed case not in it is still
-    marked flaky when the attempts of either run disagree (the larger of the two rates).
+    marked flaky when the attempts of either run disagree (the larger of the two rates), else when
+    the repeated verdicts of either run's judge do.
     ``ranks`` (:func:`case_ranks`, per paired case) order the lists before they are cut; within a
     rank the order stays (the suite's, and the largest drops first)."""
     b_pass = bt.columns["pass_rate"][pairing.base_rows]
@@ -178,6 +180,9 @@ def case_diff(
         rate, basis = flaky.get(c_case.id), "history"
         if not rate and within[k] > 0:
             rate, basis = float(within[k]), "attempts"
+        # A judge with repeats that disagreed with itself on this case: its flip may be the judge's noise.
+        if not rate and (unsure := max(judge_flip_rate(b_case), judge_flip_rate(c_case))) > 0:
+            rate, basis = unsure, "judge"
 
         return CaseDiffEntry(
             id=c_case.id,

@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.compare.bridge import JudgeBridge
+from evals.compare.judge_checks import JudgeChecks
 from evals.results.manifest import BaselineRef
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
@@ -44,7 +45,7 @@ CiMethod = Literal[
     "stratified-t",
 ]
 Bound = Literal["min", "max"]
-FlakyBasis = Literal["history", "attempts"]
+FlakyBasis = Literal["history", "attempts", "judge"]
 LookOutcome = Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
 
 
@@ -229,6 +230,8 @@ class CaseDiffEntry(_Model):
             return None
         if self.flaky_basis == "history":
             return f"flaky (flips {self.flaky_rate:.0%} of runs)"
+        if self.flaky_basis == "judge":
+            return f"judge unsure (its repeated verdicts disagree {self.flaky_rate:.0%} of the time)"
         return f"flaky (its attempts disagree {self.flaky_rate:.0%} of the time)"
 
 
@@ -448,6 +451,11 @@ class Comparison(_Model):
     )
     judge_bridge: JudgeBridge | None = Field(
         default=None, description="The baseline re-scored with the candidate's judge (docs/spec.md#judge-bridging)."
+    )
+    judge: JudgeChecks | None = Field(
+        default=None,
+        description="The judge's self-agreement over its repeats and its agreement with people "
+        "(docs/spec.md#judge-noise, docs/spec.md#human-labels); none without either.",
     )
     resume_command: str | None = Field(
         default=None,

@@ -5,7 +5,12 @@ Rows carry no stable id (``id`` is random per run), so a case is identified by i
 a baseline run with one model and a candidate run with another must still pair. ``--repeat``
 writes identical rows that become the case's attempts. ``error`` is also set on plain assertion
 failures; only ``failureReason == 2`` (the provider or the test itself crashed) is an error.
-Slices: the tests' ``metadata`` by default; ``--slice-key`` may also name vars."""
+Slices: the tests' ``metadata`` by default; ``--slice-key`` may also name vars.
+
+A rating given in promptfoo's viewer is a ``componentResults`` entry of assertion type ``human``
+(it also overrides the row's ``success``): it becomes the case's ``metadata.human_verdict``, and the
+model-graded assertions' own verdicts (``llm-rubric``, ``g-eval``, ``factuality``, …) the attempt's
+``metadata.judge.passed``, so the report can set the judge against people (docs/spec.md#human-labels)."""
 
 from __future__ import annotations
 
@@ -35,6 +40,14 @@ FORMAT = "promptfoo"
 SUPPORTED_VERSION = 3
 FAILURE_ERROR = 2  # promptfoo ResultFailureReason.ERROR; 1 is ASSERT (a wrong answer)
 _ID_MAX_CHARS = 120
+HUMAN = "human"  # promptfoo's HUMAN_ASSERTION_TYPE
+# promptfoo's assertion types that ask a model for the verdict.
+MODEL_GRADED = frozenset(
+    {
+        "llm-rubric", "g-eval", "factuality", "model-graded-closedqa", "model-graded-factuality", "answer-relevance",
+        "context-faithfulness", "context-recall", "context-relevance", "search-rubric", "select-best",
+    }
+)  # fmt: skip
 
 
 def _rows(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -111,9 +124,12 @@ def _attempt(row: dict[str, Any]) -> Attempt:
     if row.get("failureReason") == FAILURE_ERROR:
         message = str(row.get("error") or response.get("error") or "promptfoo reported an error")
         error = make_error(error_kind(message), message)
-    metadata = {}
+    metadata: dict[str, Any] = {}
     if grading.get("reason") and not row.get("success"):
         metadata["reason"] = grading["reason"]
+    judged = [c["pass"] for c in _components(grading) if _kind(c) in MODEL_GRADED and isinstance(c.get("pass"), bool)]
+    if judged:
+        metadata["judge"] = {"passed": all(judged), "source": "promptfoo model-graded assertions"}
     cost = as_number(row.get("cost"))
     return attempt(
         passed=bool(row.get("success")),
@@ -127,6 +143,26 @@ def _attempt(row: dict[str, Any]) -> Attempt:
         error=error,
         metadata=metadata,
     )
+
+
+def _components(grading: dict[str, Any]) -> list[dict[str, Any]]:
+    found = grading.get("componentResults")
+    return [c for c in found if isinstance(c, dict)] if isinstance(found, list) else []
+
+
+def _kind(component: dict[str, Any]) -> Any:
+    return as_object(component.get("assertion")).get("type")
+
+
+def _human_verdict(rows: list[dict[str, Any]]) -> bool | None:
+    """The last rating a person gave any of the case's rows in promptfoo's viewer."""
+    rated = [
+        c["pass"]
+        for row in rows
+        for c in _components(as_object(row.get("gradingResult")))
+        if _kind(c) == HUMAN and isinstance(c.get("pass"), bool)
+    ]
+    return rated[-1] if rated else None
 
 
 def import_files(inputs: list[Path], options: ImportOptions) -> Results:
@@ -152,6 +188,8 @@ def import_files(inputs: list[Path], options: ImportOptions) -> Results:
         test = _test(first)
         case = new_case(ids[key], input_value=first.get("vars"), expected=test.get("assert"), hashed=True)
         case.attempts = [_attempt(row) for row in rows]
+        if (human := _human_verdict(rows)) is not None:
+            case.metadata["human_verdict"] = human
         metadata = {k: v for k, v in (test.get("metadata") or {}).items() if not str(k).startswith("_")}
         # vars are usually payloads (questions, documents): slices only when asked for by key
         tags[case.id] = metadata if options.slice_keys is None else {**(first.get("vars") or {}), **metadata}

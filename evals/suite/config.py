@@ -44,6 +44,9 @@ LOWER_IS_BETTER = ("error_rate", "latency_p50_ms", "latency_p95_ms", "tokens", "
 BUILTIN_METRICS = ("pass_rate", "score", *LOWER_IS_BETTER)
 # Metrics in their own units (milliseconds, tokens, dollars); every other metric — pass_rate,
 # score, error_rate, pass@k, a named score — is a rate or score in [0, 1].
+JUDGE_AGREEMENT = "judge_agreement"  # metrics.judge_agreement: a floor, not a metric of the cases
+# Below this many labelled cases a 90% interval of an agreement near 0.8 is wider than ±0.15.
+JUDGE_AGREEMENT_MIN_CASES = 20
 UNBOUNDED_METRICS = ("latency_p50_ms", "latency_p95_ms", "tokens", "cost_usd")
 # Named scores a built-in scorer records beside its own (``evals.run.scorers.builtin``).
 SCORER_EXTRAS = {"final_answer": ("format_valid",)}
@@ -279,6 +282,20 @@ class HistorySpec(StrictModel):
     path: str = Field(default=".evalgate/history.sqlite", description="SQLite file, relative to the config.")
 
 
+class JudgeAgreementSpec(StrictModel):
+    """``metrics.judge_agreement``: a floor on the share of labelled cases where the judge agrees with
+    the case's human verdict (docs/spec.md#human-labels). Read out of ``metrics:`` (it is no per-case
+    metric: the paired tests never see it)."""
+
+    min: Annotated[float, Field(ge=0, le=1)] = Field(
+        description="The floor: the gate fails when the agreement's interval lies entirely below it."
+    )
+    min_cases: Annotated[int, Field(ge=1)] = Field(
+        default=JUDGE_AGREEMENT_MIN_CASES,
+        description="Fewer labelled cases than this: the floor cannot be judged, and the gate cannot pass.",
+    )
+
+
 # ---------------------------------------------------------------------------------------- suite
 
 
@@ -304,6 +321,25 @@ class SuiteConfig(StrictModel):
         description="The response cache: on with its defaults (the openai target and the judge); "
         "`cache: false` turns it off.",
     )
+    judge_agreement: JudgeAgreementSpec | None = Field(
+        default=None, description="Written metrics.judge_agreement: {min: 0.8} (docs/spec.md#human-labels)."
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _judge_agreement_floor(cls, value: Any) -> Any:
+        # Written among the metrics, where a reader looks for floors; every other metric is one
+        # of the cases' values, which the paired tests compare, so it is kept apart.
+        metrics = value.get("metrics") if isinstance(value, dict) else None
+        if not isinstance(metrics, dict) or JUDGE_AGREEMENT not in metrics:
+            return value
+        rest = {k: v for k, v in metrics.items() if k != JUDGE_AGREEMENT}
+        moved = {**value, JUDGE_AGREEMENT: metrics[JUDGE_AGREEMENT]}
+        if rest:
+            moved["metrics"] = rest
+        else:
+            del moved["metrics"]  # the floor alone: the default metric is still gated
+        return moved
 
     @field_validator("cache", mode="before")
     @classmethod
@@ -374,8 +410,11 @@ class SuiteConfig(StrictModel):
         out: ``gate.id`` and ``gate.more_evidence``, which name a gate and budget its re-runs — the
         shipped more-evidence workflow gates the suite with a config of its own that differs in just
         these, and every PR it gates would otherwise read as one that changed its own gate."""
+        metrics = {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())}
+        if self.judge_agreement is not None:
+            metrics[JUDGE_AGREEMENT] = self.judge_agreement.model_dump(mode="json")
         return {
-            "metrics": {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())},
+            "metrics": metrics,
             "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence"}),
             "slices": list(self.slices),
             "smoke": self.smoke.model_dump(mode="json"),

@@ -23,6 +23,12 @@ cached tokens at ``price_cache_read_per_mtok``/``price_cache_write_per_mtok``), 
 verdict into the attempt's ``judge_usage``, so the run's spend and ``limits`` count the judge
 beside the target. A verdict from the response cache paid nothing.
 
+With ``repeats: k`` (docs/spec.md#judge-noise) each output is judged k times, each call its own
+cache entry (the repeat index is in the key from the second on, so ``k: 1`` keeps the keys it always
+had); the verdict is the mean of the k verdicts against ``pass_threshold`` (the share that passed,
+at 0.5 by default a majority, a tie passing), the score the mean of the k scores, and every one of
+the k judgements is kept in ``metadata.judge.repeats`` for the judge's self-agreement.
+
 A judge that cannot give a verdict — unreachable, 408/409/429/5xx or a timeout after its retries,
 a 4xx (a wrong key or model: the judge's set-up, not the answer), a reply not in that format —
 raises ``ScorerUnavailable``: the attempt is an infra error, never a wrong answer (nor a pass).
@@ -72,6 +78,7 @@ EXCERPT_CHARS = 300
 NONCE_BYTES = 8
 _FENCED = re.compile(r"```(?:json)?\s*(.*?)\s*```", re.DOTALL)  # the one wrapper models add unasked
 ANTHROPIC_PREFIX = "anthropic:"
+MAX_REPEATS = 15  # each repeat is a paid call per attempt: beyond this, more cases buy more than more repeats
 
 
 class JudgeParams(BaseModel):
@@ -110,7 +117,14 @@ class JudgeParams(BaseModel):
     retries: Annotated[int, Field(ge=0)] = 3
     backoff_s: Annotated[float, Field(ge=0)] = 1.0
     pass_threshold: Annotated[float, Field(ge=0, le=1)] = Field(
-        default=0.5, description="A reply with a score but no verdict passes at this score or above."
+        default=0.5,
+        description="A reply with a score but no verdict passes at this score or above; with repeats, an output "
+        "passes when this share of its verdicts or more passed.",
+    )
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] = Field(
+        default=1,
+        description="Judge each output this many times (each call cached on its own) and score the mean verdict: "
+        "the report shows how often the judge agrees with itself (docs/spec.md#judge-noise).",
     )
     price_in_per_mtok: Annotated[float, Field(ge=0)] | None = Field(
         default=None,
@@ -233,9 +247,10 @@ class Judge:
         body = self.format.body(self.format.prompt(self.static, rest))
         return json.dumps(body, ensure_ascii=False).encode("utf-8")
 
-    def cache_key(self, output: Any, case: Case) -> str | None:
+    def cache_key(self, output: Any, case: Case, repeat: int = 0) -> str | None:
         """The judge's request without its nonce (drawn afresh for every call, it would make every
-        request unique): what it is asked, of what, by which prompt, model and settings."""
+        request unique): what it is asked, of what, by which prompt, model and settings — and, from
+        the second repeat on, which repeat (the first keeps the key a judge without repeats has)."""
         if self.cache is None:
             return None
         p = self.params
@@ -251,10 +266,53 @@ class Judge:
             "expected": None if case.expected is None else as_text(case.expected),
             "output": as_text(output),
         }
+        if repeat:
+            request["repeat"] = repeat
         return self.cache.key("judge", request)
 
     async def __call__(self, output: Any, case: Case) -> Score:
-        key = self.cache_key(output, case)
+        done: list[Score] = []
+        for repeat in range(self.params.repeats):
+            try:
+                done.append(await self._judged(output, case, repeat))
+            except ScorerUnavailable as exc:
+                # The repeats that did answer were paid (and retried) all the same.
+                exc.resends[:0] = [r for score in done for r in score.resends]
+                for score in done:
+                    if score.usage is not None:
+                        exc.usage = score.usage if exc.usage is None else score.usage.plus(exc.usage)
+                raise
+        return done[0] if len(done) == 1 else self._mean(done)
+
+    def _mean(self, repeats: list[Score]) -> Score:
+        """One verdict from k judgements: passed when the share that passed reaches
+        ``pass_threshold``, the mean score; the reasoning shown is the first that agrees with it."""
+        passed = bool(mean_verdict(sum(bool(s.passed) for s in repeats), len(repeats), self.params.pass_threshold))
+        kept = [s.details["judge"] for s in repeats]
+        usage = None
+        for s in repeats:
+            if s.usage is not None:
+                usage = s.usage if usage is None else usage.plus(s.usage)
+        details: dict[str, Any] = {
+            "verdict": "pass" if passed else "fail",
+            "score": sum(float(s.score or 0.0) for s in repeats) / len(repeats),
+            "reasoning": next(j["reasoning"] for j in kept if j["passed"] == passed),
+            "model": self.params.model,
+            "passed": passed,
+            "repeats": [{k: v for k, v in j.items() if k != "model"} for j in kept],
+        }
+        if all(j.get("cached") for j in kept):
+            details["cached"] = True
+        return Score(
+            passed=passed,
+            score=details["score"],
+            details={"judge": details},
+            resends=[r for s in repeats for r in s.resends],
+            usage=usage,
+        )
+
+    async def _judged(self, output: Any, case: Case, repeat: int) -> Score:
+        key = self.cache_key(output, case, repeat)
         stored = self.cache.get(key) if self.cache is not None and key is not None else None
         if isinstance(stored, dict) and _stored_judgement(stored):
             return self._score((stored["passed"], stored["score"], stored["reasoning"], stored["verdict"]), cached=True)
@@ -374,6 +432,7 @@ class Judge:
             "score": score,
             "reasoning": reasoning,
             "model": self.params.model,
+            "passed": passed,  # the judge's own verdict, whatever other scorers say (human labels)
         }
         if cached:
             details["cached"] = True
@@ -420,6 +479,13 @@ def _stored_judgement(value: dict[str, Any]) -> bool:
         and isinstance(value.get("reasoning"), str)
         and (value.get("verdict") is None or isinstance(value.get("verdict"), str))
     )
+
+
+def mean_verdict(passed: Any, repeats: Any, threshold: float) -> Any:
+    """The verdict of ``repeats`` judgements of which ``passed`` passed: the share that passed
+    reaches ``threshold`` (docs/spec.md#judge-noise). Ints, or numpy arrays of them (the judge-noise
+    simulation, benchmarks/sim_judge_noise.py, applies it to every case at once)."""
+    return passed / repeats >= threshold
 
 
 def make_judge(params: JudgeParams, root: Path, cache: ResponseCache | None = None) -> Judge:

@@ -126,7 +126,13 @@ def test_judge_verdict_and_reasoning_are_kept(tmp_path, openai_server):
     by_id = {c.id: c.attempts[0] for c in results.cases}
     assert {k: a.passed for k, a in by_id.items()} == {"fr": True, "de": False, "it": False}
     judge = by_id["de"].metadata["judge"]
-    assert judge == {"verdict": "fail", "score": 0.0, "reasoning": "answer 'Bonn'", "model": "local:judge-1"}
+    assert judge == {
+        "verdict": "fail",
+        "score": 0.0,
+        "reasoning": "answer 'Bonn'",
+        "model": "local:judge-1",
+        "passed": False,
+    }
     assert by_id["fr"].scores == {"judge": 1.0}
     prompt = openai_server.requests[0]["messages"][-1]["content"]
     assert RUBRIC in prompt and openai_server.requests[0]["model"] == "judge-1"
