@@ -215,6 +215,12 @@ class GateSpec(GateRule):
     bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
     seed: int = 0
     more_evidence: MoreEvidenceSpec = Field(default_factory=MoreEvidenceSpec)
+    fail_fast: bool = Field(
+        default=False,
+        description="Pull-request gates: run the cases in a seeded order stratified by slice and stop scheduling "
+        "once a blocking unit's regression is certain (an anytime-valid test at its own share of alpha); never "
+        "stops with a pass. A push, reset or default-branch gate runs every case.",
+    )
 
     @model_validator(mode="before")
     @classmethod
