@@ -5,7 +5,7 @@ suite, every block must hold its share of every slice. So the cases run in a see
 stratified by slice: within each stratum (a combination of the config's slice values) the cases
 are shuffled, and the i-th of a stratum of n gets the position (i + u)/n, u drawn once per
 stratum; the run takes them by position. Any prefix of the order then holds each stratum's
-share of it to within one case. Deterministic from ``gate.seed``: the same suite runs in the same
+share of it to within two cases. Deterministic from ``gate.seed``: the same suite runs in the same
 order every time (and its response cache is read in that order). The stopping rule itself is
 ``evals.compare.failfast``; the runner only stops scheduling (``Runner.stop_early``)."""
 
