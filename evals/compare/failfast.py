@@ -31,9 +31,11 @@ import numpy as np
 from evals.compare.decide import alpha_weights
 from evals.compare.evidence import drop_test, look_levels
 from evals.compare.metrics import MetricDef, metric_def, named_scores, scan
+from evals.compare.model import UnitResult
 from evals.compare.sequential import oriented_drops, testable
 from evals.compare.stats import weighted_holm
 from evals.results.model import CaseResult, FailFastStop, Results
+from evals.run.failfast import stop_headline
 from evals.suite.cases import Case
 from evals.suite.config import GateSpec, SuiteConfig
 
@@ -189,3 +191,30 @@ class FailFast:
                     u = self.units[i]
                     if u.metric.name == d.name:
                         u.total, u.square, u.n = u.total + drop, u.square + drop * drop, u.n + 1
+
+
+def stopped_reason(stop: FailFastStop, done: int, total: int, resume_command: str | None = None) -> str:
+    """The gate's reason for a run fail fast stopped: what stopped it, at what level, how to finish it."""
+    finish = f"`{resume_command}`" if resume_command else "`evalgate run --resume`"
+    return (
+        f"{stop_headline(stop, done, total)} (gate.fail_fast: {stop.metric} mean drop {stop.observed_drop:.3g} over "
+        f"its first {stop.unit_cases} cases, p {stop.p_value:.2g} ≤ {stop.level:.2g} at look {stop.look} of "
+        f"{stop.looks}); {finish} runs the rest"
+    )
+
+
+def mark_stopped(units: list[UnitResult], stop: FailFastStop) -> None:
+    """The units of a run fail fast stopped: those its look rejected are ``regressed`` (their delta
+    and interval are the fixed-sample test's on the cases run, shown for scale); no other unit is
+    ``regressed``: the fixed-sample rule was not run on a prefix chosen by the stop, and its α share
+    was not spent there."""
+    rejected = {stop.unit, *stop.also}
+    for u in units:
+        if u.metric == stop.metric and u.unit in rejected:
+            u.verdict = "regressed"
+            u.note = (
+                f"fail fast: regressed at look {stop.look} of {stop.looks} (anytime-valid t-test on per-case drops)"
+            )
+        elif u.verdict == "regressed":
+            u.verdict = "inconclusive"
+            u.note = "not decided: the run stopped early (fail fast) on another unit's regression"

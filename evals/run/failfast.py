@@ -11,12 +11,24 @@ order every time (and its response cache is read in that order). The stopping ru
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from typing import Protocol
 
 import numpy as np
 
-from evals.results.model import FailFastStop
+from evals.results.model import CaseResult, FailFastStop
 from evals.suite.cases import Case
+
+
+class StopRule(Protocol):
+    """Fed each completed case; returns the stop once a blocking unit's regression is certain
+    (``evals.compare.failfast.FailFast``)."""
+
+    def add(self, result: CaseResult) -> FailFastStop | None: ...
+
+
+# The rule for the cases in the order they will run (built by the caller, which holds the baseline).
+StopRulePlan = Callable[[list[Case]], StopRule]
 
 
 def interleave(strata: Sequence[Hashable], seed: int) -> list[int]:

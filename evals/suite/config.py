@@ -379,10 +379,12 @@ class SuiteConfig(StrictModel):
         gate can say when a candidate's config judges it by other rules than its baseline's. Left
         out: ``gate.id`` and ``gate.more_evidence``, which name a gate and budget its re-runs — the
         shipped more-evidence workflow gates the suite with a config of its own that differs in just
-        these, and every PR it gates would otherwise read as one that changed its own gate."""
+        these, and every PR it gates would otherwise read as one that changed its own gate — and
+        ``gate.fail_fast``, which only decides how much of the suite a PR pays for (it splits α, its
+        false-fail rate stays the gate's, docs/spec.md#fail-fast)."""
         return {
             "metrics": {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())},
-            "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence"}),
+            "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence", "fail_fast"}),
             "slices": list(self.slices),
             "smoke": self.smoke.model_dump(mode="json"),
         }
