@@ -2,7 +2,8 @@
 run needs for it.
 
 Fail fast is for pull requests: a push to the default branch, a reset or a scheduled gate runs
-every case (its run may become the baseline, and a baseline must be whole). It needs the baseline
+every case (its run may become the baseline, and a baseline must be whole); so does an
+informative smoke draw (its cases stand for the suite only with their weights). It needs the baseline
 this gate read before running anything (``flows.run_gate`` reads the baselines first) and a suite
 this gate runs itself: a results file brought in was run without it. Where it does not apply the
 config's ``gate.fail_fast`` is turned off for this gate, so the fixed-sample rule keeps the whole α
@@ -39,6 +40,8 @@ def fail_fast_applies(
         why = "this gate compares a results file it did not run"
     elif baseline is None:
         why = "there is no baseline to compare the cases with as they complete"
+    elif activity.kind == "smoke" and config.smoke.select == "informative":
+        why = "an informative smoke draw is weighted back to the suite, and fail fast's test is not"
     if why is None:
         return config
     console.info(f"gate.fail_fast is not used: {why}", source="gate")

@@ -35,7 +35,8 @@ def _gate_pr(repo: Path, base: str, tmp_path: Path) -> tuple[subprocess.Complete
     env = _pr_env(repo, base, commit_all(repo, "the change"), tmp_path)
     env.pop("QUICKSTART_REGRESS")
     env["EVALGATE_HISTORY"] = "off"
-    done = _evalgate(repo, env, "--mode", "full")  # every case, so a stop is fail fast's alone
+    # Every case (not the PR's smoke subset), so a stop is fail fast's alone.
+    done = _evalgate(repo, env, "--mode", "full", "--html", "out/report.html")
     return done, json.loads((repo / "out" / "comparison.json").read_text(encoding="utf-8"))
 
 
@@ -56,6 +57,8 @@ def test_a_broken_slice_stops_early_and_fails_and_an_unchanged_pr_runs_every_cas
     assert comparison["verdict"] == "fail" and comparison["reason"].startswith(f"stopped after {ran} of 240 cases")
     banner = (repo / "out" / "comment.md").read_text(encoding="utf-8").splitlines()[1]
     assert f"Stopped after {ran} of 240 cases: language=ko regressed" in banner
+    html = (repo / "out" / "report.html").read_text(encoding="utf-8")
+    assert f"Stopped after {ran} of 240 cases: language=ko regressed" in html
     ko = next(u for u in comparison["units"] if u["unit"] == "language=ko" and u["metric"] == "pass_rate")
     assert ko["verdict"] == "regressed"
 

@@ -1,7 +1,8 @@
 """Where gate.fail_fast applies (docs/spec.md#fail-fast): a pull request's gate that runs the suite
 against a baseline; a push, a default-branch or local full gate, a gate of a results file it did not
-run, and a first run keep the whole α (fail fast turned off for that gate, and said). The fixed-sample
-rule's α follows: 0.9·α with fail fast, the whole α without (docs/spec.md#alpha-split)."""
+run, an informative smoke draw and a first run keep the whole α (fail fast turned off for that
+gate, and said). The fixed-sample rule's α follows: 0.9·α with fail fast, the whole α without
+(docs/spec.md#alpha-split)."""
 
 from __future__ import annotations
 
@@ -39,12 +40,17 @@ def test_a_pull_requests_gate_that_runs_the_suite_fails_fast(tmp_path):
         (LOCAL, BASELINE, True, "for pull-request gates"),
         (PR, BASELINE, False, "a results file it did not run"),
         (PR, None, True, "no baseline"),
+        (PR, "informative", True, "informative smoke draw"),
     ],
 )
 def test_elsewhere_every_case_runs_and_the_fixed_rule_keeps_the_whole_alpha(
     activity, baseline, runs_suite, why, tmp_path, capsys
 ):
-    config = fail_fast_applies(CONFIG, activity, baseline, runs_suite=runs_suite)
+    config = CONFIG
+    if baseline == "informative":
+        config = CONFIG.model_copy(update={"smoke": CONFIG.smoke.model_copy(update={"select": "informative"})})
+        baseline = BASELINE
+    config = fail_fast_applies(config, activity, baseline, runs_suite=runs_suite)
     assert not config.gate.fail_fast
     said = capsys.readouterr()
     assert "gate.fail_fast is not used" in said.err + said.out and why in said.err + said.out
