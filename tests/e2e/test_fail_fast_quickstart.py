@@ -54,6 +54,7 @@ def test_a_broken_slice_stops_early_and_fails_and_an_unchanged_pr_runs_every_cas
     run = json.loads((repo / "out" / "results.json").read_text(encoding="utf-8"))["run"]
     stop, ran = run["fail_fast"], run["completed_cases"]
     assert run["status"] == "cancelled" and stop["unit"] == "language=ko" and ran < 200
+    assert stop["cases_at_look"] <= ran  # what was in flight at the look finished
     assert comparison["verdict"] == "fail" and comparison["reason"].startswith(f"stopped after {ran} of 240 cases")
     banner = (repo / "out" / "comment.md").read_text(encoding="utf-8").splitlines()[1]
     assert f"Stopped after {ran} of 240 cases: language=ko regressed" in banner
