@@ -147,9 +147,16 @@ def render_text(plan: Plan) -> str:
         f"discordance {plan.discordance:.1%} (share of cases whose outcome differs between two runs of this config): "
         f"{plan.source}",
     ]
-    if gate.more_evidence.enabled:
+    if gate.fail_fast:
         lines.append(
-            f"more evidence is on: the first look decides at (1 − ρ)·α = {first_look_alpha(gate):.3g} (ρ "
+            f"fail fast is on: on pull requests its looks take {FAIL_FAST_SHARE:g} of α and the fixed-sample rule "
+            f"decides at {fixed_rule_alpha(gate):.3g}, as every figure below (a push or reset gate runs every case "
+            f"at α {gate.alpha:g})"
+        )
+    if gate.more_evidence.enabled:
+        of = f"{fixed_rule_alpha(gate):.3g}" if gate.fail_fast else "α"
+        lines.append(
+            f"more evidence is on: the first look decides at (1 − ρ)·{of} = {first_look_alpha(gate):.3g} (ρ "
             f"{gate.more_evidence.rho:g} of α is kept for the batches' later looks), so every figure below is at that α"
         )
     lines.append("")

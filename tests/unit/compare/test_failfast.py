@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pytest
 
 from evals.compare.failfast import FAIL_FAST_SHARE, LOOKS, FailFast, look_points
+from evals.compare.plan import plan_suite, render_text
 from evals.results.model import Attempt, CaseResult, FailFastStop, Results, RunInfo
 from evals.run.failfast import stratified_order
 from evals.suite.cases import Case
-from evals.suite.config import SuiteConfig
+from evals.suite.config import GateSpec, MetricSpec, MoreEvidenceSpec, SuiteConfig
 
 CONFIG = SuiteConfig.model_validate({"suite": "demo", "cases": [], "slices": ["language"], "gate": {"fail_fast": True}})
 LANGS = ["en"] * 300 + ["ko"] * 100 + ["ja"] * 100  # 500 cases
@@ -102,3 +104,18 @@ def test_the_stratified_order_spreads_every_slice_and_is_seeded() -> None:
         count = Counter(c.tags["language"] for c in ordered[:m])
         for lang, n in (("en", 300), ("ko", 100), ("ja", 100)):
             assert abs(count[lang] - m * n / 500) < 2
+
+
+def test_plan_sizes_the_fixed_rule_at_what_fail_fast_leaves_and_says_so() -> None:
+    """docs/spec.md#alpha-split: fail fast's looks take 0.1·α; with more evidence too, the first
+    look keeps (1 − ρ) of the rest."""
+    units = [("overall", None, 500), ("language=en", "language", 300), ("language=ko", "language", 200)]
+    metrics = {"pass_rate": MetricSpec(tolerance=0.02)}
+    plain = plan_suite("t", units, metrics, GateSpec(), 0.1, "given")
+    fast = plan_suite("t", units, metrics, GateSpec(fail_fast=True), 0.1, "given")
+    both = GateSpec(fail_fast=True, more_evidence=MoreEvidenceSpec(max_batches=4, rho=0.2))
+    for a, b, c in zip(plain.rows, fast.rows, plan_suite("t", units, metrics, both, 0.1, "given").rows, strict=True):
+        assert b.level == pytest.approx((1 - FAIL_FAST_SHARE) * a.level)
+        assert c.level == pytest.approx((1 - FAIL_FAST_SHARE) * 0.8 * a.level)
+    assert "fixed-sample rule decides at 0.045" in render_text(fast)
+    assert "fail fast" not in render_text(plain)
