@@ -26,10 +26,15 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 from sim_gate import (
     LAYOUTS,
     MODELS,

@@ -10,11 +10,8 @@ import json
 import subprocess
 from pathlib import Path
 
-import pytest
 from fakes.suites import commit_all
 from test_pr_rules import _evalgate, _pr_env, _quickstart_repo
-
-pytestmark = pytest.mark.e2e
 
 # Appended to the quickstart's bot: about half of the Korean questions answered wrongly (the
 # quickstart's own QUICKSTART_REGRESS=ko breaks 40% of them, about −35 pp).
