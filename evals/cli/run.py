@@ -23,8 +23,9 @@ from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.pipeline.exposure import guard_run
 from evals.results import console
 from evals.run.execution import WrittenRun, execute
+from evals.run.failfast import StopRulePlan
 from evals.run.shards import parse_shard
-from evals.suite.config import load_config
+from evals.suite.config import SuiteConfig, load_config
 from evals.suite.options import RunOptions, argv_of
 from evals.suite.overrides import with_overrides
 
@@ -45,8 +46,17 @@ def rerun_command(options: RunOptions) -> str:
     cases (a bare ``--resume`` would read ./evalgate.yml and ./results.json); how it shows progress
     and what it writes besides are left out."""
     again = options.model_copy(update={"resume": True})
-    argv = argv_of(again, skip=("progress", "grace_s", "html", "summary"))
+    argv = argv_of(again, skip=("progress", "grace_s", "html", "summary", "fail_fast_baseline"))
     return f"`{shlex.join(['evalgate', 'run', *argv])}`"
+
+
+def fail_fast_rule(config: SuiteConfig, baseline_path: Path) -> StopRulePlan:
+    """``--fail-fast-baseline``: the stopping rule against that baseline (docs/spec.md#fail-fast)."""
+    from evals.compare.failfast import FailFast
+    from evals.results.model import load_results
+
+    baseline = load_results(baseline_path)
+    return lambda cases: FailFast.plan(config, baseline, cases)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -80,6 +90,7 @@ def main(args: argparse.Namespace) -> int:
         attempt_offset=options.attempt_offset,
         cache=not options.no_cache,
         rerun=rerun_command(options),
+        fail_fast=fail_fast_rule(config, Path(options.fail_fast_baseline)) if options.fail_fast_baseline else None,
     )
     assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.

@@ -21,6 +21,7 @@ from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
 from evals.compare.errored import errored_reason, errors_warning
+from evals.compare.failfast import mark_stopped
 from evals.compare.floors import check_floors, floor_sentence, subset_floors
 from evals.compare.gate_changes import gate_changes
 from evals.compare.judging import judge_checks, with_agreement_floor
@@ -120,7 +121,8 @@ def compare(
         require_comparable(config, defs, candidate, baseline, tables)
     gate_model = _gate_model(gate, policy, defs, specs, slice_keys, config)
     cand_summary = run_summary(candidate, ct)
-    subset = bool(candidate.run.subset or candidate.run.shard)
+    # A run fail fast stopped is compared on the cases it ran, as a subset is.
+    subset = bool(candidate.run.subset or candidate.run.shard or candidate.run.fail_fast)
     warnings: list[str] = []
     sides = _sides(baseline, candidate, bt, ct, gate, subset, warnings) if baseline is not None and bt else None
     errored = errored_reason(
@@ -147,6 +149,8 @@ def compare(
     if sides is not None and not sides.incompatible:
         assert bt is not None  # with `sides`
         units = _tested_units(candidate, bt, ct, sides.pairing, defs, specs, gate, gate_model, slice_keys, warnings)
+        if candidate.run.fail_fast is not None:
+            mark_stopped(units, candidate.run.fail_fast)
         if not errored and (said := errors_warning(candidate, cand_summary, max_error_rate=gate.max_error_rate)):
             warnings.append(said)
         warnings += unmeasured(defs, specs, bt, ct)

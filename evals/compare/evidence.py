@@ -57,7 +57,7 @@ def look_levels(level: float, max_batches: int) -> np.ndarray:
     return np.diff(spent)
 
 
-def drop_test(total: ArrayLike, square: ArrayLike, n: ArrayLike, delta: float, side: Side = "worse") -> np.ndarray:
+def drop_test(total: ArrayLike, square: ArrayLike, n: ArrayLike, delta: ArrayLike, side: Side = "worse") -> np.ndarray:
     """One-sided p-values of the t-test on per-case mean drops, from each unit's Σd, Σd² and n
     (broadcast; vectorised over replicates and units). ``"worse"``: H0 "mean drop ≤ δ";
     ``"not_worse"``: H0 "mean drop ≥ δ" (what a pass needs). Fewer than 2 cases: p = 1. Every case
@@ -73,7 +73,7 @@ def drop_test(total: ArrayLike, square: ArrayLike, n: ArrayLike, delta: float, s
         var = (square_ - total_ * mean) / (n_ - 1.0)
         # Σd² − (Σd)²/n cancels to rounding noise when every d is equal: that is no spread.
         var = np.where(var > 1e-12 * (1.0 + np.abs(square_ / n_)), var, 0.0)
-        gap = s * (mean - delta)
+        gap = s * (mean - np.asarray(delta, dtype=float))
         t = gap / np.sqrt(var / n_)
         p = np.where(var > 0, stdtr(np.maximum(n_ - 1.0, 1.0), -t), np.where(gap > 0, 0.0, 1.0))
     return np.where(n_ >= 2, p, 1.0)

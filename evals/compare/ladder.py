@@ -4,6 +4,7 @@ special verdicts as an ordered list of rules, then the statistics, then the abso
 Each rule reads the :class:`Facts` of a comparison and returns ``(verdict, reason)`` when it
 applies, else None; the first that applies decides (:data:`LADDER`, highest precedence first):
 
+0. ``fail`` — fail fast stopped the run on a blocking unit's certain regression.
 1. ``incomplete`` — a limit stopped the run; the run is partial; its cases hold no attempt; too
    many infra errors. Nothing else can be read from a run that did not finish.
 2. ``incompatible`` — the baseline cannot be compared with (another suite, other definitions, too
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 from evals.common.errors import EXIT_FAIL, EXIT_INFRA, EXIT_PASS
 from evals.compare.compatibility import first_baseline_hint
+from evals.compare.failfast import stopped_reason
 from evals.compare.floors import floor_sentence
 from evals.compare.model import FloorResult, RunSummary, Verdict
 from evals.compare.spending import limit_reason
@@ -43,6 +45,15 @@ class Facts:
     reset_command: str | None
     resume_command: str | None = None
     gate_command: str | None = None
+
+
+def stopped_by_fail_fast(f: Facts) -> Said | None:
+    """A blocking unit's regression was certain before the run ended (docs/spec.md#fail-fast):
+    a fail, though the run is partial."""
+    c = f.candidate
+    if c.fail_fast is None:
+        return None
+    return "fail", stopped_reason(c.fail_fast, c.completed_cases, c.total_cases, f.resume_command)
 
 
 def stopped_by_a_limit(f: Facts) -> Said | None:
@@ -103,6 +114,7 @@ def no_baseline(f: Facts) -> Said | None:
 
 
 LADDER: tuple[Callable[[Facts], Said | None], ...] = (
+    stopped_by_fail_fast,
     stopped_by_a_limit,
     partial_run,
     nothing_attempted,

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evals.compare.bridge import JudgeBridge
 from evals.compare.judge_checks import JudgeChecks
 from evals.results.manifest import BaselineRef
+from evals.results.model import FailFastStop
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
 from evals.suite.config import GateRule
@@ -311,6 +312,9 @@ class RunSummary(RunStatus):
     )
     limit: LimitStop | None = Field(
         default=None, description="The limits: key that stopped the run and what it had spent, if one did."
+    )
+    fail_fast: FailFastStop | None = Field(
+        default=None, description="gate.fail_fast stopped the run: the unit that regressed and the look, if it did."
     )
 
 

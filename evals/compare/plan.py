@@ -20,6 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from evals.compare.decide import alpha_weights
+from evals.compare.failfast import FAIL_FAST_SHARE
 from evals.compare.metrics import metric_def
 from evals.compare.paired import CERTIFY_PROBABILITY
 from evals.compare.pairing import repeats_overall
@@ -109,11 +110,19 @@ def plan_suite(
     return Plan(suite, gate, discordance, source, rows, skipped)
 
 
+def fixed_rule_alpha(gate: GateSpec) -> float:
+    """The α left once ``fail_fast`` (when the gate runs with it: ``gate.fail_fast`` is then on)
+    took its share for its looks (docs/spec.md#alpha-split)."""
+    return gate.alpha * (1.0 - FAIL_FAST_SHARE) if gate.fail_fast else gate.alpha
+
+
 def first_look_alpha(gate: GateSpec) -> float:
-    """The α the fixed-sample rule decides with: with ``more_evidence`` on, the first look keeps
-    (1 − ρ)·α and the later looks' tests share the rest (docs/spec.md#more-evidence), so its
-    tests, their MDE and what an unchanged candidate certifies are all at (1 − ρ)·α."""
-    return gate.alpha * (1.0 - gate.more_evidence.rho) if gate.more_evidence.enabled else gate.alpha
+    """The α the fixed-sample rule decides with: :func:`fixed_rule_alpha`, and with
+    ``more_evidence`` on the first look keeps (1 − ρ) of it and the later looks' tests share the
+    rest (docs/spec.md#more-evidence), so its tests, their MDE and what an unchanged candidate
+    certifies are all at that α."""
+    alpha = fixed_rule_alpha(gate)
+    return alpha * (1.0 - gate.more_evidence.rho) if gate.more_evidence.enabled else alpha
 
 
 def _pp(x: float | None) -> str:
@@ -138,9 +147,16 @@ def render_text(plan: Plan) -> str:
         f"discordance {plan.discordance:.1%} (share of cases whose outcome differs between two runs of this config): "
         f"{plan.source}",
     ]
-    if gate.more_evidence.enabled:
+    if gate.fail_fast:
         lines.append(
-            f"more evidence is on: the first look decides at (1 − ρ)·α = {first_look_alpha(gate):.3g} (ρ "
+            f"fail fast is on: on pull requests its looks take {FAIL_FAST_SHARE:g} of α and the fixed-sample rule "
+            f"decides at {fixed_rule_alpha(gate):.3g}, as every figure below (a push or reset gate runs every case "
+            f"at α {gate.alpha:g})"
+        )
+    if gate.more_evidence.enabled:
+        of = f"{fixed_rule_alpha(gate):.3g}" if gate.fail_fast else "α"
+        lines.append(
+            f"more evidence is on: the first look decides at (1 − ρ)·{of} = {first_look_alpha(gate):.3g} (ρ "
             f"{gate.more_evidence.rho:g} of α is kept for the batches' later looks), so every figure below is at that α"
         )
     lines.append("")

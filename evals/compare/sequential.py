@@ -81,11 +81,11 @@ class Member:
     cases: int = 0
 
 
-def _testable(metric: MetricDef) -> bool:
+def testable(metric: MetricDef) -> bool:
     return metric.bounded and metric.percentile is None and not metric.column.startswith("pass@")
 
 
-def _oriented_drops(metric: MetricDef, base: np.ndarray, cand: np.ndarray) -> np.ndarray:
+def oriented_drops(metric: MetricDef, base: np.ndarray, cand: np.ndarray) -> np.ndarray:
     drop = base - cand if metric.direction == "higher" else cand - base
     return np.clip(drop, -1.0, 1.0)
 
@@ -137,7 +137,7 @@ class Evidence:
                 continue
             at = rows[u.unit]
             at = np.arange(len(ids)) if at is None else np.asarray(at, dtype=np.intp)  # overall: every case
-            members.append(Member(metric, u.unit, u.slice_key, u.weight, u.tolerance, at, _testable(metric)))
+            members.append(Member(metric, u.unit, u.slice_key, u.weight, u.tolerance, at, testable(metric)))
         base_n, cand_n = _attempts(baseline, [bt.ids[i] for i in pairing.base_rows]), _attempts(candidate, ids)
         sides = {}
         for m in members:
@@ -210,7 +210,7 @@ class Evidence:
         if not m.testable:
             return
         base, cand = self.sides[m.metric.name]
-        d = _oriented_drops(m.metric, base.mean[m.at], cand.mean[m.at])
+        d = oriented_drops(m.metric, base.mean[m.at], cand.mean[m.at])
         d = d[np.isfinite(d)]  # a case without a value on one side (no such score) says nothing
         m.cases = int(d.size)
         m.drop = float(d.mean()) if d.size else None

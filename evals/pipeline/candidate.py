@@ -98,15 +98,19 @@ def config_for_results(results: Results, slices: list[str] | None = None) -> Sui
 
 
 def obtain_candidate(
-    config: SuiteConfig, options: CandidateOptions, out_dir: Path, *, smoke: bool
+    config: SuiteConfig, options: CandidateOptions, out_dir: Path, *, smoke: bool, fail_fast: Path | None = None
 ) -> tuple[Results, Path]:
     """The candidate results and the file they are in: ``--results``, else a fresh run written to
-    the out dir. Every slice the config asks for (with ``--slice-key``) must be carried by a case."""
+    the out dir (failing fast against the baseline results in ``fail_fast``, when given). Every
+    slice the config asks for (with ``--slice-key``) must be carried by a case."""
     if options.results:
         return load_given(options, out_dir, config.slices or None)
     path = out_dir / "results.json"
     resume = not smoke and _submitted_batch(path, config.suite)
-    results = run_suite(RunOptions(config=options.config, output=str(path), smoke=smoke, resume=resume))
+    against = str(fail_fast) if fail_fast else None
+    results = run_suite(
+        RunOptions(config=options.config, output=str(path), smoke=smoke, resume=resume, fail_fast_baseline=against)
+    )
     _require_slices(results, path, config.slices)
     return results, path
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageError
 from evals.common.escape import log_value
+from evals.compare.plan import fixed_rule_alpha
 from evals.github.activity import Activity, actor_name, github_client
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
 from evals.pipeline.baseline_side import prepare_baseline_side
@@ -27,6 +28,7 @@ from evals.pipeline.candidate import (
 )
 from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
 from evals.pipeline.exposure import confine_pr_history
+from evals.pipeline.failfast import fail_fast_applies, fail_fast_baseline
 from evals.pipeline.rejudge import Bridge, bridge_judge, judge_only_change
 from evals.pipeline.rules import rules_for
 from evals.report.files import write_report_files
@@ -87,8 +89,10 @@ def run_gate(
         confine_pr_history(activity, config, client)
     store, baselines = _read_baselines(config, activity, options, client, out_dir, runs_suite=runs_suite)
     rules = rules_for(config, activity, baselines.baseline, options)
-    config = rules.config
-    results, results_path = given or obtain_candidate(config, options, out_dir, smoke=activity.kind == "smoke")
+    config = fail_fast_applies(rules.config, activity, baselines.baseline, runs_suite=runs_suite)
+    against = fail_fast_baseline(config, baselines.baseline, out_dir)
+    smoke = activity.kind == "smoke"
+    results, results_path = given or obtain_candidate(config, options, out_dir, smoke=smoke, fail_fast=against)
     if options.results:
         _say_brought_errors(results, config)
     bridge = bridge_judge(config, baselines, results, runs_code=not activity.in_actions or runs_suite)
@@ -190,6 +194,8 @@ def _compare(
         look_config, side, candidate = more_evidence_setup(
             config, options, candidate, baseline, activity, ran_suite, refused=bridge.no_batches
         )
+    if look_config is config and config.gate.fail_fast:  # the fixed-sample rule keeps what fail fast left
+        look_config = with_alpha(config, fixed_rule_alpha(config.gate))
     try:
         comparison = baselines.compare(
             candidate,
@@ -208,7 +214,7 @@ def _compare(
                 baseline=baseline.results,
                 config=config,
                 source=side,
-                alpha=config.gate.alpha,
+                alpha=fixed_rule_alpha(config.gate),
                 flaky=flaky,
             )
         elif side is not None:
@@ -404,8 +410,11 @@ def more_evidence_setup(
         return config, side, candidate
     from evals.compare.plan import first_look_alpha
 
-    gate = config.gate.model_copy(update={"alpha": first_look_alpha(config.gate)})
-    return config.model_copy(update={"gate": gate}), side, first
+    return with_alpha(config, first_look_alpha(config.gate)), side, first
+
+
+def with_alpha(config: SuiteConfig, alpha: float) -> SuiteConfig:
+    return config.model_copy(update={"gate": config.gate.model_copy(update={"alpha": alpha})})
 
 
 def replayed(options: GateOptions, activity: Activity) -> ReplaySource | None:

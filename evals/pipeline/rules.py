@@ -107,9 +107,12 @@ def base_settings(config: SuiteConfig, base_sha: str) -> dict[str, Any] | None:
 
 def with_settings(config: SuiteConfig, settings: dict[str, Any]) -> SuiteConfig:
     """``config`` judged by ``settings`` (a ``gate_settings()`` record): its metrics, ``gate:`` and
-    slices replaced, its gate id and more evidence kept."""
-    gate = GateSpec.model_validate(
-        {**settings["gate"], "id": config.gate.id, "more_evidence": config.gate.more_evidence.model_dump(mode="json")}
-    )
+    slices replaced, its gate id, more evidence and fail fast kept."""
+    kept = {
+        "id": config.gate.id,
+        "more_evidence": config.gate.more_evidence.model_dump(mode="json"),
+        "fail_fast": config.gate.fail_fast,
+    }
+    gate = GateSpec.model_validate({**settings["gate"], **kept})
     metrics = {name: MetricSpec.model_validate(spec) for name, spec in settings["metrics"].items()}
     return config.model_copy(update={"metrics": metrics, "gate": gate, "slices": list(settings["slices"])})

@@ -17,6 +17,7 @@ from evals.compare.model import Comparison, UnitResult
 from evals.compare.spending import limit_stopped
 from evals.report.filters import Safe, fmt_band, fmt_bounds, fmt_delta, fmt_interval, fmt_value
 from evals.results.spend import usd
+from evals.run.failfast import stop_headline
 
 # GitHub alert per verdict: red for a failing gate, yellow for "look at this", purple when the
 # gate could not judge at all, green for a pass.
@@ -169,6 +170,9 @@ def _headline(c: Comparison, *, markdown: bool) -> str:
     failing = [u for u in c.units if u.blocking and u.gated and u.verdict == "regressed"]
     overall = [u for u in c.units if u.unit == "overall" and u.gated]
     errored = c.candidate_run.attempts and sum(c.candidate_run.error_counts.values()) == c.candidate_run.attempts
+    if c.verdict == "fail" and (early := c.candidate_run.fail_fast) is not None:
+        said = stop_headline(early, c.candidate_run.completed_cases, c.candidate_run.total_cases)
+        return st.text(f"{said[:1].upper()}{said[1:]} (fail fast).", 1000)
     if c.verdict == "fail" and failing and not errored:  # every attempt errored: the reason says so, the units not
         failing.sort(key=lambda u: (u.unit == "overall", u.p_adjusted or 0.0))
         return _regressed_sentence(failing, st)

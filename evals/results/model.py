@@ -172,6 +172,29 @@ class ProviderBatch(_Model):
     collected_at: str | None = None
 
 
+class FailFastStop(_Model):
+    """Why ``gate.fail_fast`` stopped scheduling cases (docs/spec.md#fail-fast): a blocking unit's
+    regression was certain at a look under the anytime-valid rule. The run is partial (status
+    ``cancelled``) and ``--resume`` completes it."""
+
+    unit: str = Field(description="The blocking unit whose regression stopped the run (e.g. language=ko).")
+    metric: str
+    look: Annotated[int, Field(ge=1)] = Field(
+        description="The look (one per block of completed cases) that stopped it."
+    )
+    looks: Annotated[int, Field(ge=1)] = Field(description="The looks planned before the run.")
+    cases_at_look: Annotated[int, Field(ge=0)] = Field(description="Cases completed when that look was taken.")
+    unit_cases: Annotated[int, Field(ge=0)] = Field(description="The unit's paired cases completed at that look.")
+    observed_drop: float = Field(description="The unit's mean per-case drop at that look (positive: worse).")
+    tolerance: float
+    p_value: Annotated[float, Field(ge=0, le=1)]
+    level: Annotated[float, Field(ge=0, le=1)] = Field(description="The unit's level at that look: α·share·w·spent.")
+    alpha_share: Annotated[float, Field(gt=0, lt=1)] = Field(
+        description="The share of the gate's α fail fast spends over its looks; the fixed-sample rule keeps the rest."
+    )
+    also: list[str] = Field(default_factory=list, description="Other units rejected at the same look.")
+
+
 class RunInfo(_Model):
     suite: str
     status: RunStatus
@@ -207,6 +230,11 @@ class RunInfo(_Model):
         default=None,
         description="The limits: key that stopped this run and what was spent; the run is then partial "
         "(cancelled for cost or tokens, timeout for the duration) and --resume completes it.",
+    )
+    fail_fast: FailFastStop | None = Field(
+        default=None,
+        description="gate.fail_fast stopped scheduling cases: which unit regressed and at which look; the run is "
+        "then partial (cancelled) and --resume completes it.",
     )
     evalgate_version: str | None = None
     source: dict[str, Any] = Field(default_factory=dict, description="Importer provenance (format, files, versions).")

@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-from evals.results.model import CaseResult, ResultsView, RunInfo
+from evals.results.model import CaseResult, FailFastStop, ResultsView, RunInfo
 from evals.results.spend import LimitStop, Spend, cost_text, spend_of, tokens_text
 
 Z_95 = 1.959963984540054
@@ -71,6 +71,7 @@ class RunFields(TypedDict):
     shard: str | None
     message: str | None
     limit: LimitStop | None
+    fail_fast: FailFastStop | None
 
 
 def run_fields(run: RunInfo) -> RunFields:
@@ -86,6 +87,7 @@ def run_fields(run: RunInfo) -> RunFields:
         "shard": run.shard,
         "message": run.message,
         "limit": run.limit,
+        "fail_fast": run.fail_fast,
     }
 
 
@@ -113,6 +115,9 @@ class ResultsSummary(RunStatus):
         "hits; evals/results/spend.py",
     )
     limit: LimitStop | None = Field(default=None, description="The limits: key that stopped the run, if one did.")
+    fail_fast: FailFastStop | None = Field(
+        default=None, description="gate.fail_fast stopped the run: the unit that regressed and the look, if it did."
+    )
     cache_hits: int = Field(0, description="attempts whose answer came from the response cache")
     judge_cache_hits: int = Field(0, description="attempts whose judge verdict came from the response cache")
     cost_usd_paid: float | None = Field(

@@ -24,6 +24,7 @@ from evals.results import console
 from evals.results.model import (
     SCHEMA_VERSION,
     CaseResult,
+    FailFastStop,
     Results,
     RunInfo,
     RunStatus,
@@ -38,6 +39,7 @@ from evals.results.summary import case_values
 from evals.run.batch.lane import batch_step, open_lane
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
+from evals.run.failfast import StopRulePlan, stopped_message, stratified_order
 from evals.run.progress import Progress
 from evals.run.runner import Runner, RunSettings, StopReason
 from evals.run.scorers.builtin import build_scorers
@@ -283,6 +285,7 @@ def execute(
     attempt_offset: int = 0,
     cache: bool = True,
     rerun: str = "--resume",
+    fail_fast: StopRulePlan | None = None,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -293,7 +296,9 @@ def execute(
     decides what an incomplete run means. ``history``: what an informative smoke draw reads
     (``evals.history.flaky.smoke_history``). ``cache``: False is ``--no-cache`` (the config's
     ``cache:`` block is what turns the response cache on). ``rerun``: the command that resumes this
-    run (``evalgate run --config ... --resume``), for the message of a run that stopped early."""
+    run (``evalgate run --config ... --resume``), for the message of a run that stopped early.
+    ``fail_fast``: the stopping rule for the cases in the order they run (``evals.run.failfast``);
+    the cases then run in the stratified order, and the run stops scheduling when it says so."""
     output = Path(output)
     every_case = load_cases(config)
     responses = open_cache(config, use=cache)
@@ -339,6 +344,11 @@ def execute(
             console.info(pending, source="run")
             return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values())) if lean else recorder.results()
     recorder.write()
+    rule = None
+    if fail_fast is not None:
+        todo = stratified_order(todo, config.slices, config.gate.seed)
+        rule = fail_fast(todo)
+    stopped: list[FailFastStop] = []
     settings = RunSettings(
         attempts=config.attempts,
         concurrency=config.concurrency,
@@ -365,6 +375,9 @@ def execute(
             passed=case_values(result)[0],
         )
         recorder.add(result)
+        if rule is not None and not stopped and (stop := rule.add(result)) is not None:
+            stopped.append(stop)
+            runner.stop_early()
 
     # What is loaded by now (modules, config, cases) lives through the run: frozen, the collector's
     # full passes skip it. Unfrozen, one such pass over ~40k objects stalls every in-flight attempt
@@ -399,6 +412,10 @@ def execute(
     run.limit = runner.limit if reason == "limit" else None
     at_once = bool(kept) and runner.spent.attempts == 0
     run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once, rerun=rerun)
+    if stopped:  # the stop stands even if what was in flight completed the run: its look was taken
+        run.fail_fast = stopped[0]
+        if reason == "fail_fast":
+            run.message = stopped_message(stopped[0], recorder.completed, len(cases), rerun)
     unanswered = tally.verdict(target.wire) if run.status == "success" else None
     if unanswered is not None:
         run.status, run.message = "error", unanswered
@@ -491,7 +508,7 @@ def _final_status(
     rerun: str,
 ) -> tuple[RunStatus, str | None]:
     total, done = len(recorder.order), recorder.completed
-    if reason == "cancelled":
+    if reason == "cancelled" or (reason == "fail_fast" and done < total):  # fail fast's message is its own
         return "cancelled", f"cancelled after {done} of {total} cases; rerun with {rerun} to finish"
     if reason == "limit" and limit is not None:
         return _limit_status(limit, done, total, at_once, rerun)

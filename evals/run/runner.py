@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from evals.suite.config import RetrySpec
     from evals.suite.limits import LimitsSpec
 
-StopReason = Literal["done", "cancelled", "limit"]
+StopReason = Literal["done", "cancelled", "limit", "fail_fast"]
 
 
 @dataclass
@@ -94,6 +94,15 @@ class Runner:
         else:
             self.reason = "cancelled"
             self._stop.set()
+
+    def stop_early(self) -> None:
+        """Fail fast (docs/spec.md#fail-fast): a blocking unit's regression is certain. As at a
+        limit, no new case starts and what is in flight (and the rest of started cases) finishes:
+        those answers are paid for, and a case is only kept whole."""
+        if self.reason != "done":
+            return
+        self.reason = "fail_fast"
+        self._queue = deque(item for item in self._queue if item[0].id in self._started)
 
     def _limit_reached(self, stop: LimitStop) -> None:
         """No new case starts; what is in flight and the rest of started cases still run (their

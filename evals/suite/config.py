@@ -218,6 +218,12 @@ class GateSpec(GateRule):
     bootstrap_resamples: Annotated[int, Field(ge=200)] = 2000
     seed: int = 0
     more_evidence: MoreEvidenceSpec = Field(default_factory=MoreEvidenceSpec)
+    fail_fast: bool = Field(
+        default=False,
+        description="Pull-request gates: run the cases in a seeded order stratified by slice and stop scheduling "
+        "once a blocking unit's regression is certain (an anytime-valid test at its own share of alpha); never "
+        "stops with a pass. A push, reset or default-branch gate runs every case.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -409,13 +415,15 @@ class SuiteConfig(StrictModel):
         gate can say when a candidate's config judges it by other rules than its baseline's. Left
         out: ``gate.id`` and ``gate.more_evidence``, which name a gate and budget its re-runs — the
         shipped more-evidence workflow gates the suite with a config of its own that differs in just
-        these, and every PR it gates would otherwise read as one that changed its own gate."""
+        these, and every PR it gates would otherwise read as one that changed its own gate — and
+        ``gate.fail_fast``, which only decides how much of the suite a PR pays for (it splits α, its
+        false-fail rate stays the gate's, docs/spec.md#fail-fast)."""
         metrics = {name: spec.model_dump(mode="json") for name, spec in sorted(self.metrics.items())}
         if self.judge_agreement is not None:
             metrics[JUDGE_AGREEMENT] = self.judge_agreement.model_dump(mode="json")
         return {
             "metrics": metrics,
-            "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence"}),
+            "gate": self.gate.model_dump(mode="json", exclude={"id", "more_evidence", "fail_fast"}),
             "slices": list(self.slices),
             "smoke": self.smoke.model_dump(mode="json"),
         }

@@ -454,6 +454,16 @@ class RunOptions(Options):
             "EVALGATE_CACHE=off)",
         ),
     ] = False
+    fail_fast_baseline: Annotated[
+        str | None,
+        flag(
+            "--fail-fast-baseline",
+            metavar="FILE",
+            help="fail fast against the baseline results in FILE (what a pull request's gate passes with "
+            "gate.fail_fast): run the cases in a seeded order stratified by slice and stop scheduling once a "
+            "blocking unit's regression is certain; --resume finishes a stopped run",
+        ),
+    ] = None
     max_cost_usd: Annotated[
         float | None, flag("--max-cost-usd", metavar="USD", help=_limit_help("USD", "max_cost_usd"))
     ] = None

@@ -42,6 +42,7 @@ def facts(**changes) -> Facts:
 
 def test_the_ladders_order_is_its_precedence():
     assert [rule.__name__ for rule in LADDER] == [
+        "stopped_by_fail_fast",
         "stopped_by_a_limit",
         "partial_run",
         "nothing_attempted",
