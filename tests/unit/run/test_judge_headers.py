@@ -1,0 +1,81 @@
+"""The judge's ``headers:`` (docs/spec.md#judge, #target-headers): as a model target's, on every
+wire format — ``${NAME}`` values expanded when the run starts and masked wherever they would be
+written, and the key of ``api_key_env`` only in the header its format carries it in (``x-api-key``
+on Anthropic, never ``Authorization``; a bearer token elsewhere)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes.anthropic_server import anthropic_server as anthropic_server  # the fixture
+from fakes.openai_server import openai_server as openai_server  # the fixture
+from fakes.responses_server import responses_server as responses_server  # the fixture
+from test_judge_formats import ANTHROPIC_KEY, grade, grader, served
+from test_judge_spend import evalgate, judged_suite
+
+from evals.common.errors import EXIT_USAGE
+
+# Short, and under no secret-looking name: only its use in a header makes it a secret.
+SHORT_SECRET = "q7Zx9"
+OPENAI_KEY = "sk-openai-judge-0123456789"
+# Where each format carries the key, and what it must carry there.
+KEY_HEADER = {"chat": "Authorization", "responses": "Authorization", "anthropic": "X-Api-Key"}
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses", "anthropic", "bedrock", "vertex"])
+def test_the_judge_sends_its_headers_expanded_and_the_key_only_in_its_formats_header(
+    kind, openai_server, responses_server, anthropic_server, monkeypatch
+):
+    monkeypatch.setenv("TEAM_HEADER", SHORT_SECRET)
+    monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
+    monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", anthropic_server.bedrock_token)
+    monkeypatch.setenv("VERTEX_ACCESS_TOKEN", anthropic_server.vertex_token)
+    server: Any = {"chat": openai_server, "responses": responses_server}.get(kind, anthropic_server)
+    server.responder = grader
+    params = {**served(kind, server), "headers": {"X-Team": "${TEAM_HEADER}", "X-Trace": "id-${TEAM_HEADER}"}}
+    if kind == "chat":
+        params["api_key_env"] = "OPENAI_API_KEY"
+    assert grade("Berlin", **params).passed
+    sent = server.headers[-1]
+    assert (sent["X-Team"], sent["X-Trace"]) == (SHORT_SECRET, f"id-{SHORT_SECRET}")
+    key = {
+        "chat": OPENAI_KEY,
+        "responses": OPENAI_KEY,
+        "anthropic": ANTHROPIC_KEY,
+        "bedrock": anthropic_server.bedrock_token,
+        "vertex": anthropic_server.vertex_token,
+    }[kind]
+    carriers = [name for name, value in sent.items() if key in value]
+    assert carriers == [KEY_HEADER.get(kind, "Authorization")]
+    if kind == "anthropic":
+        assert "Authorization" not in sent
+
+
+def test_a_judges_header_value_is_masked_in_the_results_and_the_output(tmp_path, openai_server, monkeypatch):
+    """The judge's reasoning quotes the expanded value: the results file and evalgate's output
+    must not hold it, whatever its length and its variable's name."""
+    monkeypatch.setenv("TEAM_HEADER", SHORT_SECRET)
+
+    def quoting(body: dict[str, Any]) -> str:
+        return grader(body).replace('"reasoning": "read"', f'"reasoning": "read with {SHORT_SECRET}"')
+
+    openai_server.responder = quoting
+    config = judged_suite(tmp_path, openai_server, 2, target_cost=0.0, judge={"headers": {"X-Team": "${TEAM_HEADER}"}})
+    done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert openai_server.headers[0]["X-Team"] == SHORT_SECRET
+    written = (tmp_path / "r.json").read_text()
+    assert "read with ***" in written and SHORT_SECRET not in written
+    assert SHORT_SECRET not in done.stdout + done.stderr
+
+
+def test_an_unset_variable_in_a_judges_header_is_a_usage_error_naming_it(tmp_path, openai_server, monkeypatch):
+    monkeypatch.delenv("EVALGATE_NO_SUCH_HEADER", raising=False)
+    config = judged_suite(
+        tmp_path, openai_server, 1, target_cost=0.0, judge={"headers": {"X-Team": "${EVALGATE_NO_SUCH_HEADER}"}}
+    )
+    done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == EXIT_USAGE
+    assert "scorers[0]: judge.headers.X-Team names ${EVALGATE_NO_SUCH_HEADER}, which is not set" in done.stderr
