@@ -198,7 +198,7 @@ class Judge:
         key_env = wire.key_env if isinstance(wire, AnthropicParams) else wire.api_key_env
         # As a model target's (docs/spec.md#target-headers): headers: values may name variables,
         # ${NAME}, and the key goes only in the one header its format carries it in.
-        headers, _, given = request_headers(
+        headers, self.secrets, given = request_headers(
             self.format, params.headers, key_env, None, label="judge", named="api_key_env" in params.model_fields_set
         )
         # A header that can change a verdict (a deployment, an organisation) keys the cache too.
@@ -274,6 +274,7 @@ class Judge:
                     "reasoning": judge["reasoning"],
                     "verdict": judge["verdict"],
                 },
+                self.secrets,
             )
         return score
 

@@ -167,7 +167,7 @@ class ModelTarget(Target):
                 )
                 data = self._parse(reply)
                 if self.cache is not None and key is not None:  # only a complete answer is stored: errors raised above
-                    self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
+                    self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0}, self.secrets)
             turn = wire.turn(data, usage)
             if turn.fingerprint:
                 self.fingerprints.add(turn.fingerprint)

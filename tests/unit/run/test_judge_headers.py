@@ -53,9 +53,9 @@ def test_the_judge_sends_its_headers_expanded_and_the_key_only_in_its_formats_he
         assert "Authorization" not in sent
 
 
-def test_a_judges_header_value_is_masked_in_the_results_and_the_output(tmp_path, openai_server, monkeypatch):
-    """The judge's reasoning quotes the expanded value: the results file and evalgate's output
-    must not hold it, whatever its length and its variable's name."""
+def test_a_judges_header_value_is_in_no_file_or_log(tmp_path, openai_server, monkeypatch):
+    """The judge's reasoning quotes the expanded value: no file written (the results, the response
+    cache) and nothing evalgate printed holds it, whatever its length and its variable's name."""
     monkeypatch.setenv("TEAM_HEADER", SHORT_SECRET)
 
     def quoting(body: dict[str, Any]) -> str:
@@ -66,8 +66,10 @@ def test_a_judges_header_value_is_masked_in_the_results_and_the_output(tmp_path,
     done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert openai_server.headers[0]["X-Team"] == SHORT_SECRET
-    written = (tmp_path / "r.json").read_text()
-    assert "read with ***" in written and SHORT_SECRET not in written
+    assert "read with ***" in (tmp_path / "r.json").read_text()
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "cache.sqlite" for p in written)  # the response cache, which keeps verdicts
+    assert [p for p in written if SHORT_SECRET.encode() in p.read_bytes()] == []
     assert SHORT_SECRET not in done.stdout + done.stderr
 
 
