@@ -16,6 +16,7 @@ from fakes.anthropic_server import (
     malformed,
     overloaded,
     rate_limited,
+    reset,
     status,
     tool_results,
     tool_use,
@@ -139,7 +140,7 @@ def test_a_candidate_that_skips_the_tool_fails_on_the_trajectory(tmp_path, anthr
     assert compare(baseline, candidate, load_config(tmp_path / "c" / "evalgate.yml")).verdict == "fail"
 
 
-def test_overloaded_rate_limited_server_errors_and_cut_bodies_are_retried(tmp_path, anthropic_server, monkeypatch):
+def test_overloads_rate_limits_server_errors_resets_and_cut_bodies_are_retried(tmp_path, anthropic_server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     anthropic_server.responder = weather_agent
     anthropic_server.script("City0", overloaded(retry_after="0"))
@@ -148,7 +149,8 @@ def test_overloaded_rate_limited_server_errors_and_cut_bodies_are_retried(tmp_pa
     anthropic_server.script("City3", truncated())
     anthropic_server.script("City4", overloaded(retry_after="0"), after=1)  # in the loop, after the tool ran
     anthropic_server.script("City5", malformed())  # a whole reply whose JSON is cut
-    results = run(suite(tmp_path, anthropic_server, n=7), tmp_path / "r.json")
+    anthropic_server.script("City6", reset())  # the connection reset
+    results = run(suite(tmp_path, anthropic_server, n=8), tmp_path / "r.json")
     assert all(a.passed for a in attempts(results)), [a.error for a in attempts(results) if a.error]
     retried = {c.id: c.attempts[0].retry_history for c in results.cases}
     assert "overloaded_error" in retried["c00"][0].message and retried["c00"][0].status == 529
@@ -157,7 +159,8 @@ def test_overloaded_rate_limited_server_errors_and_cut_bodies_are_retried(tmp_pa
     assert "connection error" in retried["c03"][0].message or "malformed" in retried["c03"][0].message
     assert retried["c04"][0].message.startswith("step 2: HTTP 529 overloaded_error")
     assert "malformed response" in retried["c05"][0].message
-    assert not retried["c06"]
+    assert "connection error" in retried["c06"][0].message
+    assert not retried["c07"]
 
 
 def test_an_error_reply_names_anthropics_error_type_and_is_not_retried(tmp_path, anthropic_server, monkeypatch):
