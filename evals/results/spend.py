@@ -116,9 +116,7 @@ class Spend(BaseModel):
         default=None, description="The judge's part of the cost (USD); null when no paid judge call reports one."
     )
     tokens_cache_read: Annotated[int, Field(ge=0)] | None = Field(
-        default=None,
-        description="Of tokens_in, those a provider read from its prompt cache (the target's "
-        "metadata.tokens_cache_read and the judge's judge_usage.tokens_cache_read); null when none reports any.",
+        default=None, description="Of tokens_in, those a prompt cache served (target and judge); null: none reported."
     )
     judge_tokens_cache_read: Annotated[int, Field(ge=0)] | None = Field(
         default=None, description="The judge's part of tokens_cache_read; null when no paid judge call reports any."

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
 import struct
 import threading
 from collections import Counter, deque
@@ -71,7 +72,65 @@ class Refusal:
     headers: dict[str, str] = field(default_factory=dict)
 
 
-class ModelServer:
+class LoopServer:
+    """A TCP server on 127.0.0.1 (a random port unless ``port``; TLS with ``tls``) running its own
+    event loop in a background thread, from ``start()`` (or ``with``) to ``stop()``: what every
+    fake server of the tests runs on. A subclass serves a connection in :meth:`_connection`; a
+    client that goes away ends it quietly."""
+
+    def __init__(self, port: int = 0, tls: ssl.SSLContext | None = None):
+        self._loop = asyncio.new_event_loop()
+        self._connections: set[asyncio.Task[None]] = set()
+        self._server = self._loop.run_until_complete(
+            asyncio.start_server(self._accept, "127.0.0.1", port, backlog=512, ssl=tls)
+        )
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            await self._connection(reader, writer)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            pass  # the client went away
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    def start(self) -> Self:
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        async def shutdown() -> None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._loop.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class ModelServer(LoopServer):
     """The server of one wire format; subclasses answer (see the module docstring). ``url`` is the
     base URL a client of that format is given."""
 
@@ -79,6 +138,7 @@ class ModelServer:
     malformed_body: str
 
     def __init__(self, latency: float = 0.0, port: int = 0):
+        super().__init__(port)
         self.latency = latency
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
@@ -88,16 +148,6 @@ class ModelServer:
         self._in_flight = 0
         self._faults: dict[str | None, deque[Fault | None]] = {}  # None: answer this one normally
         self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._connections: set[asyncio.Task[None]] = set()
-        self._server = self._loop.run_until_complete(
-            asyncio.start_server(self._connection, "127.0.0.1", port, backlog=512)
-        )
-        self._thread: threading.Thread | None = None
-
-    @property
-    def port(self) -> int:
-        return int(self._server.sockets[0].getsockname()[1])
 
     @property
     def url(self) -> str:
@@ -138,46 +188,11 @@ class ModelServer:
             self.headers.append(headers)
             self.calls[key] += 1
 
-    # -------------------------------------------------------------------------------- running
-
-    def start(self) -> Self:
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        async def shutdown() -> None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
-            await asyncio.gather(*self._connections, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        self._loop.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
     # ----------------------------------------------------------------------------------- HTTP
 
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
-        try:
-            while await self._request(reader, writer):
-                pass
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            pass  # the client went away
-        finally:
-            self._connections.discard(task)
-            writer.close()
+        while await self._request(reader, writer):
+            pass
 
     @staticmethod
     async def _read(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:

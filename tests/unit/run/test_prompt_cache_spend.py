@@ -25,15 +25,8 @@ def test_the_judges_and_the_targets_cached_input_tokens_are_in_the_spend(
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)
     openai_server.cached_tokens = 1  # every target reply: 1 prompt token read from OpenAI's cache
     anthropic_server.responder = grader
-    judge = {
-        "model": "anthropic:claude-haiku-4-5",
-        "base_url": anthropic_server.url,
-        "rubric": "The output is the reference answer.",
-        "retries": 0,
-        "price_in_per_mtok": 1.0,
-        "price_out_per_mtok": 5.0,
-        "price_cache_read_per_mtok": 0.1,
-    }
+    judge = {"model": "anthropic:claude-haiku-4-5", "base_url": anthropic_server.url, "rubric": "The output is it."}
+    judge |= {"retries": 0, "price_in_per_mtok": 1.0, "price_out_per_mtok": 5.0, "price_cache_read_per_mtok": 0.1}
     target = {"openai": {"base_url": openai_server.url, "model": "local:m", "api_key_env": None}}
     config = write_suite(tmp_path, echo_cases(4), target=target, scorers=[{"judge": judge}], concurrency=1)
     done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
