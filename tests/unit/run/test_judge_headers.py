@@ -15,6 +15,9 @@ from test_judge_formats import ANTHROPIC_KEY, grade, grader, served
 from test_judge_spend import evalgate, judged_suite
 
 from evals.common.errors import EXIT_USAGE
+from evals.run.cache import ResponseCache
+from evals.run.scorers.judge import Judge, JudgeParams
+from evals.suite.cases import Case
 
 # Short, and under no secret-looking name: only its use in a header makes it a secret.
 SHORT_SECRET = "q7Zx9"
@@ -81,3 +84,23 @@ def test_an_unset_variable_in_a_judges_header_is_a_usage_error_naming_it(tmp_pat
     done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
     assert done.returncode == EXIT_USAGE
     assert "scorers[0]: judge.headers.X-Team names ${EVALGATE_NO_SUCH_HEADER}, which is not set" in done.stderr
+
+
+def test_a_judges_header_keys_its_cache_entries_but_a_rotated_credential_does_not(tmp_path, monkeypatch):
+    """A header can select which deployment grades (another value, another verdict); a
+    credential is not part of the question."""
+    cache = ResponseCache(tmp_path / "cache", max_bytes=1 << 20)
+    case = Case(id="c", input="q", expected="a")
+
+    def key(org: str, token: str) -> str | None:
+        monkeypatch.setenv("ORG", org)
+        monkeypatch.setenv("HDR_TOKEN", token)
+        params = JudgeParams(
+            model="local:judge", base_url="http://127.0.0.1:9/v1", api_key_env=None, rubric="r",
+            headers={"X-Org": "${ORG}", "api-key": "${HDR_TOKEN}"},
+        )  # fmt: skip
+        return Judge(params, tmp_path, cache).cache_key("a", case)
+
+    first = key("org-one", "token-0123456789")
+    assert key("org-one", "token-rotated-9876543210") == first
+    assert key("org-two", "token-0123456789") != first
