@@ -88,6 +88,9 @@ _COLUMN_FIELDS = (
 
 def _columns_of(attempt: dict[str, Any]) -> dict[str, Any]:
     kept = {name: attempt[name] for name in _COLUMN_FIELDS if name in attempt}
+    read = (attempt.get("metadata") or {}).get("tokens_cache_read")
+    if read is not None:  # of the free-form metadata, only the prompt-cache tokens the spend counts
+        kept["metadata"] = {"tokens_cache_read": read}
     trace = attempt.get("trace")
     if trace is not None:  # the tools called are all the columns take of it (None: no trace at all)
         kept["trace"] = [event for event in trace if event.get("kind") == "tool_call"]

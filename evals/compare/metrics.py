@@ -23,7 +23,7 @@ import numpy as np
 from evals.compare.model import Direction
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
-from evals.results.spend import Spend
+from evals.results.spend import Spend, is_count
 from evals.results.trace import tool_names
 from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
 
@@ -75,6 +75,8 @@ class AttemptColumns:
     judge_tokens_in: np.ndarray  # NaN = none reported (or no judge paid)
     judge_tokens_out: np.ndarray
     judge_cost: np.ndarray
+    cache_read: np.ndarray  # the target's metadata.tokens_cache_read; NaN = none
+    judge_cache_read: np.ndarray
     scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
     tools: list[tuple[str, ...] | None]  # the tools each attempt called, in order; None = no trace
 
@@ -101,6 +103,10 @@ class AttemptColumns:
             values = [None if u is None else (u.get(name) if dicts else getattr(u, name)) for u in usage]
             return np.array(values, dtype=float) if flat else np.empty(0)
 
+        def counts_of(values: list[Any]) -> np.ndarray:  # metadata is free-form: a count or nothing
+            kept = [v if is_count(v) else None for v in values]
+            return np.array(kept, dtype=float) if flat else np.empty(0)
+
         per_attempt_scores = [s for s in field("scores") if s]
         names = sorted(set().union(*per_attempt_scores)) if per_attempt_scores else []
         all_scores = field("scores") if names else []
@@ -120,6 +126,8 @@ class AttemptColumns:
             judge_tokens_in=judge("tokens_in"),
             judge_tokens_out=judge("tokens_out"),
             judge_cost=judge("cost_usd"),
+            cache_read=counts_of([(m or {}).get("tokens_cache_read") for m in field("metadata", {})]),
+            judge_cache_read=judge("tokens_cache_read"),
             scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
             tools=[None if n is None else tuple(n) for n in names_of],
         )
@@ -243,6 +251,9 @@ def _spend(at: AttemptColumns, valid: np.ndarray) -> Spend:
             return None
         return float(sum(values[k].sum() for k, values in known))
 
+    def whole(value: float | None) -> int | None:
+        return None if value is None else round(value)
+
     tokens_in = total([(target, at.tokens_in), (judged, at.judge_tokens_in)])
     tokens_out = total([(target, at.tokens_out), (judged, at.judge_tokens_out)])
     cost = total([(target, at.cost), (judged, at.judge_cost)])
@@ -257,14 +268,16 @@ def _spend(at: AttemptColumns, valid: np.ndarray) -> Spend:
         attempts=int(at.case.size),
         cached=int(at.cached.sum()),
         answered=int(answered.sum()),
-        tokens_in=None if tokens_in is None else round(tokens_in),
-        tokens_out=None if tokens_out is None else round(tokens_out),
+        tokens_in=whole(tokens_in),
+        tokens_out=whole(tokens_out),
         tokens_reported=int((answered & tokens_known).sum()),
         cost_usd=cost,
         cost_reported=int((answered & cost_known).sum()),
         judged=int(judged.sum()),
-        judge_tokens=None if judge_tokens is None else round(judge_tokens),
+        judge_tokens=whole(judge_tokens),
         judge_cost_usd=total([(judged, at.judge_cost)]),
+        tokens_cache_read=whole(total([(target, at.cache_read), (judged, at.judge_cache_read)])),
+        judge_tokens_cache_read=whole(total([(judged, at.judge_cache_read)])),
     )
 
 

@@ -120,6 +120,12 @@ class Spend(BaseModel):
     judge_cost_usd: Annotated[float, Field(ge=0)] | None = Field(
         default=None, description="The judge's part of the cost (USD); null when no paid judge call reports one."
     )
+    tokens_cache_read: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Of tokens_in, those a prompt cache served (target and judge); null: none reported."
+    )
+    judge_tokens_cache_read: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="The judge's part of tokens_cache_read; null when no paid judge call reports any."
+    )
 
     @property
     def tokens(self) -> int | None:
@@ -153,6 +159,8 @@ class Spend(BaseModel):
             batched=self.batched + other.batched,
             judge_tokens=add(self.judge_tokens, other.judge_tokens),
             judge_cost_usd=add(self.judge_cost_usd, other.judge_cost_usd),
+            tokens_cache_read=add(self.tokens_cache_read, other.tokens_cache_read),
+            judge_tokens_cache_read=add(self.judge_tokens_cache_read, other.judge_tokens_cache_read),
         )
 
 
@@ -168,7 +176,7 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
     the target answered and its judge could not be reached) or its judge; it reports its cost
     (tokens) when every paid part does."""
     n = cached = answered = tokens_reported = cost_reported = judged = batched = 0
-    tokens_in = tokens_out = judge_tokens = None
+    tokens_in = tokens_out = judge_tokens = cache_read = judge_cache_read = None
     cost = judge_cost = None
     for a in attempts:
         n += 1
@@ -189,6 +197,8 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
             tokens_out = (tokens_out or 0) + a.tokens_out
         if target and a.cost_usd is not None:
             cost = (cost or 0.0) + a.cost_usd
+        if target and is_count(read := a.metadata.get("tokens_cache_read")):
+            cache_read = (cache_read or 0) + read
         tokens_known = target_tokens or not target
         cost_known = a.cost_usd is not None or not target
         if judge is not None:
@@ -202,6 +212,9 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
             if judge.cost_usd is not None:
                 cost = (cost or 0.0) + judge.cost_usd
                 judge_cost = (judge_cost or 0.0) + judge.cost_usd
+            if judge.tokens_cache_read is not None:
+                cache_read = (cache_read or 0) + judge.tokens_cache_read
+                judge_cache_read = (judge_cache_read or 0) + judge.tokens_cache_read
             tokens_known = tokens_known and judge.tokens is not None
             cost_known = cost_known and judge.cost_usd is not None
         tokens_reported += tokens_known
@@ -219,7 +232,15 @@ def spend_of(attempts: Iterable[Any]) -> Spend:
         batched=batched,
         judge_tokens=judge_tokens,
         judge_cost_usd=judge_cost,
+        tokens_cache_read=cache_read,
+        judge_tokens_cache_read=judge_cache_read,
     )
+
+
+def is_count(value: Any) -> bool:
+    """A token count, as a reply's usage or an attempt's metadata may hold one (both are free-form:
+    an endpoint or a python target may put anything there)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 class LimitStop(BaseModel):
@@ -282,8 +303,9 @@ def cost_text(spend: Spend) -> str:
 
 
 def tokens_text(spend: Spend) -> str:
-    """``1,234 in, 56 out`` (``–`` on a side no attempt reports); ``at least …`` when some answered
-    attempts report none; ``unknown`` when none does."""
+    """``1,234 in, 56 out`` (``–`` on a side no attempt reports), the judge's part and the input a
+    prompt cache served after it (``; 800 in read from prompt caches (judge 200)``); ``at least …``
+    when some answered attempts report none; ``unknown`` when none does."""
     if spend.tokens is None:
         return "unknown (no attempt reports tokens)" if spend.answered else "0"
     sides = ", ".join(
@@ -292,6 +314,9 @@ def tokens_text(spend: Spend) -> str:
     )
     if spend.judged and spend.judge_tokens is not None:
         sides += f" (judge {spend.judge_tokens:,})"
+    if spend.tokens_cache_read:  # of the input: what a provider's prompt cache served, priced apart
+        judge = f" (judge {spend.judge_tokens_cache_read:,})" if spend.judge_tokens_cache_read else ""
+        sides += f"; {spend.tokens_cache_read:,} in read from prompt caches{judge}"
     if spend.tokens_reported < spend.answered:
         return f"at least {sides} ({spend.tokens_reported:,} of {spend.answered:,} attempts report tokens)"
     return sides

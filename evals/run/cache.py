@@ -37,7 +37,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +119,11 @@ def encode(key: str, value: Any) -> bytes:
     return header + payload
 
 
+def _stored_forms(secret: str) -> set[bytes]:
+    """``secret`` as a payload would hold it: as it is, and JSON-escaped (a quote, a backslash)."""
+    return {secret.encode("utf-8"), json.dumps(secret, ensure_ascii=False)[1:-1].encode("utf-8")}
+
+
 @dataclass
 class CacheStats:
     hits: int = 0
@@ -192,14 +197,20 @@ class ResponseCache:
             self.stats.hits += 1
             return value["value"]
 
-    def put(self, key: str, value: Any) -> bool:
+    def put(self, key: str, value: Any, secrets: Iterable[str] = ()) -> bool:
         """Store ``value`` (JSON) under ``key``: kept until the next batch is written. False when
         the cache cannot be opened (a read-only folder, a full disk): the cache is an optimisation,
-        never a reason for a run to fail."""
+        never a reason for a run to fail. Nor when ``value`` holds one of ``secrets`` (a key or
+        header value the request was sent with, echoed in the answer): the folder is restored by
+        ``actions/cache`` into other jobs, a fork's pull request's among them, so such an answer
+        is asked again rather than kept."""
+        data = encode(key, value)
+        if any(form in data for secret in secrets if secret for form in _stored_forms(secret)):
+            return False
         with self._lock:
             if self._open() is None:
                 return False
-            self._pending[key] = encode(key, value)
+            self._pending[key] = data
             if len(self._pending) >= FLUSH_ENTRIES or time.monotonic() - self._flushed_at >= FLUSH_S:
                 self.flush()
             return True

@@ -52,12 +52,11 @@ import asyncio
 import itertools
 import json
 import re
-import socket
-import struct
 from collections.abc import Callable
 from typing import Any
 
-from fakes.openai_server import Fault, OpenAIServer, hang, malformed, reset, truncated
+from fakes.model_server import Fault, ModelServer, Refusal, hang, malformed, reset, truncated
+from fakes.openai_server import OpenAIServer
 
 try:
     import pytest
@@ -168,10 +167,12 @@ Responder = Callable[[dict[str, Any]], "str | dict[str, Any]"]
 
 
 class AnthropicServer(OpenAIServer):
-    """The HTTP plumbing, fault scripting and recording of ``OpenAIServer``, speaking Anthropic's
-    formats. ``api_key`` is what ``x-api-key`` must be; ``bedrock_token`` and ``vertex_token`` what
-    the ``Authorization: Bearer`` of those routes must be; ``min_cache_tokens`` the shortest prefix
-    a breakpoint caches (the API's minimum for most models is 1024)."""
+    """The HTTP plumbing, fault scripting and recording of every format's fake
+    (``fakes.model_server``), speaking Anthropic's formats (an ``OpenAIServer`` still, so that a
+    server built on it can answer Chat Completions on the same port too). ``api_key`` is what ``x-api-key`` must
+    be; ``bedrock_token`` and ``vertex_token`` what the ``Authorization: Bearer`` of those routes
+    must be; ``min_cache_tokens`` the shortest prefix a breakpoint caches (the API's minimum for
+    most models is 1024)."""
 
     def __init__(
         self,
@@ -189,14 +190,11 @@ class AnthropicServer(OpenAIServer):
         self.bedrock_token = bedrock_token
         self.vertex_token = vertex_token
         self.min_cache_tokens = min_cache_tokens
-        self.paths: list[str] = []
         self.cached_prefixes: set[str] = set()
         self._ids = itertools.count(1)
 
-    @property
-    def url(self) -> str:
-        """The host root, as Anthropic's SDKs take a base URL (``/v1/messages`` is appended)."""
-        return f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+    malformed_body = '{"id": "msg_fake", "type": "message", "content": [{"type": "text", "te'
+    url = ModelServer.url  # the host root, as Anthropic's SDKs take a base URL (/v1/messages appended)
 
     def bedrock_url(self, model: str = "anthropic.claude-sonnet-4-5-20250929-v1:0") -> str:
         return f"{self.url}/model/{model}/invoke"
@@ -329,16 +327,15 @@ class AnthropicServer(OpenAIServer):
 
     # ---------------------------------------------------------------------------------- HTTP
 
-    def route(
-        self, method: str, path: str, headers: dict[str, str]
-    ) -> tuple[str, str] | tuple[int, str, dict[str, str]]:
-        """(platform, model) for a request this server serves, or the error reply (status, body,
-        headers) its platform gives for a wrong route or credential."""
+    def route(self, method: str, path: str, headers: dict[str, str]) -> tuple[str, str] | Refusal:
+        """(platform, model) for a request this server serves, or the error reply its platform
+        gives for a wrong route or credential."""
         bearer = headers.get("Authorization", "")
         if m := _BEDROCK.match(path):
             if bearer != f"Bearer {self.bedrock_token}":
                 aws = {"x-amzn-ErrorType": "UnrecognizedClientException"}
-                return 403, json.dumps({"message": "Authentication failed: the Bedrock API key is not valid"}), aws
+                refused = {"message": "Authentication failed: the Bedrock API key is not valid"}
+                return Refusal(403, json.dumps(refused), aws)
             return "bedrock", m.group(1)
         if m := _VERTEX.match(path):
             if bearer != f"Bearer {self.vertex_token}":
@@ -347,83 +344,43 @@ class AnthropicServer(OpenAIServer):
                     "message": "Request had invalid authentication credentials.",
                     "status": "UNAUTHENTICATED",
                 }
-                return 401, json.dumps({"error": google}), {}
+                return Refusal(401, json.dumps({"error": google}))
             return "vertex", m.group(3)
         if path != "/v1/messages":
-            return 404, error_body(404, "Not Found"), {}
+            return Refusal(404, error_body(404, "Not Found"))
         if method != "POST":
-            return 405, error_body(405, f"Method Not Allowed: {method} /v1/messages"), {}
+            return Refusal(405, error_body(405, f"Method Not Allowed: {method} /v1/messages"))
         key = headers.get("X-Api-Key")
         if not key:
-            return 401, error_body(401, "x-api-key header is required"), {}
+            return Refusal(401, error_body(401, "x-api-key header is required"))
         if key != self.api_key:
-            return 401, error_body(401, "invalid x-api-key"), {}
+            return Refusal(401, error_body(401, "invalid x-api-key"))
         version = headers.get("Anthropic-Version")
         if not version:
-            return 400, error_body(400, "anthropic-version: header is required"), {}
+            return Refusal(400, error_body(400, "anthropic-version: header is required"))
         if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", version):
-            return 400, error_body(400, f"anthropic-version: invalid version {version!r}"), {}
+            return Refusal(400, error_body(400, f"anthropic-version: invalid version {version!r}"))
         return "anthropic", ""
 
-    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, _, rest = lines[0].partition(" ")
-        path = rest.rsplit(" ", 1)[0].split("?", 1)[0]
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().title()] = value.strip()
-        raw = await reader.readexactly(int(headers.get("Content-Length") or 0))
+    def admit(self, method: str, path: str, headers: dict[str, str], body: Any) -> tuple[str, str] | Refusal:
+        """(platform, model) of a request the route and the body's checks let through."""
         routed = self.route(method, path, headers)
+        if isinstance(routed, Refusal):  # refused before the body is read for its meaning
+            return routed
         try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
-        with self._lock:
-            self.paths.append(path)
-        if isinstance(routed[0], int):  # refused before the body is read for its meaning
-            self._record(body if isinstance(body, dict) else {}, headers, "")
-            code, text, extra = routed  # type: ignore[misc]
-            self._reply(writer, code, text, extra)
-            return True
-        platform, model = routed  # type: ignore[misc]
-        try:
-            self.check(body, platform)
+            self.check(body, routed[0])
         except Invalid as exc:
-            self._record(body if isinstance(body, dict) else {}, headers, "")
-            if platform == "bedrock":
+            if routed[0] == "bedrock":
                 message = f"Malformed input request: {exc.message}, please reformat your input and try again."
-                self._reply(writer, 400, json.dumps({"message": message}), {"x-amzn-ErrorType": "ValidationException"})
-            else:
-                self._reply(writer, exc.code, error_body(exc.code, exc.message))
-            return True
-        key = last_user_text(body)
-        self._record(body, headers, key)
-        fault = self._next_fault(key)
-        self._in_flight += 1  # only the loop thread touches this
-        self.max_in_flight = max(self.max_in_flight, self._in_flight)
-        try:
-            if fault is not None and fault.kind == "reset":
-                sock = writer.get_extra_info("socket")  # SO_LINGER 0: close() sends RST
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                writer.transport.abort()
-                return False
-            await asyncio.sleep(fault.seconds if fault is not None and fault.kind == "hang" else self.latency)
-            if fault is not None and fault.kind == "status":
-                self._reply(writer, fault.status, fault.body, fault.headers)
-            elif fault is not None and fault.kind == "malformed":
-                self._reply(writer, 200, '{"id": "msg_fake", "type": "message", "content": [{"type": "text", "te')
-            elif fault is not None and fault.kind == "truncated":
-                await self._send_cut(writer, json.dumps(self.message(body, model or body["model"])))
-                return False
-            else:
-                self._reply(writer, 200, json.dumps(self.message(body, model or body["model"])))
-            await writer.drain()
-        finally:
-            self._in_flight -= 1
-        return headers.get("Connection", "").lower() != "close"
+                return Refusal(400, json.dumps({"message": message}), {"x-amzn-ErrorType": "ValidationException"})
+            return Refusal(exc.code, error_body(exc.code, exc.message))
+        return routed
+
+    def key_of(self, body: dict[str, Any]) -> str:
+        return last_user_text(body)
+
+    def reply_for(self, body: dict[str, Any], admitted: Any) -> dict[str, Any]:
+        return self.message(body, admitted[1] or body["model"])
 
     def _reply(
         self, writer: asyncio.StreamWriter, code: int, payload: str, headers: dict[str, str] | None = None

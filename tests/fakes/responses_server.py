@@ -31,14 +31,12 @@ words. Faults are scripted as on ``fakes.openai_server`` (keyed by the last user
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
-import socket
-import struct
 from typing import Any
 
-from fakes.openai_server import OpenAIServer, hang, malformed, reset, status, truncated
+from fakes.model_server import Refusal, hang, malformed, reset, status, truncated
+from fakes.openai_server import OpenAIServer
 
 try:
     import pytest
@@ -119,8 +117,11 @@ def words(value: Any) -> int:
 
 
 class ResponsesServer(OpenAIServer):
-    """The plumbing and fault scripting of ``OpenAIServer``, speaking the Responses API; ``api_key``
-    is what ``Authorization: Bearer`` must carry (None: no key checked)."""
+    """The plumbing and fault scripting of every format's fake (``fakes.model_server``), speaking
+    the Responses API under ``OpenAIServer``'s base URL; ``api_key`` is what ``Authorization:
+    Bearer`` must carry (None: no key checked)."""
+
+    malformed_body = '{"id": "resp_fake", "object": "response", "output": [{"type": "mess'
 
     def __init__(
         self, *, api_key: str | None = None, min_cache_tokens: int = 1024, latency: float = 0.0, port: int = 0
@@ -129,7 +130,6 @@ class ResponsesServer(OpenAIServer):
         self.api_key = api_key
         self.min_cache_tokens = min_cache_tokens
         self.reasoning_tokens = 0
-        self.paths: list[str] = []
         self.prefixes: set[str] = set()
         self._ids = itertools.count(1)
 
@@ -250,22 +250,7 @@ class ResponsesServer(OpenAIServer):
             },
         }
 
-    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        path = lines[0].split(" ")[1].split("?", 1)[0] if " " in lines[0] else ""
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().title()] = value.strip()
-        raw = await reader.readexactly(int(headers.get("Content-Length") or 0))
-        try:
-            body = json.loads(raw) if raw else None
-        except json.JSONDecodeError:
-            body = None
-        with self._lock:
-            self.paths.append(path)
+    def admit(self, method: str, path: str, headers: dict[str, str], body: Any) -> Refusal | None:
         try:
             if path != "/v1/responses":
                 raise Invalid(404, f"Invalid URL (POST {path})")
@@ -273,29 +258,14 @@ class ResponsesServer(OpenAIServer):
                 raise Invalid(401, "Incorrect API key provided.", kind="invalid_api_key")
             self.check(body)
         except Invalid as exc:
-            self._record(body if isinstance(body, dict) else {}, headers, "")
-            self._send(writer, exc.code, exc.body())
-            return True
-        key = last_user_text(body)
-        self._record(body, headers, key)
-        fault = self._next_fault(key)
-        if fault is not None and fault.kind == "reset":
-            sock = writer.get_extra_info("socket")  # SO_LINGER 0: close() sends RST
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
-            return False
-        await asyncio.sleep(fault.seconds if fault is not None and fault.kind == "hang" else self.latency)
-        if fault is not None and fault.kind == "status":
-            self._send(writer, fault.status, fault.body, fault.headers)
-        elif fault is not None and fault.kind == "malformed":
-            self._send(writer, 200, '{"id": "resp_fake", "object": "response", "output": [{"type": "mess')
-        elif fault is not None and fault.kind == "truncated":
-            await self._send_cut(writer, json.dumps(self.response(body)))
-            return False
-        else:
-            self._send(writer, 200, json.dumps(self.response(body)))
-        await writer.drain()
-        return headers.get("Connection", "").lower() != "close"
+            return Refusal(exc.code, exc.body())
+        return None
+
+    def key_of(self, body: dict[str, Any]) -> str:
+        return last_user_text(body)
+
+    def reply_for(self, body: dict[str, Any], admitted: Any) -> dict[str, Any]:
+        return self.response(body)
 
 
 if pytest is not None:

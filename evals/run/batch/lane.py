@@ -93,7 +93,9 @@ class Lane:
                 continue
             # A malformed answer is not kept: its attempt reads it again and records the infra error.
             with contextlib.suppress(TargetFailure):
-                cache.put(key, {**self.target.parse(Reply(200, [], outcome.body)), "latency_ms": 0.0})
+                cache.put(
+                    key, {**self.target.parse(Reply(200, [], outcome.body)), "latency_ms": 0.0}, self.target.secrets
+                )
 
     def collect(self, submitted: ProviderBatch) -> BatchAnswers | str:
         """The answers once every batch has ended, else what is still running (in words)."""

@@ -47,7 +47,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import re
 import secrets
 import time
@@ -58,7 +57,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from evals.common import jsonsafe
 from evals.common.confine import confined
-from evals.common.errors import InputFileError, UsageError
+from evals.common.errors import InputFileError
 from evals.results.model import RetryRecord
 from evals.results.spend import JudgeUsage
 from evals.run.cache import ResponseCache
@@ -66,6 +65,7 @@ from evals.run.connections import HTTPError, KeepAlivePool, Reply
 from evals.run.scorers.base import Score, ScorerUnavailable, as_text
 from evals.run.targets.anthropic import AnthropicMessages
 from evals.run.targets.formats import Turn, Usage, WireFormat, cost, parse_retry_after
+from evals.run.targets.headers import headers_digest, request_headers
 from evals.run.targets.openai_chat import OpenAIChat
 from evals.run.targets.openai_responses import OpenAIResponses
 from evals.suite.cases import Case
@@ -104,6 +104,11 @@ class JudgeParams(BaseModel):
         default="OPENAI_API_KEY",
         description="The variable holding the key, or null for a local server; an anthropic: judge's default is "
         "its platform's, as target.anthropic.api_key_env.",
+    )
+    headers: dict[str, str] = Field(
+        default_factory=dict,
+        description="Headers sent with every call, as target.openai.headers: values may name environment variables, "
+        "${NAME}, masked wherever they would be written.",
     )
     rubric: str | None = None
     rubric_file: str | None = Field(default=None, description="A file holding the rubric, relative to the config.")
@@ -160,6 +165,8 @@ class JudgeParams(BaseModel):
             common["api_key_env"] = self.api_key_env
         if self.base_url is not None:
             common["base_url"] = self.base_url
+        if self.headers:
+            common["headers"] = self.headers
         try:
             if self.model.startswith(ANTHROPIC_PREFIX):
                 if "api" in given:
@@ -203,16 +210,13 @@ class Judge:
         wire = params.wire_params()
         self.format = judge_format(wire)
         key_env = wire.key_env if isinstance(wire, AnthropicParams) else wire.api_key_env
-        # The key goes only in the one header its format carries it in (docs/spec.md#target-headers).
-        headers = {"Content-Type": "application/json", **self.format.fixed_headers}
-        if key_env:
-            key = os.environ.get(key_env)
-            if not key:
-                raise UsageError(
-                    f"judge: api_key_env {'names' if 'api_key_env' in params.model_fields_set else 'is by default'} "
-                    f"{key_env}, which is not set: export it, or set api_key_env: null for an endpoint without a key"
-                )
-            headers[self.format.key_header] = self.format.key_value(key)
+        # As a model target's (docs/spec.md#target-headers): headers: values may name variables,
+        # ${NAME}, and the key goes only in the one header its format carries it in.
+        headers, self.secrets, given = request_headers(
+            self.format, params.headers, key_env, None, label="judge", named="api_key_env" in params.model_fields_set
+        )
+        # A header that can change a verdict (a deployment, an organisation) keys the cache too.
+        self.keyed = {"headers": digest} if (digest := headers_digest(given)) else {}
         self.url = self.format.url
         self.pool = KeepAlivePool(self.url, headers, connect_timeout_s=min(10.0, params.timeout_s / 2))
         import jinja2  # here: `evalgate run` without a judge does not pay for it at start-up
@@ -265,6 +269,7 @@ class Judge:
             "input": as_text(case.input),
             "expected": None if case.expected is None else as_text(case.expected),
             "output": as_text(output),
+            **self.keyed,
         }
         if repeat:
             request["repeat"] = repeat
@@ -327,6 +332,7 @@ class Judge:
                     "reasoning": judge["reasoning"],
                     "verdict": judge["verdict"],
                 },
+                self.secrets,
             )
         return score
 

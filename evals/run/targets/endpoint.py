@@ -9,13 +9,12 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.common.errors import InputFileError, UsageError
+from evals.common.errors import InputFileError
 from evals.results.masking import mask_text
 from evals.results.model import RetryRecord, TargetInfo
 from evals.results.trace import MAX_STEPS_CUT, NOT_EXECUTED, STEP
@@ -25,7 +24,7 @@ from evals.run.containment import DaemonThreads
 from evals.run.targets.anthropic import AnthropicMessages
 from evals.run.targets.base import EXCERPT_CHARS, Target, TargetFailure, TargetOutput, Wire, backoff_wait, excerpt
 from evals.run.targets.formats import Call, Turn, Usage, WireFormat, cost, parse_retry_after
-from evals.run.targets.headers import expand_headers, headers_digest
+from evals.run.targets.headers import headers_digest, request_headers
 from evals.run.targets.openai_chat import OpenAIChat
 from evals.run.targets.openai_responses import OpenAIResponses
 from evals.run.targets.tools import load_tools, run_tool
@@ -89,22 +88,9 @@ class ModelTarget(Target):
         # The key goes only in the one header its format carries it in (docs/spec.md#target-headers):
         # Authorization: Bearer for OpenAI, Bedrock and Vertex, x-api-key for Anthropic; the
         # config's own headers may name variables, ${NAME}.
-        given, header_secrets = expand_headers(
-            p.headers, where, key_header=self.format.key_header if key_env else None, label=label
+        headers, self.secrets, given = request_headers(
+            self.format, p.headers, key_env, where, label=label, named="api_key_env" in p.model_fields_set
         )
-        headers = {"Content-Type": "application/json", **given, **self.format.fixed_headers}
-        key = None
-        if key_env:
-            key = os.environ.get(key_env)
-            if not key:
-                named = "names" if "api_key_env" in p.model_fields_set else "is by default"
-                raise UsageError(
-                    f"{where('api_key_env')}: {label}.api_key_env {named} {key_env}, which is not set: export "
-                    f"{key_env}=... (the key is never read from the config file), or set api_key_env: null for an "
-                    "endpoint without a key"
-                )
-            headers[self.format.key_header] = self.format.key_value(key)
-        self.secrets = (key, *header_secrets) if key else header_secrets
         self.headers = headers  # what the batch API's requests carry too (evals.run.batch)
         # batch: true (docs/spec.md#batch-pricing): "batch" when this run's requests go to the batch
         # API (evals.run.batch.lane decides); ``answers`` holds what a collected batch answered.
@@ -192,7 +178,7 @@ class ModelTarget(Target):
                 )
                 data = self.parse(reply)
                 if self.cache is not None and key is not None:  # only a complete answer is stored: errors raised above
-                    self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0})
+                    self.cache.put(key, {**data, "latency_ms": (time.perf_counter() - started) * 1000.0}, self.secrets)
             turn = wire.turn(data, usage)
             if turn.fingerprint:
                 self.fingerprints.add(turn.fingerprint)

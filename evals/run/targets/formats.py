@@ -18,6 +18,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any
 
+from evals.results.spend import is_count
 from evals.run.connections import Reply
 from evals.run.targets.base import excerpt
 
@@ -89,9 +90,9 @@ class Usage:
     ) -> None:
         self.tokens_in = _count(tokens_in, self.tokens_in, least=1)
         self.tokens_out = _count(tokens_out, self.tokens_out, least=1 if answered else 0)
-        self.cache_read += read if _is_count(read) else 0
-        self.cache_write += write if _is_count(write) else 0
-        self.reasoning += reasoning if _is_count(reasoning) else 0
+        self.cache_read += read if is_count(read) else 0
+        self.cache_write += write if is_count(write) else 0
+        self.reasoning += reasoning if is_count(reasoning) else 0
 
     def metadata(self) -> dict[str, int]:
         """The parts of the tokens an attempt records beside ``tokens_in``/``tokens_out``."""
@@ -124,10 +125,6 @@ def cost(
         + usage.cache_write * write_price
         + (tokens_out or 0) * (price_out or 0)
     ) / 1e6
-
-
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _count(value: Any, total: int | None, *, least: int) -> int | None:

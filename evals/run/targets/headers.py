@@ -15,10 +15,14 @@ import hashlib
 import os
 import re
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from evals.common.errors import UsageError
 from evals.results import console
 from evals.results.masking import is_secret_key, mask_text, register_secrets
+
+if TYPE_CHECKING:
+    from evals.run.targets.formats import WireFormat
 
 # ``${NAME}``: a POSIX shell variable name between the braces. Anything else after ``${`` is an
 # error rather than text sent as it is (``${1KEY}`` or ``${ KEY }`` is a mistyped reference).
@@ -26,16 +30,48 @@ _REFERENCE = re.compile(r"\$\{([^}]*)\}")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
+def request_headers(
+    wire: WireFormat,
+    headers: Mapping[str, str],
+    key_env: str | None,
+    where: Callable[..., str] | None,
+    *,
+    label: str,
+    named: bool,
+) -> tuple[dict[str, str], tuple[str, ...], dict[str, str]]:
+    """What a model target or a judge of format ``wire`` sends with every request: the config's
+    ``headers`` expanded, the format's own, and the key of ``key_env`` only in the one header the
+    format carries it in (``x-api-key`` for Anthropic, never ``Authorization``); the secrets to
+    mask (the key, the expanded values); and the expanded config headers alone (what the response
+    cache keys on, :func:`headers_digest`). ``named``: ``api_key_env`` was written in the config
+    (else ``key_env`` is the format's default), for the error of an unset variable."""
+    given, secrets = expand_headers(headers, where, key_header=wire.key_header if key_env else None, label=label)
+    sent = {"Content-Type": "application/json", **given, **wire.fixed_headers}
+    if not key_env:
+        return sent, secrets, given
+    key = os.environ.get(key_env)
+    if not key:
+        place = f"{where('api_key_env')}: " if where is not None else ""
+        raise UsageError(
+            f"{place}{label}.api_key_env {'names' if named else 'is by default'} {key_env}, which is not set: "
+            f"export {key_env}=... (the key is never read from the config file), or set api_key_env: null for an "
+            "endpoint without a key"
+        )
+    sent[wire.key_header] = wire.key_value(key)
+    return sent, (key, *secrets), given
+
+
 def expand_headers(
     headers: Mapping[str, str],
-    where: Callable[..., str],
+    where: Callable[..., str] | None,
     *,
     key_header: str | None,
     label: str = "target.openai",
     environ: Mapping[str, str] = os.environ,
 ) -> tuple[dict[str, str], tuple[str, ...]]:
     """``headers`` with their ``${NAME}`` references expanded, and the expanded values (secrets).
-    ``where(*key)`` is the config line of ``headers.<key>``; ``key_header`` the header the format
+    ``where(*key)`` is the config line of ``headers.<key>`` (None: the caller names the place);
+    ``key_header`` the header the format
     sends ``api_key_env``'s key in (None: no key is sent). A reference to an unset or empty
     variable, a header named twice, or one that would carry the key beside the target's own is
     a usage error naming the header's line."""
@@ -43,7 +79,7 @@ def expand_headers(
     expanded: dict[str, str] = {}
     secrets: list[str] = []
     for name, value in headers.items():
-        here = f"{where('headers', name)}: {label}.headers.{name}"
+        here = f"{label}.headers.{name}" if where is None else f"{where('headers', name)}: {label}.headers.{name}"
         if name.lower() in seen:
             raise UsageError(f"{here} names the header {seen[name.lower()]!r} again (header names ignore case)")
         seen[name.lower()] = name

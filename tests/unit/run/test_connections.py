@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
+from fakes.model_server import LoopServer
 from fakes.suites import echo_cases, load_suite
 
 from evals.common.errors import UsageError
@@ -35,32 +36,19 @@ from evals.run.execution import execute
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "LocalServer"], Awaitable[None]]
 
 
-class LocalServer:
-    """A TCP server on 127.0.0.1 with its own event loop in a thread; counts connections."""
+class LocalServer(LoopServer):
+    """A TCP server on 127.0.0.1 that serves each connection with ``handler``; counts connections."""
 
     def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None):
+        super().__init__(tls=tls)
         self.handler = handler
         self.connections = 0
         self.request_lines: list[str] = []
         self.request_heads: list[str] = []
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._loop = asyncio.new_event_loop()
-        self._server = self._loop.run_until_complete(asyncio.start_server(self._serve, "127.0.0.1", 0, ssl=tls))
-        self.port = self._server.sockets[0].getsockname()[1]
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
-        try:
-            await self.handler(reader, writer, self)
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+        await self.handler(reader, writer, self)
 
     async def read_request(self, reader: asyncio.StreamReader) -> bytes:
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
@@ -70,22 +58,6 @@ class LocalServer:
             int(line.split(":")[1]) for line in head.lower().split("\r\n") if line.startswith("content-length")
         )
         return await reader.readexactly(length)
-
-    def __enter__(self) -> LocalServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        async def shutdown() -> None:
-            self._server.close()
-            for task in list(self._tasks):
-                task.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-
-        asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(timeout=5)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self._loop.close()
 
 
 def reply(writer: asyncio.StreamWriter, payload: bytes) -> None:

@@ -1,16 +1,21 @@
 """``headers:`` of a model target (docs/spec.md#target-headers): ``${NAME}`` values expanded from
-the environment when the run starts and never written expanded (results, cache, output), the key
-of ``api_key_env`` only in Authorization, and a credential written in clear text warned about."""
+the environment when the run starts and never written expanded (results, cache, report, output) on
+every wire format, the key of ``api_key_env`` only in Authorization, and a credential written in
+clear text warned about."""
 
 from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from fakes.anthropic_server import anthropic_server as anthropic_server  # the fixture
 from fakes.openai_server import OpenAIServer
 from fakes.openai_server import openai_server as openai_server  # the fixture
-from fakes.suites import echo_cases, load_suite
+from fakes.responses_server import responses_server as responses_server  # the fixture
+from fakes.suites import echo_cases, load_suite, write_suite
+from test_judge_spend import evalgate
 
 from evals.common.errors import UsageError
 from evals.results import console
@@ -132,3 +137,34 @@ def test_the_cache_key_follows_a_headers_value_but_not_a_rotated_credential(tmp_
     monkeypatch.setenv("ORG", "org-two")
     execute(suite(tmp_path, openai_server, headers), tmp_path / "r.json", progress=False)
     assert len(openai_server.requests) == 4
+
+
+@pytest.mark.parametrize("kind", ["chat", "responses", "anthropic"])
+def test_on_every_format_a_headers_value_is_sent_expanded_and_is_in_no_file_or_log(
+    kind, tmp_path, openai_server, responses_server, anthropic_server, monkeypatch
+):
+    """Through evalgate itself, run then compare: the value the model echoes back is in none of
+    the files written (results, cache, report, comparison) nor in what evalgate printed."""
+    monkeypatch.setenv("TEAM_HEADER", SHORT_SECRET)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", anthropic_server.api_key)
+    server: Any = {"chat": openai_server, "responses": responses_server}.get(kind, anthropic_server)
+    server.responder = lambda body: f"seen {SHORT_SECRET} here"
+    spec: dict[str, Any] = {"base_url": server.url, "headers": {"X-Team": "${TEAM_HEADER}"}}
+    if kind == "anthropic":
+        target = {"anthropic": {**spec, "model": "anthropic:claude-haiku-4-5"}}
+    else:
+        target = {"openai": {**spec, "model": "local:m", "api_key_env": None, "api": kind}}
+    config = write_suite(tmp_path, echo_cases(2), target=target, cache={"dir": "cache"})
+    done = evalgate("run", "--config", str(config), "--output", "r.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert server.headers[0]["X-Team"] == SHORT_SECRET
+    compared = evalgate(
+        "compare", "--baseline", "r.json", "--candidate", "r.json", "--report", "report.md", "--json", "c.json",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stderr
+    assert "seen *** here" in (tmp_path / "r.json").read_text()
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert {"r.json", "report.md", "c.json"} <= {p.name for p in written} and any("cache" in p.parts for p in written)
+    assert [p for p in written if SHORT_SECRET.encode() in p.read_bytes()] == []
+    assert SHORT_SECRET not in done.stdout + done.stderr + compared.stdout + compared.stderr
