@@ -212,16 +212,7 @@ class BatchServer(AnthropicServer):
     # ---------------------------------------------------------------------------------- HTTP
 
     async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
-        head = await reader.readuntil(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        method, _, rest = lines[0].partition(" ")
-        path = rest.rsplit(" ", 1)[0].split("?", 1)[0]
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().title()] = value.strip()
-        raw = await reader.readexactly(int(headers.get("Content-Length") or 0))
+        method, path, headers, raw = await self._read(reader)
         with self._lock:
             self.paths.append(f"{method} {path}")
         code, payload = self._serve(method, path, headers, raw)
