@@ -71,6 +71,8 @@ def spend_view(c: Comparison) -> dict[str, Any]:
             summary += f", {cand.spend.cached:,} cached"
         if cand.spend.batched:  # docs/spec.md#batch-pricing: what was paid at the batch price is said
             summary += f", {cand.spend.batched:,} batched (at the batch price)"
+    if cand.fail_fast is not None:  # docs/spec.md#fail-fast: what was not paid for, and why
+        summary += f", stopped early by fail fast after {cand.completed_cases:,} of {cand.total_cases:,} cases"
     if base:
         summary += f" · baseline {_short_cost(base.spend)} for {base.spend.attempts:,} attempts"
         summary += _change(base.spend, cand.spend)

@@ -57,6 +57,7 @@ def test_a_broken_slice_stops_early_and_fails_and_an_unchanged_pr_runs_every_cas
     assert f"Stopped after {ran} of 240 cases: language=ko regressed" in banner
     html = (repo / "out" / "report.html").read_text(encoding="utf-8")
     assert f"Stopped after {ran} of 240 cases: language=ko regressed" in html
+    assert f"stopped early by fail fast after {ran} of 240 cases" in html  # the Spend section says so too
     ko = next(u for u in comparison["units"] if u["unit"] == "language=ko" and u["metric"] == "pass_rate")
     assert ko["verdict"] == "regressed"
 
