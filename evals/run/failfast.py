@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Protocol
 
-import numpy as np
-
 from evals.results.model import CaseResult, FailFastStop
 from evals.suite.cases import Case
 
@@ -33,6 +31,9 @@ StopRulePlan = Callable[[list[Case]], StopRule]
 
 def interleave(strata: Sequence[Hashable], seed: int) -> list[int]:
     """Indices of ``strata`` (one label per case) in the stratified order."""
+    # numpy only here: `evalgate run` without fail fast starts without it (benchmarks/bench_cli_start.py).
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     groups: dict[Hashable, list[int]] = {}
     for i, label in enumerate(strata):
