@@ -26,7 +26,6 @@ from typing import Any
 import pytest
 import yaml
 from fakes.github_fake_independent import FakeGitHub, Token
-from fakes.measure import coverage_env
 from fakes.paths import ROOT
 from fakes.suites import git, read_output_file
 
@@ -187,7 +186,6 @@ class World:
             else:
                 raise AssertionError(f"unexpected env value in action.yml: {key}: {value}")
         runner = {
-            **coverage_env(),
             "PATH": os.environ["PATH"],
             "HOME": str(home),
             "LANG": "C.UTF-8",

@@ -50,7 +50,6 @@ from evals.results.model import load_results
 from evals.store.baseline import GitHubReleaseStore
 from evals.store.promotion import SEED_REASON
 from fakes.github_server import GitHubServer, _error, _ok
-from fakes.measure import coverage_env
 from fakes.paths import ROOT
 from fakes.suites import git, read_output_file
 
@@ -400,7 +399,6 @@ class Runner:
             "EVALGATE_GITHUB_TIMEOUT": "2",
             "EVALGATE_GITHUB_BACKOFF": "0.05",
             "EVALGATE_GITHUB_MAX_WAIT": "5",
-            **coverage_env(),
             **job.extra_env,
         }
 
