@@ -87,7 +87,7 @@ def notices(c: Comparison, baseline: dict[str, Any] | None) -> list[str]:
         notes.append(
             f"The candidate run is partial (status {run.status}, {run.completed_cases:,} of {run.total_cases:,} "
             "cases completed): its numbers do not describe the whole suite."
-            + (f" {run.message}" if run.message and run.limit is None else "")
+            + (f" {run.message[:1].upper()}{run.message[1:]}" if run.message and run.limit is None else "")
         )
     if baseline and baseline["too_old"]:
         notes.append(
