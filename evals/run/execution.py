@@ -156,7 +156,9 @@ def resumable(
         )
         return {}, None
     if not _same_target(previous.run.target, target):
-        keep_submitted(previous, output, "this config's target differs")
+        keep_submitted(
+            previous, output, "this run's target differs (another model or parameters, or a run that does not batch)"
+        )
         console.info(f"--resume: {output} was made with another target; running every case", source="run")
         return {}, None
     wanted = {c.id: c.hash for c in cases}

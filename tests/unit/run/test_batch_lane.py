@@ -209,7 +209,7 @@ def test_a_resume_whose_requests_differ_refuses_the_paid_batch_and_says_what_to_
         run(other_model, out, resume=True)
     said = str(refused.value)
     assert f"holds batch {submitted.ids[0]} (4 requests submitted" in said and "paid for there" in said
-    assert "this config's target differs" in said
+    assert "this run's target differs (another model" in said
     assert "resume with the config and cases that submitted it" in said and "run without --resume" in said
     edited = echo_cases(4, lang=["en", "fr"])
     edited[1]["input"] = "q1, reworded"
