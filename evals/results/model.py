@@ -168,6 +168,11 @@ class ProviderBatch(_Model):
     )
     ids: list[str] = Field(description="The batches' ids, as the provider named them.")
     requests: Annotated[int, Field(ge=0)] = Field(description="Requests sent in them (one per attempt).")
+    requests_digest: str | None = Field(
+        None,
+        description="A digest of the requests the run had to make when it submitted them (custom_id and body "
+        "of each, the cached ones too): a resume whose requests differ refuses to collect them.",
+    )
     submitted_at: str | None = None
     collected_at: str | None = None
 

@@ -36,7 +36,7 @@ from evals.results.model import (
 )
 from evals.results.spend import LimitStop, limit_amount, limit_sentence, resume_hint, spend_of
 from evals.results.summary import case_values
-from evals.run.batch.lane import batch_step, open_lane
+from evals.run.batch.lane import batch_step, keep_submitted, open_lane
 from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
 from evals.run.failfast import StopRulePlan, stopped_message, stratified_order
@@ -149,12 +149,16 @@ def resumable(
             "pick another --output or drop --resume"
         )
     if previous.run.config_hash != config.config_hash():
+        keep_submitted(previous, output, "this config's scorers/metrics differ (config hash)")
         console.info(
             f"--resume: {output} was made with other scorers/metrics (config hash differs); running every case",
             source="run",
         )
         return {}, None
     if not _same_target(previous.run.target, target):
+        keep_submitted(
+            previous, output, "this run's target differs (another model or parameters, or a run that does not batch)"
+        )
         console.info(f"--resume: {output} was made with another target; running every case", source="run")
         return {}, None
     wanted = {c.id: c.hash for c in cases}
@@ -335,7 +339,7 @@ def execute(
     if lane is not None:  # batch: true (docs/spec.md#batch-pricing): submit, or collect what was
         attempts = range(attempt_offset, attempt_offset + config.attempts)
         recorded = previous.run.provider_batch if previous is not None else None
-        run.provider_batch, pending = batch_step(lane, recorded, todo, attempts, rerun)
+        run.provider_batch, pending = batch_step(lane, recorded, todo, attempts, rerun, output)
         if pending is not None:
             run.status, run.message, run.ended_at = "pending", pending, now_iso()
             recorder.write()

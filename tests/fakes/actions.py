@@ -18,6 +18,16 @@ What is simulated and how:
 - actions/cache as GitHub scopes it: restored at its step (the exact key, then each restore-key prefix,
   newest first, each looked up in the job's own ref, then the default branch's), saved after a job that
   succeeded unless its ref already holds that key; a PR's caches are never seen from another ref.
+  actions/cache/restore restores the same way at its step, with its outputs ``cache-hit`` (the exact
+  key matched), ``cache-primary-key`` and ``cache-matched-key`` ('' when nothing matched);
+  actions/cache/save saves at its step (a key its ref already holds is left as it is, as GitHub's
+  immutable entries are).
+- ``vars.*`` (the repository's variables, ``Job.variables``) and ``secrets.*``: the repository's
+  (``Job.secrets``), and those of the environment a job names in ``environment:``
+  (``Job.environments``), which win over the repository's — a job that names no environment never
+  sees them. An unset variable or secret is '' (docs.github.com, "Contexts reference").
+- A ``run:`` step with an ``id`` sets ``steps.<id>.outputs`` from GITHUB_OUTPUT and its ``outcome``;
+  every ``run:`` step's output is kept in ``Runner.logs`` by job name.
 - Not run: actions/checkout (each job gets a fresh clone with full history, like fetch-depth: 0),
   actions/setup-python, and the install steps (the action's ``pip install $GITHUB_ACTION_PATH``
   into a fresh virtualenv and of its ``install`` input, the workflows' "Install ..." steps): they
@@ -133,6 +143,8 @@ class Expr:
         value: Any = self.contexts
         for part in raw.split("."):
             value = value.get(part) if isinstance(value, dict) else None
+        if value is None and raw.startswith(("vars.", "secrets.")):
+            return ""  # GitHub: an unset variable or secret is the empty string
         return value
 
     def render(self, template: Any) -> str:
@@ -167,6 +179,9 @@ class Job:
     workflow: Path = WORKFLOWS / "eval-gate.yml"
     dispatch_inputs: dict[str, str] = field(default_factory=dict)
     extra_env: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)  # `vars.*`
+    secrets: dict[str, str] = field(default_factory=dict)  # the repository's `secrets.*`
+    environments: dict[str, dict[str, str]] = field(default_factory=dict)  # an environment's secrets, by name
 
 
 @dataclass
@@ -196,6 +211,7 @@ class Runner:
         self._ids = itertools.count(1)  # next() on it is atomic: concurrent jobs get distinct folders
         self.caches: list[tuple[str, str, Path]] = []  # (ref scope, key, saved folder), oldest first
         self._cache_lock = threading.Lock()
+        self.logs: dict[str, str] = {}  # job name -> what its `run:` steps printed (stdout, then stderr)
 
     def contexts(
         self, job: Job, runner_temp: Path, matrix: dict[str, Any] | None = None, run_id: int = 0
@@ -217,27 +233,43 @@ class Runner:
             "inputs": dict(job.dispatch_inputs),
             "runner": {"temp": str(runner_temp), "os": "Linux"},
             "matrix": matrix or {},
+            "vars": dict(job.variables),
+            "secrets": dict(job.secrets),
         }
 
-    def jobs(self, job: Job) -> list[tuple[str, dict[str, Any]]]:
-        """The workflow's jobs whose ``if:`` holds for this event, in file order."""
+    def jobs(self, job: Job, needs: dict[str, Any] | None = None) -> list[tuple[str, dict[str, Any]]]:
+        """The workflow's jobs whose ``if:`` holds for this event, in file order; ``needs``: the jobs
+        that ran so far (a job's ``if:`` may read their outputs)."""
         workflow = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
-        contexts = self.contexts(job, self.tmp)
+        contexts = self.contexts(job, self.tmp) | {"needs": needs or {}}
         return [(n, spec) for n, spec in workflow["jobs"].items() if Expr(contexts).value(str(spec.get("if", "true")))]
 
     def run(self, job: Job, **overrides: str) -> StepRun:
         """One workflow run for the event: every job whose ``if:`` holds, in file order (``needs:``
-        in our workflows follows that order; a job whose needed job failed is skipped), matrix jobs
-        once per value. The last use of the action (the gate) is returned; every use is in
-        ``self.action_runs``. ``overrides`` change the inputs of the action's last use."""
+        in our workflows follows that order; a job whose needed job failed or was skipped is skipped,
+        and its ``if:`` reads their outputs), matrix jobs once per value. The last use of the action
+        (the gate) is returned; every use is in ``self.action_runs``. ``overrides`` change the inputs
+        of the action's last use."""
+        self.run_jobs(job, **overrides)
+        assert self.action_runs, f"{job.workflow.name}: no use of the action on {job.event_name}"
+        return self.action_runs[-1]
+
+    def run_jobs(self, job: Job, **overrides: str) -> dict[str, Any]:
+        """One workflow run (see ``run``), for a workflow that may not use the action: the jobs
+        that ran, as the ``needs`` context holds them (their outputs and result)."""
         run_id = next(self._ids)
         self.action_runs: list[StepRun] = []
         failed: set[str] = set()
         needs_context: dict[str, Any] = {}  # `needs.<job>.outputs.<name>`: each job's outputs, once it ran
-        for name, spec in self.jobs(job):
+        workflow = yaml.safe_load(job.workflow.read_text(encoding="utf-8"))
+        for name, spec in workflow["jobs"].items():
             needs = spec.get("needs") or []
-            if set([needs] if isinstance(needs, str) else needs) & failed:
+            needs = {needs} if isinstance(needs, str) else set(needs)
+            if needs & failed or needs - set(needs_context):  # a needed job failed or was skipped
                 failed.add(name)
+                continue
+            # A job's `if:` is evaluated once the jobs it needs have ended, with their outputs.
+            if name not in dict(self.jobs(job, needs_context)):
                 continue
             matrix = (spec.get("strategy") or {}).get("matrix") or {}
             assert len(matrix) <= 1, "the simulated runner handles one matrix axis"
@@ -251,8 +283,7 @@ class Runner:
                     self.action_runs.append(result)
                     if result.returncode != 0:
                         failed.add(name)
-        assert self.action_runs, f"{job.workflow.name}: no use of the action on {job.event_name}"
-        return self.action_runs[-1]
+        return needs_context
 
     def run_job(
         self,
@@ -269,6 +300,10 @@ class Runner:
         runner_temp = home / "runner-temp"
         runner_temp.mkdir(parents=True)
         contexts = self.contexts(job, runner_temp, matrix, run_id) | {"needs": needs or {}, "steps": {}}
+        environment = spec.get("environment")
+        environment = environment.get("name") if isinstance(environment, dict) else environment
+        if environment is not None:  # its secrets, for this job only; they win over the repository's
+            contexts["secrets"] |= job.environments.get(Expr(contexts).render(environment), {})
         result = None
         failed = False
         to_save: list[tuple[str, Path]] = []  # actions/cache's post step: (key, folder) once the job succeeds
@@ -288,7 +323,16 @@ class Runner:
                 if "id" in step:
                     contexts["steps"][step["id"]] = {"outputs": result.outputs}
             elif uses.startswith("actions/cache@"):
-                to_save.append(self.restore_cache(job, step, contexts))
+                key, folder, _ = self.restore_cache(job, step, contexts)
+                to_save.append((key, folder))
+            elif uses.startswith("actions/cache/restore@"):
+                key, _, matched = self.restore_cache(job, step, contexts)
+                outputs = {"cache-hit": str(matched == key).lower(), "cache-primary-key": key}
+                if "id" in step:
+                    contexts["steps"][step["id"]] = {"outputs": outputs | {"cache-matched-key": matched or ""}}
+            elif uses.startswith("actions/cache/save@"):
+                options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
+                self.save_cache(job, options["key"], job.checkout / options["path"])
             elif uses.startswith("actions/upload-artifact@"):
                 self.upload(job, step, contexts, run_id)
             elif uses.startswith("actions/download-artifact@"):
@@ -305,10 +349,15 @@ class Runner:
             elif "run" in step:
                 env = {k: Expr(contexts).render(v) for k, v in (step.get("env") or {}).items()}
                 assert "${{" not in step["run"], "expressions must reach run: through env:"
+                (home / "output").write_text("", encoding="utf-8")  # each step its own GITHUB_OUTPUT
                 done = self.bash(
                     step["run"], home / f"step{number}.sh", job, self.runner_env(job, home, runner_temp) | env
                 )
+                self.logs[name] = self.logs.get(name, "") + done.stdout + done.stderr
                 assert done.returncode == 0, f"step {step.get('name')} failed: {done.stdout}{done.stderr}"
+                if "id" in step:
+                    outputs = read_output_file(home / "output")
+                    contexts["steps"][step["id"]] = {"outputs": outputs, "outcome": "success"}
             else:
                 raise AssertionError(f"the simulated runner does not know the step {step}")
         if not failed:
@@ -327,7 +376,8 @@ class Runner:
         git(path, "checkout", "-q", "--detach", ref)
         return replace(job, checkout=path)
 
-    def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path]:
+    def restore_cache(self, job: Job, step: dict[str, Any], contexts: dict[str, Any]) -> tuple[str, Path, str | None]:
+        """Restores into the step's path; its primary key, the path, and the key that matched."""
         options = {k: Expr(contexts).render(v) for k, v in step["with"].items()}
         folder = job.checkout / options["path"]
         key = options["key"]
@@ -340,8 +390,8 @@ class Runner:
                 found = [c for c in caches if c[0] == scope and (c[1] == wanted if exact else c[1].startswith(wanted))]
                 if found:
                     shutil.copytree(found[-1][2], folder, dirs_exist_ok=True)
-                    return key, folder
-        return key, folder
+                    return key, folder, found[-1][1]
+        return key, folder, None
 
     def save_cache(self, job: Job, key: str, folder: Path) -> None:
         if not folder.is_dir():

@@ -14,18 +14,25 @@ A run whose target has ``batch: true`` first looks at the results file ``--resum
   is that attempt's infra error: the run ends ``error`` and the next ``--resume`` submits those.
 
 A request is named by ``custom_id`` = a digest of its case id and attempt number, so the answers
-are matched whatever order the provider returns them in, and a resume recomputes the names."""
+are matched whatever order the provider returns them in, and a resume recomputes the names. The
+names do not hold the request's body, so the file also keeps a digest of every request the run had
+to make (``requests_digest``): a resume whose config or cases make other requests (another model,
+prompt, parameters) refuses to read the batches' answers as theirs, and says what was paid for."""
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from evals.common.errors import UsageError
 from evals.results import console
-from evals.results.model import ProviderBatch
+from evals.results.model import ProviderBatch, Results
 from evals.run.batch.answers import BatchAnswers, custom_id
 from evals.run.batch.providers import MAX_REQUESTS, AnthropicBatches, BatchAPI, OpenAIBatches, Outcome
 from evals.run.cache import ATTEMPT
@@ -72,13 +79,28 @@ class Lane:
                     ATTEMPT.reset(token)
                 yield custom_id(case.id, number), body, key
 
-    def submit(self, cases: Iterable[Case], attempts: range) -> ProviderBatch | None:
+    def digest(self, cases: Iterable[Case], attempts: range) -> str:
+        """What every attempt of ``cases`` asks (names and bodies, the cached ones too: the same set
+        on the resume, whatever the cache holds by then)."""
+        h = hashlib.sha256()
+        for cid, body, _ in self._requests(cases, attempts):
+            h.update(f"{cid}\0{json.dumps(body, sort_keys=True)}\n".encode())
+        return h.hexdigest()
+
+    def submit(self, cases: list[Case], attempts: range) -> ProviderBatch | None:
         """Send every attempt of ``cases`` the response cache cannot answer; None when there is none."""
         lines = [(cid, body) for cid, body, key in self._requests(cases, attempts) if self.target.cached(key) is None]
         if not lines:
             return None
         ids = [self.api.submit(lines[i : i + MAX_REQUESTS]) for i in range(0, len(lines), MAX_REQUESTS)]
-        return ProviderBatch(api=self.kind, state="submitted", ids=ids, requests=len(lines), submitted_at=_now())
+        return ProviderBatch(
+            api=self.kind,
+            state="submitted",
+            ids=ids,
+            requests=len(lines),
+            requests_digest=self.digest(cases, attempts),
+            submitted_at=_now(),
+        )
 
     def keep(self, answers: BatchAnswers, cases: Iterable[Case], attempts: range) -> None:
         """Write every collected answer to the response cache before any is scored: a run stopped
@@ -136,13 +158,34 @@ def open_lane(target: Target, *, smoke: bool, more_evidence: bool, env: Mapping[
     return Lane(target)
 
 
+def stranded(where: Path, batch: ProviderBatch, why: str) -> UsageError:
+    """A submitted batch this run cannot collect, as the error that says what was paid and what to do."""
+    return UsageError(
+        f"{where}: holds batch {', '.join(batch.ids)} ({batch.requests} requests submitted {batch.submitted_at} "
+        f"to the {batch.api} batch API, paid for there) but {why}, so its answers are not this run's; "
+        "to use them, resume with the config and cases that submitted it; to start over, run without "
+        f"--resume or delete {where} (a new batch, paid again)"
+    )
+
+
+def keep_submitted(previous: Results, where: Path, why: str) -> None:
+    """A resume that would drop ``previous`` (another config or target, ``why``) refuses to while it
+    holds a submitted batch: dropping it would submit again and leave the paid batch unread."""
+    batch = previous.run.provider_batch
+    if batch is not None and batch.state == "submitted":
+        raise stranded(where, batch, why)
+
+
 def batch_step(
-    lane: Lane, recorded: ProviderBatch | None, todo: list[Case], attempts: range, rerun: str
+    lane: Lane, recorded: ProviderBatch | None, todo: list[Case], attempts: range, rerun: str, where: Path
 ) -> tuple[ProviderBatch | None, str | None]:
-    """This invocation's step, from what the results file ``recorded``: the batch to record now, and
-    why the run stops here (``pending``) — or None, the run goes on (the target then takes its
-    answers from the collected batches, or from the cache when there was nothing to send)."""
+    """This invocation's step, from what the results file ``where`` ``recorded``: the batch to record
+    now, and why the run stops here (``pending``) — or None, the run goes on (the target then takes
+    its answers from the collected batches, or from the cache when there was nothing to send)."""
     if recorded is not None and recorded.state == "submitted":
+        digest = recorded.requests_digest
+        if digest is not None and digest != lane.digest(todo, attempts):
+            raise stranded(where, recorded, "this run's requests differ (another model, prompt, parameters or cases)")
         got = lane.collect(recorded)
         if isinstance(got, str):
             return recorded, f"{got}; collect it later with {rerun}"

@@ -8,6 +8,7 @@ Anthropic Message Batches."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -193,4 +194,28 @@ def test_a_broken_results_download_is_infra_and_keeps_the_batch_for_the_next_res
     kept = load_results(out)
     assert kept.run.status == "pending" and kept.run.provider_batch == submitted.run.provider_batch
     batch_server.cutting = False
+    assert run(config, out, resume=True).run.status == "success" and len(batch_server.batches) == 1
+
+
+def test_a_resume_whose_requests_differ_refuses_the_paid_batch_and_says_what_to_do(tmp_path, batch_server):
+    """A pending file resumed with another model, or with a case's prompt edited, would otherwise
+    drop the paid batch silently (and submit again) or read its answers as the new requests'."""
+    config, out = suite(tmp_path, batch_server, "chat", n=4, batch=True), tmp_path / "results.json"
+    submitted = run(config, out).run.provider_batch
+    assert submitted is not None
+    batch_server.finish()
+    other_model = suite(tmp_path / "m", batch_server, "chat", n=4, batch=True, model="openai:gpt-4o")
+    with pytest.raises(UsageError) as refused:
+        run(other_model, out, resume=True)
+    said = str(refused.value)
+    assert f"holds batch {submitted.ids[0]} (4 requests submitted" in said and "paid for there" in said
+    assert "this run's target differs (another model" in said
+    assert "resume with the config and cases that submitted it" in said and "run without --resume" in said
+    edited = echo_cases(4, lang=["en", "fr"])
+    edited[1]["input"] = "q1, reworded"
+    (tmp_path / "cases.jsonl").write_text("".join(json.dumps(c) + "\n" for c in edited), encoding="utf-8")
+    with pytest.raises(UsageError, match="this run's requests differ"):
+        run(config, out, resume=True)
+    assert load_results(out).run.provider_batch == submitted  # still there for the config that sent it
+    suite(tmp_path, batch_server, "chat", n=4, batch=True)  # the cases as submitted: it collects
     assert run(config, out, resume=True).run.status == "success" and len(batch_server.batches) == 1
