@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import TypeAdapter
 
+from evals.common.gcpause import gc_paused
 from evals.compare.lazyload import CaseList, LazyResults
 from evals.history.engine import Engine
 from evals.results.masking import mask_secrets, mask_text
@@ -377,10 +378,11 @@ class Writer:
         its rows and for the columns the digest reads, and its rows go in as it comes (a second
         parse was a third of the record's CPU, docs/performance.md). The digest needs every case:
         the header is written first under a placeholder and named at the end, in the same
-        transaction; a run recorded already is rolled back and :meth:`run` does what it does."""
+        transaction; a run recorded already is rolled back and :meth:`run` does what it does. The
+        garbage collector waits meanwhile (``evals.common.gcpause``): nothing made here is a cycle."""
         mask = not info.evalgate_version
         try:
-            with self.engine.transaction():
+            with gc_paused(), self.engine.transaction():
                 placeholder = f"pending:{uuid.uuid4().hex}"  # unique, as digests are
                 run_id = self._header(info, placeholder, None, recorded_by)
 
