@@ -257,7 +257,9 @@ class _LeanRows:
     columns, texts from each case's JSON (read once, a chunk of cases at a time), no model built;
     trace events validated only where an attempt has a trace."""
 
-    CHUNK = 4096
+    # Cases parsed at a time: a chunk of 1,024 parsed cases is ~4 MB less of `evalgate run`'s peak
+    # RSS than one of 4,096 (10,000 one-step cases: 113 vs 117 MB), for the same CPU.
+    CHUNK = 1024
 
     def __init__(self, run_id: int, cases: CaseList, mask: bool, offset: int = 0):
         """``offset``: the run's number of ``cases``' first case (they are a chunk of the run)."""
