@@ -22,8 +22,9 @@ from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.pipeline.exposure import guard_run
 from evals.results import console
-from evals.run.execution import WrittenRun, execute
+from evals.run.execution import execute
 from evals.run.failfast import StopRulePlan
+from evals.run.recorder import WrittenRun
 from evals.run.shards import parse_shard
 from evals.suite.config import SuiteConfig, load_config
 from evals.suite.options import RunOptions, argv_of
