@@ -22,8 +22,9 @@ from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
 from evals.pipeline.exposure import guard_run
 from evals.results import console
-from evals.run.execution import WrittenRun, execute
+from evals.run.execution import execute
 from evals.run.failfast import StopRulePlan
+from evals.run.recorder import WrittenRun
 from evals.run.shards import parse_shard
 from evals.suite.config import SuiteConfig, load_config
 from evals.suite.options import RunOptions, argv_of
@@ -114,17 +115,15 @@ def main(args: argparse.Namespace) -> int:
     from evals.history.settings import history_url
 
     if history_url(config) is not None:
-        from evals.compare.lazyload import CaseList, LazyResults
-        from evals.history import record_run
+        from evals.history import record_run, record_written
 
-        # From the cases' JSON the run holds, as columns, not as models (45 MB at 10,000 cases:
-        # the default path's peak RSS past docs/spec.md#performance-targets); unless the HTML page
-        # has read them as models already, which then hold them.
-        lean = "cases" not in results.__dict__
-        cases = CaseList.from_json(results.case_json) if lean else None
-        record_run(
-            LazyResults(results.schema_version, results.run, cases) if cases is not None else results, config=config
-        )
+        # From the cases' JSON the run holds, each chunk parsed once, not as models (45 MB at
+        # 10,000 cases: the default path's peak RSS past docs/spec.md#performance-targets); unless
+        # the HTML page has read them as models already, which then hold them.
+        if "cases" in results.__dict__:
+            record_run(results, config=config)
+        else:
+            record_written(results.run, results.case_json, config=config)
     if results.run.is_complete:
         console.info(f"results written to {options.output}", source="run")
         return EXIT_PASS

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from evals import __version__
+from evals.common.gcpause import gc_paused
 from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
@@ -407,12 +408,7 @@ def load_runs(*paths: str | Path | None) -> list[Run | None]:
     allocates millions of objects, and the collections that triggers (each scanning everything
     allocated so far) cost more than the parsing itself. The loaded runs are then frozen out of
     later collections."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         runs = [load_lazy(p) if p else None for p in paths]
-    finally:
-        if was_enabled:
-            gc.enable()
     gc.freeze()
     return runs

@@ -14,7 +14,7 @@ the one the user sees.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, overload
 
@@ -43,17 +43,27 @@ class CaseList(ColumnarCases):
         self._json = case_json if case_json is not None else [pydantic_core.to_json(c) for c in cases]
 
     @classmethod
-    def from_json(cls, case_json: list[bytes], chunk: int = 1024) -> CaseList:
+    def from_json(
+        cls,
+        case_json: list[bytes],
+        chunk: int = 1024,
+        each: Callable[[int, list[dict[str, Any]], CaseList], None] | None = None,
+    ) -> CaseList:
         """The cases of a results file evalgate just wrote (valid: the run made it from its
         models), from each case's JSON: parsed a chunk at a time, keeping of each attempt only what
         the columns read (its trace's tool calls, not its messages), so the parsed run is never
-        held whole beside the JSON."""
+        held whole beside the JSON. ``each``: called with every chunk as it is parsed (its first
+        case's index, its parsed cases, its own ``CaseList``), for a reader of the whole cases
+        (the history's rows) that would otherwise parse them a second time."""
         slim: list[dict[str, Any]] = []
         for first in range(0, len(case_json), chunk):
-            for case in pydantic_core.from_json(b"[" + b",".join(case_json[first : first + chunk]) + b"]"):
+            parsed = pydantic_core.from_json(b"[" + b",".join(case_json[first : first + chunk]) + b"]")
+            for case in parsed:
                 attempts = [_columns_of(a) for a in case.get("attempts", ())]
                 kept = {"id": case["id"], "hash": case.get("hash"), "slices": case.get("slices")}
                 slim.append({**kept, "attempts": attempts})
+            if each is not None:
+                each(first, parsed, cls(slim[first:], case_json[first : first + chunk]))
         return cls(slim, case_json)
 
     def __len__(self) -> int:

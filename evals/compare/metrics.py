@@ -16,16 +16,20 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from evals.compare.model import Direction
 from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
 from evals.results.spend import Spend, is_count
 from evals.results.trace import tool_names
 from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
+
+if TYPE_CHECKING:
+    # An annotation only: the comparison's models cost ~0.1 s to import, and the history's record
+    # of a run (evals.history.record, through lazyload) reads these columns without them.
+    from evals.compare.model import Direction
 
 PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
 _PASS_AT = re.compile(r"^pass@([1-9]\d*)$")

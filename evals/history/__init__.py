@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from evals.history.engine import Engine
     from evals.history.record import Run, Writer
     from evals.results.manifest import SnapshotInfo
-    from evals.results.model import Results
+    from evals.results.model import Results, RunInfo
     from evals.store.baseline import BaselineStore
     from evals.suite.config import SuiteConfig
 
@@ -132,6 +132,15 @@ def record_run(results: Run, *, config: SuiteConfig | None = None, command: str 
         done.run_ids["candidate"] = writer.run(results, recorded_by=command)
 
     return _record(config, f"the {command} results", work)
+
+
+def record_written(run: RunInfo, case_json: list[bytes], *, config: SuiteConfig | None = None) -> Recorded:
+    """Record the run ``evalgate run`` just wrote, from its cases' JSON (``Writer.written``)."""
+
+    def work(writer: Writer, done: Recorded) -> None:
+        done.run_ids["candidate"] = writer.written(run, case_json, recorded_by="run")
+
+    return _record(config, "the run results", work)
 
 
 def record_comparison(

@@ -101,9 +101,14 @@ def open_cache(config: SuiteConfig, *, use: bool = True, env: Mapping[str, str] 
     return ResponseCache(folder, spec.max_bytes, spec.key)
 
 
+# json.dumps with options builds an encoder per call: one made once encodes the same bytes (two
+# calls an answer: its key and its entry).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical(value: Any) -> bytes:
     """The JSON a key and a payload are made of: sorted keys, no spaces, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _CANONICAL.encode(value).encode("utf-8")
 
 
 def encode(key: str, value: Any) -> bytes:

@@ -12,9 +12,7 @@ Formats (by file extension):
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import gc
 import glob
 import io
 import json
@@ -29,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from evals.common.errors import InputFileError, UsageError
+from evals.common.gcpause import gc_paused
 from evals.results.masking import env_secrets, mask_name, mask_slices
 from evals.results.model import case_hash, json_problem
 from evals.suite.config import SuiteConfig
@@ -80,7 +79,7 @@ def load_cases(config: SuiteConfig) -> list[Case]:
     Raises InputFileError naming file and line for any bad row, duplicate or missing id."""
     cases: list[Case] = []
     first_seen: dict[str, str] = {}
-    with _gc_paused():
+    with gc_paused():
         for path in case_files(config):
             cases.extend(_read_file(path))
     # Masked as they enter (docs/spec.md#masked-names), with what a command target's env: adds to
@@ -135,19 +134,6 @@ def check_case_set(config: SuiteConfig, cases: list[Case]) -> None:
                 f"({config.where('scorers', index)}) compares with it{others}",
                 "add expected to the cases, or use a scorer that needs none (json_valid, a python callable)",
             )
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Parsing allocates millions of objects that all stay alive; the cyclic collector would scan
-    them again and again (a 100k-case YAML file: 30 s with it, 4 s without)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def case_files(config: SuiteConfig) -> list[Path]:

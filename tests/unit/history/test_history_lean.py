@@ -118,3 +118,31 @@ def test_a_run_just_written_records_from_its_cases_json_what_the_models_record(
     assert isinstance(lean, LazyResults)
     assert held.cases.attempts.tools == lean.cases.attempts.tools  # the trace's tool calls are kept
     assert recorded(str(tmp_path / "held.sqlite"), held) == recorded(str(tmp_path / "models.sqlite"), models)
+
+
+@pytest.mark.parametrize("evalgate_version", [None, "0.9.0"], ids=["masked", "evalgate-made"])
+def test_a_run_just_written_is_recorded_in_one_pass_as_the_models_record_it_and_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evalgate_version: str | None
+) -> None:
+    """``evalgate run`` records its run from the cases' JSON parsed once, each chunk's rows going
+    in as it is parsed, under a digest set at the end: the same rows as the models', and a run
+    recorded already is not recorded again (its id is given, its cases added if it had none)."""
+    monkeypatch.setattr(_LeanRows, "CHUNK", 4)  # several chunks, the last one short
+    path = tmp_path / "run.json"
+    write_file(path, evalgate_version)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    models = load_results(path)
+    case_json = [json.dumps(c).encode() for c in data["cases"]]
+    url = str(tmp_path / "written.sqlite")
+    with open_history(url) as db:
+        first = Writer(db).written(models.run, case_json, recorded_by="compare")
+        assert Writer(db).written(models.run, case_json, recorded_by="compare") == first
+        assert db.query("SELECT count(*) FROM runs") == [(1,)]
+        tables = {name: db.query(sql) for name, sql in TABLES.items()}
+    tables["runs"] = [row[:22] + row[23:] for row in tables["runs"]]  # recorded_at: the clock's
+    assert tables == recorded(str(tmp_path / "models.sqlite"), models)
+    header_only = str(tmp_path / "header.sqlite")
+    with open_history(header_only) as db:
+        run_id = Writer(db).run(models, recorded_by="compare", cases=False)
+        assert Writer(db).written(models.run, case_json, recorded_by="compare") == run_id
+        assert db.query("SELECT count(*) FROM cases") == [(11,)]

@@ -1,0 +1,120 @@
+"""What a run writes (docs/spec.md#running): the results file as cases finish (``Recorder``), and the
+run just written as ``evalgate run`` reads it after (``WrittenRun``: its cases kept as their JSON,
+made into models only if something asks)."""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+
+from evals.results.model import (
+    SCHEMA_VERSION,
+    CaseResult,
+    Results,
+    RunInfo,
+    parse_results,
+    write_results_bytes,
+)
+from evals.suite.cases import Case
+
+WRITE_EVERY_S = 2.0
+
+
+class Recorder:
+    """The results file as it grows; ``write`` always states the true status and counts.
+
+    Each case is serialised once, when it finishes, and kept only as those bytes (the models are
+    dropped: with traces, holding them took the run past 120 MB at 10,000 cases). A write joins
+    the pieces with the run's header into the very bytes ``dump_results`` would make of the whole
+    (a test holds them equal). Dumping the whole file each time instead took ~0.1 s at 10,000
+    cases, and a write blocks the event loop: every in-flight request waited for it."""
+
+    def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
+        self.output = output
+        self.order = [c.id for c in cases]
+        self.run = run
+        self.done: dict[str, bool] = {}  # case id → complete
+        self.errored: dict[str, bool] = {}  # case id → an attempt ended in an error
+        self._json: dict[str, bytes] = {}
+        self.completed = 0
+        self.last_write = 0.0
+        self.interval = WRITE_EVERY_S
+        for result in kept.values():
+            self._keep(result)
+
+    def _keep(self, result: CaseResult) -> None:
+        self.completed += result.complete - self.done.get(result.id, False)
+        self.done[result.id] = result.complete
+        self.errored[result.id] = any(a.error is not None for a in result.attempts)
+        self._json[result.id] = result.model_dump_json().encode("utf-8")
+
+    def results(self) -> Results:
+        """What was written, as models (read back from its bytes)."""
+        return parse_results(self.data(), self.output)
+
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON, in the file's order."""
+        return [self._json[i] for i in self.order if i in self._json]
+
+    def data(self) -> bytes:
+        """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
+        self.run.completed_cases = self.completed
+        cases = b",".join(self.case_json())
+        run = self.run.model_dump_json().encode("utf-8")
+        return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
+
+    def write(self) -> None:
+        started = time.monotonic()
+        write_results_bytes(self.data(), self.output)
+        self.last_write = time.monotonic()
+        # A big suite's file takes a while to write, and writing blocks the event loop: space the
+        # writes so they never take more than ~5% of the run.
+        self.interval = max(WRITE_EVERY_S, 20 * (self.last_write - started))
+
+    def add(self, result: CaseResult) -> None:
+        self._keep(result)
+        if time.monotonic() - self.last_write >= self.interval:
+            self.write()
+
+
+class WrittenRun:
+    """A results file just written, for ``main``: ``run`` at hand, and ``cases`` made from the
+    recorder's bytes the first time something asks for them (the summary, the history): during the
+    run no case is held as models."""
+
+    schema_version = SCHEMA_VERSION
+
+    def __init__(self, run: RunInfo, case_json: list[bytes], errored_cases: int, *, traces: bool = True):
+        self.run = run
+        self._case_json = case_json
+        self.errored_cases = errored_cases
+        self.traces = traces
+
+    @functools.cached_property
+    def cases(self) -> list[CaseResult]:
+        pending, self._case_json = self._case_json[::-1], []
+        cases = []
+        while pending:  # each case's bytes go as its model comes
+            case = CaseResult.model_validate_json(pending.pop())
+            if not self.traces:
+                for attempt in case.attempts:
+                    attempt.trace = None  # freed before the next case is read
+            cases.append(case)
+        return cases
+
+    @property
+    def case_json(self) -> list[bytes]:
+        """Each case's JSON as the results file holds it (what ``cases`` is read from)."""
+        return self._case_json
+
+    def without_traces(self) -> WrittenRun:
+        """The same run, its ``cases`` read with every attempt's ``trace`` left out (None): for a
+        reader that never looks at traces (the summary) when nothing after it reads the cases.
+        Read from the same bytes, which stay here for ``cases``. At 10,000 one-step openai cases
+        the traces are half the models' memory (~38 of ~72 MiB), and their third event (the step
+        log) took ``evalgate run``'s peak RSS from 114 to 128 MB, past the 120 MB of
+        docs/spec.md#performance-targets."""
+        if "cases" in self.__dict__:  # read already: no lighter copy to make
+            return self
+        return WrittenRun(self.run, self._case_json, self.errored_cases, traces=False)
