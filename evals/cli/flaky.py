@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
         render_attempts,
         render_history,
     )
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     if args.last < 2 or args.top < 0:
         raise UsageError("--last needs at least 2 runs (a flip is between two) and --top must be >= 0")

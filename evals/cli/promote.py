@@ -14,7 +14,7 @@ from evals.results.masking import mask_results
 from evals.results.model import load_results
 from evals.store.promotion import promote_candidate
 from evals.store.selection import load_baselines, open_store_for
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 from evals.suite.overrides import with_overrides
 
 

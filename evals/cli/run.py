@@ -25,7 +25,8 @@ from evals.results import console
 from evals.run.execution import WrittenRun, execute
 from evals.run.failfast import StopRulePlan
 from evals.run.shards import parse_shard
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 from evals.suite.options import RunOptions, argv_of
 from evals.suite.overrides import with_overrides
 

@@ -47,8 +47,10 @@ from evals.compare.spending import unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
-from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
+from evals.suite.config import BaselineSpec, SuiteConfig
+from evals.suite.gate import GateSpec
 from evals.suite.overrides import apply_tolerance_override, parse_tolerance
+from evals.suite.scoring import MetricSpec
 
 # ---------------------------------------------------------------------------------------- compare
 

@@ -25,7 +25,7 @@ from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
 from evals.results.spend import Spend, is_count
 from evals.results.trace import tool_names
-from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
+from evals.suite.scoring import UNBOUNDED_METRICS, MetricSpec, default_direction
 
 PERCENTILES = {"latency_p50_ms": 50.0, "latency_p95_ms": 95.0}
 _PASS_AT = re.compile(r"^pass@([1-9]\d*)$")

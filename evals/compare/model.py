@@ -26,7 +26,7 @@ from evals.results.manifest import BaselineRef
 from evals.results.model import FailFastStop
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
-from evals.suite.config import GateRule
+from evals.suite.gate import GateRule
 
 COMPARISON_VERSION: Final = 1
 

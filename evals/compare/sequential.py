@@ -30,7 +30,8 @@ from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, LookOut
 from evals.compare.pairing import pair, unit_indices
 from evals.compare.stats import weighted_holm
 from evals.results.model import Results
-from evals.suite.config import MoreEvidenceSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import MoreEvidenceSpec
 
 ESTIMAND = (
     "the cases stand for the inputs they sample, as at the first look: a re-run attempt refines its case's mean, "

@@ -35,7 +35,8 @@ from evals.report.files import write_report_files
 from evals.results import console
 from evals.results.model import Results, RunInfo
 from evals.store.selection import Baselines, load_baselines, open_store_for
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 from evals.suite.options import CandidateOptions, GateOptions, RunOptions
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from evals.compare.analysis import compare, load_runs
 from evals.report.html import render_html
 from evals.results.model import load_results
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 EXAMPLE = ROOT / "examples" / "agent"
 KEY = "sk-ant-local-example"

@@ -225,7 +225,8 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
 def test_a_breached_floor_is_on_the_html_page_too():
     """docs/spec.md#html-report: the page says what the markdown says — here the absolute floor a first run missed."""
     from evals.compare.analysis import compare
-    from evals.suite.config import MetricSpec, SuiteConfig
+    from evals.suite.config import SuiteConfig
+    from evals.suite.scoring import MetricSpec
 
     cases = [CaseResult(id=f"c{i}", attempts=[Attempt(passed=i < 5)]) for i in range(20)]
     results = Results(run=RunInfo(suite="s", status="success", total_cases=20, completed_cases=20), cases=cases)

@@ -25,7 +25,8 @@ from evals.importers import import_results
 from evals.importers.detect import sniff
 from evals.importers.inspect_ai import value_to_float
 from evals.results.model import Results, load_results, save_results
-from evals.suite.config import GateSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 
 FIX = FIXTURES / "importers"
 PROMPTFOO = FIX / "promptfoo" / "repeat2_results.json"

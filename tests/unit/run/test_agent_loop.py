@@ -21,7 +21,7 @@ from evals.common.errors import UsageError
 from evals.results.model import Attempt, load_results
 from evals.results.trace import step_count
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 TOOLS = '''
 import asyncio

@@ -78,7 +78,7 @@ def test_yaml_alias_bomb_in_a_cases_file_is_refused(tmp_path):
 
 
 def test_modest_anchors_and_merge_keys_still_load(tmp_path):
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     (tmp_path / "cases.jsonl").write_text('{"id": "c1", "input": "q", "expected": "q"}\n')
     path = tmp_path / "evalgate.yml"
