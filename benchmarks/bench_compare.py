@@ -132,7 +132,7 @@ def one(base_path: Path, cand_path: Path, n: int, slices: int) -> None:
     started = time.perf_counter()
     from evals.compare.analysis import compare, load_runs
     from evals.report.markdown import render_markdown
-    from evals.results.model import atomic_write
+    from evals.results.files import atomic_write
 
     imported = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:

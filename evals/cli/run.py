@@ -54,7 +54,7 @@ def rerun_command(options: RunOptions) -> str:
 def fail_fast_rule(config: SuiteConfig, baseline_path: Path) -> StopRulePlan:
     """``--fail-fast-baseline``: the stopping rule against that baseline (docs/spec.md#fail-fast)."""
     from evals.compare.failfast import FailFast
-    from evals.results.model import load_results
+    from evals.results.files import load_results
 
     baseline = load_results(baseline_path)
     return lambda cases: FailFast.plan(config, baseline, cases)

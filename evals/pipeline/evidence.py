@@ -30,7 +30,8 @@ from evals.compare.sequential import ESTIMAND, REPEATED, Evidence, Member, mark_
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.batch_source import BatchSource
 from evals.results import console
-from evals.results.model import BatchInfo, Results, save_results
+from evals.results.files import save_results
+from evals.results.model import BatchInfo, Results
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig

@@ -31,7 +31,7 @@ from evals.pipeline.candidate import content_digest, out_dir_of
 from evals.pipeline.evidence import first_look_only, imported, nothing_to_rerun
 from evals.pipeline.flows import guard_suite_job
 from evals.results import console
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.store.selection import load_baselines, open_store_for
 
 if TYPE_CHECKING:

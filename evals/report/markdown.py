@@ -34,7 +34,7 @@ from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
 from evals.report.filters import Safe, filters, finalize
 from evals.report.spending import spend_view
-from evals.results.model import atomic_write
+from evals.results.files import atomic_write
 from evals.suite.config import SuiteConfig
 
 Kind = Literal["comment", "summary", "full"]

@@ -21,6 +21,7 @@ from evals import __version__
 from evals.common.errors import InputFileError, UsageError
 from evals.common.gitinfo import current_ref, current_sha, uncommitted_changes
 from evals.results import console
+from evals.results.files import load_results, parse_results, write_results_bytes
 from evals.results.model import (
     SCHEMA_VERSION,
     CaseResult,
@@ -30,9 +31,6 @@ from evals.results.model import (
     RunStatus,
     SampleDesign,
     TargetInfo,
-    load_results,
-    parse_results,
-    write_results_bytes,
 )
 from evals.results.spend import LimitStop, limit_amount, limit_sentence, resume_hint, spend_of
 from evals.results.summary import case_values

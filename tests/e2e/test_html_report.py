@@ -20,7 +20,8 @@ import pytest
 from fakes.paths import BROWSER, ROOT
 
 from evals.report.html import render_html
-from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 from evals.results.summary import summarize
 
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"

@@ -16,17 +16,9 @@ from evals.common.errors import InputFileError, UsageError
 from evals.compare.analysis import compare
 from evals.compare.lazyload import load_lazy
 from evals.compare.model import Comparison
+from evals.results.files import load_results, save_results
 from evals.results.manifest import BaselineRef
-from evals.results.model import (
-    Attempt,
-    AttemptError,
-    CaseResult,
-    Results,
-    RunInfo,
-    case_hash,
-    load_results,
-    save_results,
-)
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, case_hash
 from evals.suite.config import SuiteConfig
 from evals.suite.gate import GateSpec
 from evals.suite.overrides import apply_tolerance_override

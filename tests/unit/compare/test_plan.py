@@ -157,7 +157,7 @@ def test_the_plan_reads_the_discordance_two_recorded_runs_show(tmp_path, monkeyp
         )
         assert done.returncode == 0, done.stderr
         outputs.append(out)
-    from evals.results.model import load_results
+    from evals.results.files import load_results
 
     first, second = (load_results(p) for p in outputs)
     differ = sum(

@@ -20,7 +20,7 @@ from fakes.suites import write_suite
 from evals.cli.app import main
 from evals.compare.compatibility import judge_change
 from evals.pipeline.rejudge import bridge_judge
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.store.selection import load_baselines, open_store_for
 from evals.suite.loading import load_config
 

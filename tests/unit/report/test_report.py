@@ -20,8 +20,9 @@ from evals.compare.model import Comparison
 from evals.report.ci_outputs import annotation_lines, junit_xml
 from evals.report.filters import BAR_CELLS, bar
 from evals.report.markdown import render_markdown, write_reports
+from evals.results.files import parse_results
 from evals.results.manifest import BaselineRef, SnapshotInfo
-from evals.results.model import Results, parse_results
+from evals.results.model import Results
 from evals.suite.config import SuiteConfig
 
 LANGS = ("ko", "en", "ja", "de")

@@ -19,7 +19,8 @@ from fakes.suites import echo_cases, write_suite
 from evals.common.errors import InfraError, UsageError
 from evals.compare.analysis import compare
 from evals.report.spending import spend_view
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.results.summary import spend_lines, summarize
 from evals.run.execution import execute
 from evals.suite.loading import load_config

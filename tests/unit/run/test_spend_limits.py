@@ -22,7 +22,8 @@ from fakes.openai_server import OpenAIServer, status
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 
 COST = 0.01  # per attempt
 
