@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from evals import __version__
+from evals.compare.case_changes import CaseDiff
 from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
@@ -28,16 +29,7 @@ from evals.compare.judging import judge_checks, with_agreement_floor
 from evals.compare.ladder import Facts, exit_code_for, special_verdict, with_breached_floors
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
-from evals.compare.model import (
-    CaseDiff,
-    Comparison,
-    DriftCheck,
-    GateConfig,
-    MetricGate,
-    ProvenanceChange,
-    RunSummary,
-    UnitResult,
-)
+from evals.compare.model import Comparison, DriftCheck, GateConfig, MetricGate, ProvenanceChange, RunSummary, UnitResult
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.preconditions import require_comparable

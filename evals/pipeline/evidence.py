@@ -25,7 +25,8 @@ from evals.common.escape import log_value
 from evals.compare.casediff import case_diff_of
 from evals.compare.evidence import METHOD
 from evals.compare.ladder import exit_code_for
-from evals.compare.model import Comparison, LookOutcome, MoreEvidence
+from evals.compare.looks import LookOutcome, MoreEvidence
+from evals.compare.model import Comparison
 from evals.compare.sequential import ESTIMAND, REPEATED, Evidence, Member, mark_failing
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.batch_source import BatchSource

@@ -338,7 +338,7 @@ def report_not_run(
     baseline lacks), the stale files are removed instead. Returns the report written, if one was."""
     from evals.common.gitinfo import current_sha
     from evals.compare.analysis import compare
-    from evals.compare.model import CaseDiff
+    from evals.compare.case_changes import CaseDiff
 
     loaded = baselines.baseline
     run = RunInfo(

@@ -48,7 +48,8 @@ from evals.results.summary import ResultsSummary, case_values
 from evals.results.trace import tool_names
 
 if TYPE_CHECKING:
-    from evals.compare.model import CaseDiffEntry, Comparison
+    from evals.compare.case_changes import CaseDiffEntry
+    from evals.compare.model import Comparison
 
 TEMPLATE = "report.html.j2"
 TEMPLATE_DIR = Path(__file__).parent / "templates"

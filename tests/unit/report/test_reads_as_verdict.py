@@ -14,7 +14,8 @@ import pytest
 from test_report import BASE, CAND, base_pass, first_line, ko_regression, results
 
 from evals.compare.analysis import compare
-from evals.compare.model import Comparison, EvidenceLook, MoreEvidence
+from evals.compare.looks import EvidenceLook, MoreEvidence
+from evals.compare.model import Comparison
 from evals.report.filters import fmt_interval, interval_levels
 from evals.report.html import render_html
 from evals.report.markdown import render_markdown
