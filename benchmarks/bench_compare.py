@@ -95,7 +95,8 @@ def scipy_comparison(comparison, baseline, candidate) -> tuple[float, float, flo
     from evals.compare.metrics import metric_def, scan
     from evals.compare.paired import MetricInput, UnitIndex
     from evals.compare.pairing import pair, unit_indices
-    from evals.suite.config import GateSpec, MetricSpec
+    from evals.suite.gate import GateSpec
+    from evals.suite.scoring import MetricSpec
 
     spec = MetricSpec(tolerance=0.02)
     definition = metric_def("pass_rate", spec)
@@ -131,7 +132,7 @@ def one(base_path: Path, cand_path: Path, n: int, slices: int) -> None:
     started = time.perf_counter()
     from evals.compare.analysis import compare, load_runs
     from evals.report.markdown import render_markdown
-    from evals.results.model import atomic_write
+    from evals.results.files import atomic_write
 
     imported = time.perf_counter() - started
     with tempfile.TemporaryDirectory() as tmp:

@@ -300,7 +300,7 @@ def compare(name: str, server: int, url: str, cases: int, args: argparse.Namespa
 def in_process(name: str, url: str, cases: int, args: argparse.Namespace) -> bool:
     """The runner alone, in this process: what the run adds to the ideal, start-up excluded."""
     from evals.run.execution import execute
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     walls = []
     with tempfile.TemporaryDirectory(prefix="evalgate-bench-") as tmp:

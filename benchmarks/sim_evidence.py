@@ -62,7 +62,8 @@ from evals.compare.decide import alpha_weights, decide, gate_verdict, paired_tes
 from evals.compare.evidence import drop_test, look_levels
 from evals.compare.metrics import metric_def
 from evals.compare.paired import MetricInput, UnitIndex
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 ALPHA, RHO = 0.05, 0.2
 MAX_BATCHES = 10

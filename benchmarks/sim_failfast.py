@@ -52,7 +52,8 @@ from evals.compare.failfast import FAIL_FAST_SHARE, FailFast, look_p, look_point
 from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.run.failfast import interleave, stratified_order
 from evals.suite.cases import Case
-from evals.suite.config import MetricSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.scoring import MetricSpec
 
 ALPHA = SIM_GATE.alpha
 NULL_LIMIT = 0.005  # fail fast's false fails at most the fixed rule's + this

@@ -52,7 +52,8 @@ from evals.compare.metrics import metric_def
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.stats import mde
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 MEAN = 0.7
 TOLERANCE = 0.02

@@ -50,7 +50,7 @@ from sim_gate import (
 from evals.compare.bounds import Bounds
 from evals.compare.decide import paired_tests
 from evals.compare.paired import MetricInput, UnitIndex
-from evals.suite.config import GateSpec
+from evals.suite.gate import GateSpec
 
 # A bound this close to ±δ on the verdict's wrong side is rounding, which bounds.agree settles.
 ROUNDING = 1e-12

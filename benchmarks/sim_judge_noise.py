@@ -32,7 +32,8 @@ from evals.compare.decide import decide, gate_verdict
 from evals.compare.metrics import metric_def
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.run.scorers.judge import mean_verdict
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 MEAN, SHAPE, TOLERANCE, THRESHOLD = 0.7, (1.4, 0.6), 0.02, 0.5
 SIZES = [400] + [100] * 6

@@ -49,7 +49,7 @@ from evals.compare.metrics import metric_def
 from evals.compare.paired import MetricInput
 from evals.compare.plan import plan_suite
 from evals.compare.power import binary_mde, binary_power, run_discordance
-from evals.suite.config import MetricSpec
+from evals.suite.scoring import MetricSpec
 
 PSIS = (0.0, 0.1, 0.2, 0.4)
 SPEC = MetricSpec(tolerance=TOLERANCE)

@@ -60,7 +60,8 @@ def gate_fails(shift: float, runs: int) -> float:
     from evals.compare.decide import decide, gate_verdict
     from evals.compare.metrics import metric_def
     from evals.compare.paired import MetricInput, UnitIndex
-    from evals.suite.config import GateSpec, MetricSpec
+    from evals.suite.gate import GateSpec
+    from evals.suite.scoring import MetricSpec
 
     rng = np.random.default_rng(42)
     codes = np.repeat(np.arange(20), 20)
@@ -80,7 +81,8 @@ def p95_gate_fails(slower: float, runs: int) -> float:
     from evals.compare.decide import decide, gate_verdict
     from evals.compare.metrics import metric_def
     from evals.compare.paired import MetricInput, UnitIndex
-    from evals.suite.config import GateSpec, MetricSpec
+    from evals.suite.gate import GateSpec
+    from evals.suite.scoring import MetricSpec
 
     rng = np.random.default_rng(7)
     codes = np.repeat(np.arange(20), 20)

@@ -43,7 +43,9 @@ from evals.compare.sampling import Strata, stratified_estimates, stratified_test
 from evals.compare.stats import weighted_holm
 from evals.run.smoke import CaseHistory, informative_subset, smoke_subset
 from evals.suite.cases import Case
-from evals.suite.config import GateSpec, MetricSpec, SmokeSpec
+from evals.suite.config import SmokeSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 MEAN = 0.7
 TOLERANCE = 0.02

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from evals.cli.options import add_store_options, store_options
 from evals.common.errors import UsageError
-from evals.results.model import save_results
+from evals.results.files import save_results
 from evals.store.selection import open_store_for
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 from evals.suite.overrides import with_overrides
 
 if TYPE_CHECKING:

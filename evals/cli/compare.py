@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     from evals.compare.compatibility import reset_command
     from evals.report.files import write_outputs
     from evals.results.manifest import BaselineRef
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
     from evals.suite.overrides import parse_tolerance
 
     # Checked before the (possibly large) files are read; compare() applies it.

@@ -35,13 +35,13 @@ def main(args: argparse.Namespace) -> int:
         render_attempts,
         render_history,
     )
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     if args.last < 2 or args.top < 0:
         raise UsageError("--last needs at least 2 runs (a flip is between two) and --top must be >= 0")
     config = load_config(args.config)
     if args.results:
-        from evals.results.model import load_results
+        from evals.results.files import load_results
 
         sys.stdout.write(render_attempts(attempt_stats(load_results(args.results)), config.slices, args.unit, args.top))
         return EXIT_PASS

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_PASS, UsageError
 from evals.importers import ALIASES, FORMATS, import_results
-from evals.results.model import save_results
+from evals.results.files import save_results
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

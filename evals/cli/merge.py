@@ -12,8 +12,8 @@ from pathlib import Path
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS
 from evals.results import console
+from evals.results.files import load_results, save_results
 from evals.results.masking import mask_results
-from evals.results.model import load_results, save_results
 from evals.run.shards import merge_results
 
 

@@ -27,7 +27,7 @@ def main(args: argparse.Namespace) -> int:
     from evals.compare.plan import ASSUMED_DISCORDANCE, plan_suite, render_text, units_of_cases
     from evals.history.discordance import discordance_for
     from evals.suite.cases import check_case_set, load_cases
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     if args.discordance is not None and not 0.0 <= args.discordance <= 1.0:
         raise UsageError(f"--discordance is a share of cases, from 0 to 1; got {args.discordance:g}")

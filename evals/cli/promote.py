@@ -10,11 +10,11 @@ from evals.cli.options import add_store_options, store_options
 from evals.common.errors import EXIT_FAIL, EXIT_PASS, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import actor_name
+from evals.results.files import load_results
 from evals.results.masking import mask_results
-from evals.results.model import load_results
 from evals.store.promotion import promote_candidate
 from evals.store.selection import load_baselines, open_store_for
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 from evals.suite.overrides import with_overrides
 
 
@@ -37,7 +37,7 @@ def main(args: argparse.Namespace) -> int:
     candidate = mask_results(load_results(args.results))  # the baseline asset: masked if another harness wrote it
     if args.comparison:
         from evals.report.files import parse_comparison
-        from evals.results.model import read_json_bytes
+        from evals.results.files import read_json_bytes
 
         comparison = parse_comparison(read_json_bytes(Path(args.comparison)), args.comparison)
     else:

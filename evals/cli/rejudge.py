@@ -32,10 +32,10 @@ def default_output(results: str) -> Path:
 def main(args: argparse.Namespace) -> int:
     from evals.compare.bridge import agreement_text
     from evals.pipeline.rejudge import rejudge
+    from evals.results.files import load_results, save_results
     from evals.results.masking import mask_results
-    from evals.results.model import load_results, save_results
     from evals.results.spend import cost_text
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     config = load_config(args.config)
     results = mask_results(load_results(args.results))  # a file another evalgate or a person wrote

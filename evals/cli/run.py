@@ -26,7 +26,8 @@ from evals.run.execution import execute
 from evals.run.failfast import StopRulePlan
 from evals.run.recorder import WrittenRun
 from evals.run.shards import parse_shard
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 from evals.suite.options import RunOptions, argv_of
 from evals.suite.overrides import with_overrides
 
@@ -54,7 +55,7 @@ def rerun_command(options: RunOptions) -> str:
 def fail_fast_rule(config: SuiteConfig, baseline_path: Path) -> StopRulePlan:
     """``--fail-fast-baseline``: the stopping rule against that baseline (docs/spec.md#fail-fast)."""
     from evals.compare.failfast import FailFast
-    from evals.results.model import load_results
+    from evals.results.files import load_results
 
     baseline = load_results(baseline_path)
     return lambda cases: FailFast.plan(config, baseline, cases)

@@ -44,7 +44,7 @@ def main(args: argparse.Namespace) -> int:
     if args.history:
         case, source = _from_history(args)
     else:
-        from evals.results.model import load_results
+        from evals.results.files import load_results
 
         path = args.results or default_results()
         case, source = find_case(load_results(path).cases, args.case_id, path), path

@@ -18,6 +18,7 @@ from typing import Literal
 
 from evals import __version__
 from evals.common.gcpause import gc_paused
+from evals.compare.case_changes import CaseDiff
 from evals.compare.casediff import case_diff, case_ranks
 from evals.compare.compatibility import incompatibility
 from evals.compare.decide import decide, describe_unit, gate_verdict
@@ -29,16 +30,7 @@ from evals.compare.judging import judge_checks, with_agreement_floor
 from evals.compare.ladder import Facts, exit_code_for, special_verdict, with_breached_floors
 from evals.compare.lazyload import load_lazy
 from evals.compare.metrics import MetricDef, RunTable, default_metric, metric_def, named_scores, scan, slice_keys_of
-from evals.compare.model import (
-    CaseDiff,
-    Comparison,
-    DriftCheck,
-    GateConfig,
-    MetricGate,
-    ProvenanceChange,
-    RunSummary,
-    UnitResult,
-)
+from evals.compare.model import Comparison, DriftCheck, GateConfig, MetricGate, ProvenanceChange, RunSummary, UnitResult
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.preconditions import require_comparable
@@ -48,8 +40,10 @@ from evals.compare.spending import unmeasured
 from evals.compare.trajectory import gate_entry as trajectory_gate_entry
 from evals.compare.trajectory import trajectory_input
 from evals.results.manifest import BaselineRef
-from evals.suite.config import BaselineSpec, GateSpec, MetricSpec, SuiteConfig
+from evals.suite.config import BaselineSpec, SuiteConfig
+from evals.suite.gate import GateSpec
 from evals.suite.overrides import apply_tolerance_override, parse_tolerance
+from evals.suite.scoring import MetricSpec
 
 # ---------------------------------------------------------------------------------------- compare
 

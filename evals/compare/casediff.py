@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evals.compare.case_changes import CaseDiff, CaseDiffEntry, FlakyBasis
 from evals.compare.flaky import attempt_flip_rate
 from evals.compare.judging import judge_flip_rate
 from evals.compare.metrics import RunTable, metric_def, named_scores, scan
-from evals.compare.model import CaseDiff, CaseDiffEntry, FlakyBasis, UnitResult
+from evals.compare.model import UnitResult
 from evals.compare.pairing import Pairing, pair, unit_indices
 from evals.compare.runs import Run
 from evals.results.model import CaseResult, Results

@@ -27,7 +27,7 @@ from evals.compare.paired import MetricInput, Tested, UnitIndex, paired_test
 from evals.compare.power import binary_cases, binary_mde, run_discordance, se_cases
 from evals.compare.sampling import Strata
 from evals.compare.stats import bh_qvalues, mde, weighted_holm
-from evals.suite.config import GateSpec
+from evals.suite.gate import GateSpec
 
 
 class Design(Protocol):

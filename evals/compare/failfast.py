@@ -37,7 +37,8 @@ from evals.compare.stats import weighted_holm
 from evals.results.model import CaseResult, FailFastStop, Results
 from evals.run.failfast import stop_headline
 from evals.suite.cases import Case
-from evals.suite.config import GateSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 
 FAIL_FAST_SHARE = 0.1  # of the gate's α, spent over the looks; the fixed-sample rule keeps the rest
 LOOKS = 10  # blocks of the run, fixed before it: a look after each but the last

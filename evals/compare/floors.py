@@ -23,7 +23,8 @@ from evals.compare.pairing import unit_indices
 from evals.compare.runs import Run
 from evals.compare.stats import bootstrap_mean, bootstrap_percentile_delta, norm_ppf, percentile_interval
 from evals.results.summary import wilson
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 
 def check_floors(

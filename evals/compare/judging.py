@@ -30,7 +30,9 @@ from evals.compare.runs import Run
 from evals.compare.stats import norm_ppf
 from evals.results.model import CaseResult
 from evals.results.summary import wilson
-from evals.suite.config import JUDGE_AGREEMENT, GateSpec, JudgeAgreementSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import JUDGE_AGREEMENT, JudgeAgreementSpec
 
 CHUNK = 1024  # cases parsed at once from a lean run (evals.compare.lazyload)
 LISTED = 50  # cases listed by name in the comparison (the counts are whole)

@@ -23,7 +23,8 @@ from pydantic import ValidationError
 from pydantic_core import SchemaValidator, core_schema
 
 from evals.compare.metrics import AttemptColumns, ColumnarCases
-from evals.results.model import CaseResult, Results, RunInfo, parse_results, read_json_bytes
+from evals.results.files import parse_results, read_json_bytes
+from evals.results.model import CaseResult, Results, RunInfo
 
 
 class CaseList(ColumnarCases):

@@ -24,7 +24,7 @@ from evals.compare.stats import pass_at_k
 from evals.results.model import CaseResult, Results
 from evals.results.spend import Spend, is_count
 from evals.results.trace import tool_names
-from evals.suite.config import UNBOUNDED_METRICS, MetricSpec, default_direction
+from evals.suite.scoring import UNBOUNDED_METRICS, MetricSpec, default_direction
 
 if TYPE_CHECKING:
     # An annotation only: the comparison's models cost ~0.1 s to import, and the history's record

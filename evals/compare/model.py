@@ -18,15 +18,18 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from evals.compare.bridge import JudgeBridge
+from evals.compare.case_changes import CaseDiff
 from evals.compare.judge_checks import JudgeChecks
+from evals.compare.looks import MoreEvidence
+from evals.compare.record import Record
 from evals.results.manifest import BaselineRef
 from evals.results.model import FailFastStop
 from evals.results.spend import LimitStop, Spend
 from evals.results.summary import RunStatus, UnitSummary
-from evals.suite.config import GateRule
+from evals.suite.gate import GateRule
 
 COMPARISON_VERSION: Final = 1
 
@@ -46,15 +49,9 @@ CiMethod = Literal[
     "stratified-t",
 ]
 Bound = Literal["min", "max"]
-FlakyBasis = Literal["history", "attempts", "judge"]
-LookOutcome = Literal["fail", "pass", "continue", "inconclusive", "incomplete"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class MetricGate(_Model):
+class MetricGate(Record):
     """One metric as the gate used it."""
 
     metric: str = Field(description="pass_rate, score, a named score (score:<name>), pass@k, error_rate, ...")
@@ -80,7 +77,7 @@ class GateConfig(GateRule):
     )
 
 
-class UnitResult(_Model):
+class UnitResult(Record):
     """One metric on one unit (``overall`` or one slice value)."""
 
     unit: str = Field(description='"overall" or "key=value".')
@@ -161,7 +158,7 @@ class UnitResult(_Model):
     note: str | None = Field(default=None, description="Why a unit could not be tested, when it could not.")
 
 
-class FloorResult(_Model):
+class FloorResult(Record):
     """An absolute floor (``min``) or ceiling (``max``) of one metric on one unit, judged on the
     candidate alone (``evals.compare.floors``)."""
 
@@ -180,89 +177,6 @@ class FloorResult(_Model):
         description="breached: the whole interval is on the wrong side (the gate fails); uncertain: the value is, "
         "the interval is not (a warning); met."
     )
-
-
-class CaseDiffEntry(_Model):
-    id: str
-    slices: dict[str, str] = Field(default_factory=dict)
-    baseline_passed: bool | None = Field(default=None, description="Per-case pass rate ≥ 0.5 (None: no pass data).")
-    candidate_passed: bool | None = None
-    baseline_pass_rate: float | None = Field(default=None, description="Fraction of valid attempts that passed.")
-    candidate_pass_rate: float | None = None
-    baseline_score: float | None = None
-    candidate_score: float | None = None
-    score_delta: float | None = None
-    input: str | None = Field(default=None, description="RAW excerpt; escape when rendering.")
-    expected: str | None = None
-    baseline_output: str | None = None
-    candidate_output: str | None = None
-    candidate_error: str | None = Field(default=None, description='"kind: message" of the first erroring attempt.')
-    baseline_reasoning: str | None = Field(
-        default=None, description="RAW: the judge's (or imported grader's) reasoning on the first valid attempt."
-    )
-    candidate_reasoning: str | None = None
-    baseline_scores: dict[str, float] = Field(
-        default_factory=dict, description="Named scores of the first valid attempt."
-    )
-    candidate_scores: dict[str, float] = Field(default_factory=dict)
-    candidate_trace: list[dict[str, Any]] = Field(
-        default_factory=list, description="Last trace events of the candidate's first failed attempt (RAW)."
-    )
-    baseline_tools: list[str] | None = Field(
-        default=None,
-        description="Tools the baseline's first valid attempt called, in order (RAW; None: no tool call on "
-        "either side, or no trace on this one).",
-    )
-    candidate_tools: list[str] | None = None
-    tools_diverge_at: int | None = Field(
-        default=None, description="First position where the two tool sequences differ (None: the same)."
-    )
-    flaky_rate: float | None = Field(
-        default=None,
-        description="How often two tries of this case disagree, when it is known to be flaky: from the history's "
-        "runs of the same config, else from the attempts of either run (docs/spec.md#flaky-cases).",
-    )
-    flaky_basis: FlakyBasis | None = Field(default=None, description="Where flaky_rate is from.")
-
-    @property
-    def flaky_note(self) -> str | None:
-        """The case diff's mark of a known-flaky case: its flip may be noise, not the change."""
-        if not self.flaky_rate:
-            return None
-        if self.flaky_basis == "history":
-            return f"flaky (flips {self.flaky_rate:.0%} of runs)"
-        if self.flaky_basis == "judge":
-            return f"judge unsure (its repeated verdicts disagree {self.flaky_rate:.0%} of the time)"
-        return f"flaky (its attempts disagree {self.flaky_rate:.0%} of the time)"
-
-
-class CaseDiff(_Model):
-    """Per-case changes. Lists are capped at ``limit`` entries; the ``n_*`` counts are totals."""
-
-    limit: int
-    pass_to_fail: list[CaseDiffEntry] = Field(default_factory=list)
-    fail_to_pass: list[CaseDiffEntry] = Field(default_factory=list)
-    score_drops: list[CaseDiffEntry] = Field(
-        default_factory=list, description="Largest score drops of cases that did not flip pass → fail, worst first."
-    )
-    trajectory_changes: list[CaseDiffEntry] = Field(
-        default_factory=list,
-        description="Cases whose tool calls changed, besides those listed above, in case order.",
-    )
-    n_pass_to_fail: int = 0
-    n_fail_to_pass: int = 0
-    n_score_drops: int = 0
-    n_trajectory_changes: int = 0
-    added: list[str] = Field(default_factory=list, description="Ids only in the candidate.")
-    removed: list[str] = Field(default_factory=list, description="Ids only in the baseline (full runs only).")
-    changed: list[str] = Field(default_factory=list, description="Same id, different input/expected hash.")
-    errored: list[str] = Field(default_factory=list, description="Paired ids left out: no valid attempt on a side.")
-    n_added: int = 0
-    n_removed: int = 0
-    n_changed: int = 0
-    n_errored: int = 0
-    n_paired: int = 0
-    n_outside_subset: int = Field(default=0, description="Baseline cases not in a smoke/subset candidate.")
 
 
 class RunSummary(RunStatus):
@@ -318,13 +232,13 @@ class RunSummary(RunStatus):
     )
 
 
-class ProvenanceChange(_Model):
+class ProvenanceChange(Record):
     field: str = Field(description='e.g. "model", "params.temperature", "git_sha", "attempts_per_case".')
     baseline: Any = None
     candidate: Any = None
 
 
-class DriftCheck(_Model):
+class DriftCheck(Record):
     """Candidate vs the last blessed baseline, overall on each gated metric (docs/spec.md#drift-guard)."""
 
     blessed: BaselineRef | None = None
@@ -336,7 +250,7 @@ class DriftCheck(_Model):
     reason: str = ""
 
 
-class SliceTrend(_Model):
+class SliceTrend(Record):
     """A regressed unit's metric over its last baselines (from the history), then this candidate."""
 
     unit: str
@@ -345,75 +259,7 @@ class SliceTrend(_Model):
     values: list[float]
 
 
-class EvidenceValue(_Model):
-    """One unit at one look of more evidence (docs/spec.md#more-evidence): its per-case means so far.
-    The statistics have defaults so that a comparison.json of an evalgate before this test (its
-    e-values are left out as unknown fields) still reads, with them unknown."""
-
-    metric: str
-    unit: str
-    cases: int = Field(
-        default=0, description="Paired cases with a value on both sides: the test's n (never the attempts)."
-    )
-    attempts_per_case: float | None = Field(default=None, description="Mean attempts per case so far on each side.")
-    observed_drop: float | None = Field(
-        default=None, description="Mean of the per-case mean drops (oriented: positive is worse)."
-    )
-    p_value: float | None = Field(
-        default=None,
-        description="One-sided p of the t-test on per-case means against 'the drop is at most the tolerance'; "
-        "none where the look did not test the unit (no case of it re-run yet).",
-    )
-    level: float | None = Field(
-        default=None, description="What p needs alone to fail the gate: the look's α × the unit's weight."
-    )
-    rejected: bool
-    rerun: bool = Field(default=False, description="Some batch so far re-ran cases of the unit.")
-    repeated: bool = Field(
-        default=False, description="This look's batch re-ran the unit's cases and every one answered as at the first."
-    )
-
-
-class EvidenceLook(_Model):
-    look: int = Field(description="0: the first look; N: after batch N.")
-    units: list[str] = Field(default_factory=list, description="Units whose cases the batch re-ran.")
-    cases: int = Field(default=0, description="Cases re-run; each ran once on each side.")
-    attempts: int = Field(default=0, description="Attempts added, both sides together.")
-    cost_usd: float | None = Field(default=None, description="What the batch cost, both sides (None: unknown).")
-    level: float | None = Field(
-        default=None, description="This look's share of ρ·α (none: the first look, or a look not taken)."
-    )
-    repeated: bool = Field(
-        default=False, description="Every re-run case answered on both sides as at the first look: no look was taken."
-    )
-    values: list[EvidenceValue] = Field(default_factory=list)
-    passed: bool = False
-    outcome: LookOutcome
-
-
-class MoreEvidence(_Model):
-    """What ``gate.more_evidence`` did: the looks, how the baseline side was run, how it ended."""
-
-    rho: float
-    first_look_alpha: float = Field(description="(1 − ρ)·α: the fixed-sample rule's level at the first look.")
-    sequential_alpha: float = Field(description="ρ·α: what the looks after the first share.")
-    method: str = Field(default="", description="The later looks' test and how they share ρ·α.")
-    select: Literal["looks_worse", "all"]
-    max_batches: int
-    max_cost_usd: float | None = None
-    baseline_side: str = Field(description="How the baseline's attempts were made (or why they could not be).")
-    looks: list[EvidenceLook] = Field(default_factory=list)
-    ended: Literal["fail", "pass", "inconclusive", "incomplete", "not-run"]
-    summary: str = Field(description="One line: how it ended.")
-    estimand: str
-    attempts: int = Field(default=0, description="Attempts the batches added, both sides.")
-    cost_usd: float | None = Field(
-        default=None, description="What the batches cost, both sides, a judge's calls included (None: unknown)."
-    )
-    spend: Spend | None = Field(default=None, description="The batches' spend, both sides (none when none ran).")
-
-
-class Comparison(_Model):
+class Comparison(Record):
     comparison_version: Literal[1] = COMPARISON_VERSION
     verdict: Verdict
     reason: str = Field(description="One line: why this verdict.")

@@ -39,7 +39,8 @@ from evals.compare.stats import (
     percentile_interval,
     smoothed_mean_delta,
 )
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 # Units with at least this many paired cases use the paired CLT for means (docs/spec.md#tests-per-unit: ≈300+).
 CLT_MIN_CASES = 300

@@ -27,7 +27,8 @@ from evals.compare.pairing import repeats_overall
 from evals.compare.power import binary_cases, binary_mde
 from evals.compare.stats import cases_to_certify, certifiable_tolerance
 from evals.suite.cases import Case
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 # The discordance assumed when the history cannot tell: one case in ten changes its outcome
 # between two runs of an unchanged config (sampling at temperature > 0, flaky tools).

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from evals.compare.evidence import METHOD, drop_test, look_levels
+from evals.compare.looks import EvidenceLook, EvidenceValue, LookOutcome
 from evals.compare.metrics import MetricDef, metric_def, named_scores, scan
-from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, LookOutcome, UnitResult
+from evals.compare.model import Comparison, UnitResult
 from evals.compare.pairing import pair, unit_indices
 from evals.compare.stats import weighted_holm
 from evals.results.model import Results
-from evals.suite.config import MoreEvidenceSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import MoreEvidenceSpec
 
 ESTIMAND = (
     "the cases stand for the inputs they sample, as at the first look: a re-run attempt refines its case's mean, "

@@ -9,7 +9,7 @@ import numpy as np
 from evals.compare.metrics import MetricDef, RunTable
 from evals.compare.model import RunSummary
 from evals.results.spend import LimitStop, limit_sentence, resume_hint
-from evals.suite.config import MetricSpec
+from evals.suite.scoring import MetricSpec
 
 
 def limit_stopped(stop: LimitStop, run: RunSummary) -> str:

@@ -17,7 +17,7 @@ from evals.compare.metrics import MetricDef, RunTable
 from evals.compare.model import MetricGate
 from evals.compare.paired import MetricInput
 from evals.compare.pairing import Pairing
-from evals.suite.config import MetricSpec
+from evals.suite.scoring import MetricSpec
 
 METRIC = "trajectory_changed"
 SPEC = MetricSpec(direction="lower", gate=False)

@@ -35,7 +35,7 @@ from evals.common.errors import EXIT_PASS, InputFileError, UsageError
 from evals.common.escape import log_value
 from evals.github.activity import Activity, github_client, read_event
 from evals.results import console
-from evals.results.model import atomic_write
+from evals.results.files import atomic_write
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison

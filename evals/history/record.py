@@ -32,7 +32,8 @@ from evals.results.model import SCHEMA_VERSION
 from evals.results.trace import TraceEvent, tool_pairs
 
 if TYPE_CHECKING:
-    from evals.compare.model import Comparison, EvidenceLook
+    from evals.compare.looks import EvidenceLook
+    from evals.compare.model import Comparison
     from evals.results.manifest import SnapshotInfo
     from evals.results.model import Attempt, CaseResult, ResultsView, RunInfo
 

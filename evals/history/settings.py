@@ -58,7 +58,7 @@ def optional_config(path: str | None, *, required: bool = False) -> SuiteConfig 
     """The config a history command reads: the one named, else ./evalgate.yml when there is one
     (None without). A named one must exist: a typo would otherwise read (or write) the history of
     the working folder instead of the suite's, and say nothing."""
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     if required or path is not None or Path("evalgate.yml").exists():
         return load_config(path)

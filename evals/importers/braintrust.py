@@ -38,9 +38,10 @@ from evals.importers.common import (
     not_format,
     read_text,
 )
+from evals.results.files import json_problem
 from evals.results.infra import error_kind
 from evals.results.masking import mask_text
-from evals.results.model import Attempt, CaseResult, Results, TargetInfo, json_problem
+from evals.results.model import Attempt, CaseResult, Results, TargetInfo
 
 FORMAT = "braintrust"
 _ID_MAX_CHARS = 120

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from evals import __version__
 from evals.common import jsonsafe
 from evals.common.errors import InputFileError
+from evals.results.files import json_problem, read_json_bytes
 from evals.results.masking import clip_masked, mask_secrets
 from evals.results.model import (
     Attempt,
@@ -25,8 +26,6 @@ from evals.results.model import (
     RunStatus,
     TargetInfo,
     case_hash,
-    json_problem,
-    read_json_bytes,
 )
 
 # Slice values taken from free-form metadata must look like labels, not payloads.

@@ -12,7 +12,7 @@ from typing import Any
 
 from evals.common import jsonsafe
 from evals.common.errors import InputFileError, UsageError
-from evals.results.model import json_problem, looks_truncated, read_json_bytes
+from evals.results.files import json_problem, looks_truncated, read_json_bytes
 
 # Directory scans look this deep: a Harbor job is job/trial/result.json; lm-eval writes
 # output/<model>/samples_*.jsonl.

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from evals.common.errors import UsageError
 from evals.importers.common import ImportOptions
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 
 
 def import_files(inputs: list[Path], options: ImportOptions) -> Results:

@@ -39,8 +39,9 @@ from evals.importers.common import (
     new_case,
     not_format,
 )
+from evals.results.inflate import inflate_limit, inflated_too_large
 from evals.results.infra import error_kind
-from evals.results.model import Attempt, CaseResult, Results, RunStatus, TargetInfo, inflate_limit, inflated_too_large
+from evals.results.model import Attempt, CaseResult, Results, RunStatus, TargetInfo
 
 FORMAT = "inspect_ai"
 ZIP_METHOD_ZSTD = 93

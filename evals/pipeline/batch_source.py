@@ -29,7 +29,8 @@ from evals.common.escape import log_value
 from evals.pipeline.baseline_side import BaselineSide, remove_baseline_side
 from evals.pipeline.candidate import content_digest, run_suite
 from evals.results import console
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.run.cache import CACHE_DIR_ENV
 from evals.suite.options import RunOptions
 

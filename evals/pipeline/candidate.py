@@ -18,12 +18,15 @@ from pathlib import Path
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE, InfraError, UsageError
 from evals.github.token_guard import seal_process, suite_env
 from evals.results import console
+from evals.results.files import load_results, save_results
 from evals.results.masking import mask_results
-from evals.results.model import Results, load_results, save_results
+from evals.results.model import Results
 from evals.run.cache import CACHE_ENV
-from evals.suite.config import MetricSpec, SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 from evals.suite.options import CandidateOptions, GateOptions, RunOptions, argv_of, run_argv
 from evals.suite.overrides import with_overrides
+from evals.suite.scoring import MetricSpec
 
 
 def out_dir_of(options: CandidateOptions) -> Path:

@@ -25,12 +25,14 @@ from evals.common.escape import log_value
 from evals.compare.casediff import case_diff_of
 from evals.compare.evidence import METHOD
 from evals.compare.ladder import exit_code_for
-from evals.compare.model import Comparison, LookOutcome, MoreEvidence
+from evals.compare.looks import LookOutcome, MoreEvidence
+from evals.compare.model import Comparison
 from evals.compare.sequential import ESTIMAND, REPEATED, Evidence, Member, mark_failing
 from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.batch_source import BatchSource
 from evals.results import console
-from evals.results.model import BatchInfo, Results, save_results
+from evals.results.files import save_results
+from evals.results.model import BatchInfo, Results
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig

@@ -240,3 +240,10 @@ def persisted_credential(folder: Path) -> bool:
     if done is None or done.returncode != 0:
         return False
     return "authorization" in done.stdout.lower()
+
+
+def guard_suite_job(activity: Activity, config: SuiteConfig, client: GitHubClient | None) -> None:
+    """Inside Actions, before the suite runs: refuse a token that can write unless the workflow
+    accepted it, warn about a persisted git credential."""
+    if activity.in_actions:
+        guard_exposed(activity, config, client)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evals.results import console
-from evals.results.model import save_results
+from evals.results.files import save_results
 from evals.suite.config import SuiteConfig
 
 if TYPE_CHECKING:

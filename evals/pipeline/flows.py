@@ -1,11 +1,12 @@
 """The gate after the event is known (docs/spec.md#data-flow): config → baselines (read first, so
 a broken store costs no suite run) → candidate → compare → report files → publish → promote, each a
 named step of :func:`run_gate`; and mode run (:func:`run_only`). ``evalgate gate`` is a thin
-command over them; the reset is ``evals.pipeline.reset``."""
+command over them; the reset is ``evals.pipeline.reset``. The steps' larger parts have modules of
+their own: ``promotion``, ``first_look`` (more evidence's first look) and ``stopped_gate`` (the
+report of a gate stopped before its suite ran)."""
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,12 +14,9 @@ from typing import TYPE_CHECKING
 from evals.common.errors import EXIT_PASS, EvalgateError, GateVerdict, UsageError
 from evals.common.escape import log_value
 from evals.compare.plan import fixed_rule_alpha
-from evals.github.activity import Activity, actor_name, github_client
+from evals.github.activity import Activity, github_client
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
-from evals.pipeline.baseline_side import prepare_baseline_side
-from evals.pipeline.batch_source import LAYOUT, BatchSource, ReplaySource, RunningSource, check_digests
 from evals.pipeline.candidate import (
-    candidate_sha,
     gate_again_command,
     gate_reset_command,
     gate_resume_command,
@@ -26,16 +24,20 @@ from evals.pipeline.candidate import (
     out_dir_of,
     run_suite,
 )
-from evals.pipeline.evidence import first_look_only, gather, imported, not_run, nothing_to_rerun
-from evals.pipeline.exposure import confine_pr_history
+from evals.pipeline.evidence import gather, not_run, nothing_to_rerun
+from evals.pipeline.exposure import confine_pr_history, guard_suite_job
 from evals.pipeline.failfast import fail_fast_applies, fail_fast_baseline
+from evals.pipeline.first_look import more_evidence_setup, with_alpha
+from evals.pipeline.promotion import promote, wants_promotion
 from evals.pipeline.rejudge import Bridge, bridge_judge, judge_only_change
 from evals.pipeline.rules import rules_for
+from evals.pipeline.stopped_gate import report_not_run
 from evals.report.files import write_report_files
 from evals.results import console
-from evals.results.model import Results, RunInfo
+from evals.results.model import Results
 from evals.store.selection import Baselines, load_baselines, open_store_for
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 from evals.suite.options import CandidateOptions, GateOptions, RunOptions
 
 if TYPE_CHECKING:
@@ -51,22 +53,6 @@ class GateOutcome:
     paths: dict[str, Path]
     baseline: LoadedBaseline | None
     outputs: dict[str, str] = field(default_factory=dict)
-
-
-def nothing_measured(results: Results) -> str | None:
-    """Why ``results`` measured nothing, when every attempt of every case ended in an error (a
-    command that cannot start, a target that raises on every call), else None. Such a run is no
-    baseline: every later gate would pass against it."""
-    attempts = [a for case in results.cases for a in case.attempts]
-    if not attempts or any(a.error is None for a in attempts):
-        return None
-    kinds = Counter(a.error.kind for a in attempts if a.error)
-    first = next(a.error for a in attempts if a.error)
-    by_kind = ", ".join(f"{kind} {n}" for kind, n in kinds.most_common())
-    return (
-        f"every one of its {len(attempts)} attempts ended in an error ({by_kind}; the first: "
-        f"{log_value(first.message or first.kind, limit=200)})"
-    )
 
 
 def run_gate(
@@ -116,8 +102,8 @@ def run_gate(
         published = publish_result(comparison, config, activity, client, comment=comment, out_dir=out_dir)
         outputs.update(published)
         set_outputs_safely(outputs)  # before promoting: a failed promotion then only changes `verdict`
-    if _wants_promotion(comparison, config, activity, options):
-        promoted = _promote(comparison, results, store, baselines, config, activity, options)
+    if wants_promotion(comparison, config, activity, options):
+        promoted = promote(comparison, results, store, baselines, config, activity, options)
         if promoted is not None:
             outputs["promoted"] = "true" if promoted else "false"
             if activity.in_actions:
@@ -274,201 +260,6 @@ def _write_files(
     return paths
 
 
-def _wants_promotion(comparison: Comparison, config: SuiteConfig, activity: Activity, options: GateOptions) -> bool:
-    if options.promote is not None:
-        return options.promote
-    # Locally, `on_missing: seed` means what it says: the first full run becomes the baseline. In
-    # Actions only the default branch's runs may (activity.promote), never a PR's or a side branch's.
-    seeding = not activity.in_actions and comparison.verdict == "no-baseline" and config.baseline.on_missing == "seed"
-    return activity.promote or seeding
-
-
-def _promote(
-    comparison: Comparison,
-    candidate: Results,
-    store: BaselineStore,
-    baselines: Baselines,
-    config: SuiteConfig,
-    activity: Activity,
-    options: GateOptions,
-) -> bool | None:
-    """Store the candidate as the new baseline if the promotion rule allows it; whether it did,
-    or None when this gate may not promote at all (said why)."""
-    from evals.history import record_promotion
-    from evals.store.promotion import promote_candidate
-
-    if failed := nothing_measured(candidate):
-        console.info(f"not promoting: {failed}", source="gate")
-        return None
-    if baselines.drift_unchecked:
-        console.info("not promoting: the drift guard could not be checked", source="gate")
-        return None
-    if activity.is_pr:
-        console.info("not promoting: a pull request's candidate never becomes the baseline", source="gate")
-        return None
-    done = promote_candidate(
-        store,
-        candidate,
-        comparison,
-        config=config,
-        sha=candidate_sha(candidate, event_sha=activity.candidate_sha, explicit=options.sha),
-        actor=actor_name(activity.actor),
-        on_missing=config.baseline.on_missing,
-    )
-    console.info(log_value(done.message, limit=None), source="gate")
-    record_promotion(
-        candidate, done.result.snapshot if done.result else None, config=config, comparison=done.comparison
-    )
-    return done.promoted
-
-
-def report_not_run(
-    stop: GateVerdict,
-    config: SuiteConfig,
-    baselines: Baselines,
-    options: GateOptions,
-    activity: Activity,
-    out_dir: Path,
-) -> Path | None:
-    """The out dir of a gate stopped before running the suite says that verdict, as the gate of a
-    results file does: left alone, the previous gate's report.md, comment.md and comparison.json
-    would be read as this gate's. The candidate is the config as it is now, with no case run.
-    Where the baseline and the config cannot even be compared (a slice key or named score the
-    baseline lacks), the stale files are removed instead. Returns the report written, if one was."""
-    from evals.common.gitinfo import current_sha
-    from evals.compare.analysis import compare
-    from evals.compare.model import CaseDiff
-
-    loaded = baselines.baseline
-    run = RunInfo(
-        suite=config.suite,
-        status="pending",
-        total_cases=0,
-        completed_cases=0,
-        git_sha=options.sha or activity.candidate_sha or current_sha(),
-        config_hash=config.config_hash(),
-        definitions=config.definitions(),
-        gate_settings=config.gate_settings(),
-        message="not run: the gate stopped before running the suite",
-    )
-    stale = [out_dir / name for name in ("report.md", "comment.md", "comparison.json")]
-    if options.html:
-        stale.append(Path(options.html))
-    try:
-        assert loaded is not None
-        found = compare(loaded.results, Results(run=run), config, baseline_ref=loaded.ref)
-        comparison = found.model_copy(
-            update={
-                "verdict": stop.verdict,
-                "reason": stop.reason,
-                "exit_code": stop.exit_code,
-                "units": [],
-                "floors": [],
-                "case_diff": CaseDiff(limit=found.case_diff.limit),
-                "warnings": [],
-                # Not "partial": nothing was started. What the config does not say is unknown, not changed.
-                "candidate_run": found.candidate_run.model_copy(update={"status": "not run", "complete": True}),
-                "provenance": [p for p in found.provenance if p.candidate is not None],
-            }
-        )
-        report = write_report_files(comparison, config, out_dir)["report"]
-        for path in stale[3:]:  # no HTML page is written without a run: an old one would be read as this
-            path.unlink(missing_ok=True)
-        return report
-    except (EvalgateError, OSError) as exc:
-        console.warning(f"no report of this verdict: {log_value(exc, limit=300)}", source="gate")
-        for path in stale:
-            path.unlink(missing_ok=True)
-        return None
-
-
-def more_evidence_setup(
-    config: SuiteConfig,
-    options: GateOptions,
-    candidate: Results,
-    baseline: LoadedBaseline,
-    activity: Activity,
-    ran_suite: bool,
-    *,
-    refused: str | None = None,
-) -> tuple[SuiteConfig, BatchSource | str, Results]:
-    """The config of the first look and where its batches come from: the side jobs' files
-    (``--evidence``), else run here (or why they cannot, ``refused`` among them: the first look
-    then keeps its whole α).
-    Imported results have nothing to re-run: an error."""
-    if fmt := imported(candidate):
-        raise UsageError(nothing_to_rerun(config, fmt))
-    first = first_look_only(candidate)
-    side = (
-        refused
-        or replayed(options, activity)
-        or batches_refused(activity, ran_suite)
-        or running(config, options, baseline, first)
-    )
-    if isinstance(side, str):
-        console.info(f"more evidence cannot run: {log_value(side, limit=None)}", source="gate")
-        return config, side, candidate
-    from evals.compare.plan import first_look_alpha
-
-    return with_alpha(config, first_look_alpha(config.gate)), side, first
-
-
-def with_alpha(config: SuiteConfig, alpha: float) -> SuiteConfig:
-    return config.model_copy(update={"gate": config.gate.model_copy(update={"alpha": alpha})})
-
-
-def replayed(options: GateOptions, activity: Activity) -> ReplaySource | None:
-    """The side jobs' batch files (``--evidence``), their baseline side checked against the digests
-    its job gave (required in Actions, where an artifact can be replaced by another job)."""
-    if not options.evidence:
-        return None
-    folder = Path(options.evidence)
-    if not folder.is_dir():
-        raise UsageError(f"--evidence {folder}: no such folder; give the folder the side jobs' batch files were put in")
-    if options.evidence_digest is None and activity.in_actions:
-        raise UsageError(
-            "--evidence without --evidence-digest (input `evidence-digest`): in Actions the baseline side's files "
-            "are gated only against the digests its job gave as its output (needs.<job>.outputs.evidence-digest)"
-        )
-    if options.evidence_digest is not None:
-        check_digests(folder, options.evidence_digest)
-    return ReplaySource(folder, "re-run by the baseline side's own job, on a fresh checkout of the base commit")
-
-
-def running(
-    config: SuiteConfig, options: GateOptions, baseline: LoadedBaseline, candidate: Results
-) -> RunningSource | str:
-    """Both sides run in this job: the baseline's in a worktree of its commit, or from its recorded
-    openai target (or why neither can)."""
-    side = prepare_baseline_side(config, Path(options.config), baseline)
-    if isinstance(side, str):
-        return side
-    return RunningSource(side, Path(options.config), out_dir_of(options), candidate)
-
-
-def batches_refused(activity: Activity, ran_suite: bool) -> str | None:
-    """Why batches cannot run in this job, else None. Batches run the suite's code (on a pull
-    request, its author's). In Actions, a job that gates a results file (the second job of the
-    two-job layout) holds a token that can write and runs no code of the repository: that promise
-    is kept. And the baseline's side never runs where a PR's code ran (docs/spec.md#more-evidence): that code could
-    have planted a git hook, or changed the virtualenv or the cache the baseline side would use.
-    Either way the first look decides alone; outside Actions (the developer's own code), or on a
-    push, both sides run here."""
-    if not activity.in_actions:
-        return None
-    if not ran_suite:
-        return (
-            'this job gates a results file and runs no code of the repository (docs/github-action.md, "Threat '
-            f"model\"); batches run the suite's code: use {LAYOUT}"
-        )
-    if activity.is_pr:
-        return (
-            "the pull request's code ran in this job, so the baseline's side cannot run here untouched by it (a git "
-            f"hook, the virtualenv or the cache it could have changed): use {LAYOUT}"
-        )
-    return None
-
-
 def _baseline_sha(baseline: LoadedBaseline | None) -> str:
     """The commit of the baseline used: its snapshot's, or the run's own for a legacy baseline.json."""
     if baseline is None:
@@ -476,15 +267,6 @@ def _baseline_sha(baseline: LoadedBaseline | None) -> str:
     if baseline.ref.snapshot is not None:
         return baseline.ref.snapshot.sha
     return baseline.results.run.git_sha or ""
-
-
-def guard_suite_job(activity: Activity, config: SuiteConfig, client: GitHubClient | None) -> None:
-    """Inside Actions, before the suite runs: refuse a token that can write unless the workflow
-    accepted it, warn about a persisted git credential."""
-    if activity.in_actions:
-        from evals.pipeline.exposure import guard_exposed
-
-        guard_exposed(activity, config, client)
 
 
 def run_only(options: CandidateOptions, activity: Activity) -> int:

@@ -9,7 +9,8 @@ from evals.common.escape import inline, log_value
 from evals.github.activity import Activity, actor_name, github_client, guard_reset_branch
 from evals.github.publish import publish_result, report_failure, set_outputs_safely
 from evals.pipeline.candidate import candidate_sha, load_config_or_defaults, obtain_candidate, out_dir_of
-from evals.pipeline.flows import guard_suite_job, nothing_measured
+from evals.pipeline.exposure import guard_suite_job
+from evals.pipeline.promotion import nothing_measured
 from evals.report.files import write_report_files
 from evals.results import console
 from evals.store.selection import Baselines, load_baselines, open_store_for

@@ -21,8 +21,10 @@ from evals.common.errors import EvalgateError
 from evals.common.gitinfo import git, repository_root
 from evals.compare.gate_changes import gate_changes
 from evals.results import console
-from evals.suite.config import GateSpec, MetricSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 from evals.suite.overrides import with_overrides
+from evals.suite.scoring import MetricSpec
 from evals.suite.yamlsource import load_yaml
 
 if TYPE_CHECKING:

@@ -29,9 +29,9 @@ from evals.pipeline.batch_budget import BatchBudget
 from evals.pipeline.batch_source import FOLDER, SIDES, SideName, run_batch_side, side_digests, start_folder
 from evals.pipeline.candidate import content_digest, out_dir_of
 from evals.pipeline.evidence import first_look_only, imported, nothing_to_rerun
-from evals.pipeline.flows import guard_suite_job
+from evals.pipeline.exposure import guard_suite_job
 from evals.results import console
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.store.selection import load_baselines, open_store_for
 
 if TYPE_CHECKING:

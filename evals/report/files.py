@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evals.results.model import atomic_write
+from evals.results.files import atomic_write
 
 if TYPE_CHECKING:
     from evals.compare.model import Comparison

@@ -42,12 +42,14 @@ from evals.report.filters import (
 from evals.report.markdown import STATUS, TOP_CASES, TREND_POINTS, UNIT_STATUS, top_cases
 from evals.report.spending import limit_view, spend_row, spend_view
 from evals.report.timeline import event_line
-from evals.results.model import Attempt, CaseResult, Results, atomic_write
+from evals.results.files import atomic_write
+from evals.results.model import Attempt, CaseResult, Results
 from evals.results.summary import ResultsSummary, case_values
 from evals.results.trace import tool_names
 
 if TYPE_CHECKING:
-    from evals.compare.model import CaseDiffEntry, Comparison
+    from evals.compare.case_changes import CaseDiffEntry
+    from evals.compare.model import Comparison
 
 TEMPLATE = "report.html.j2"
 TEMPLATE_DIR = Path(__file__).parent / "templates"

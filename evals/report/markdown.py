@@ -28,13 +28,14 @@ from jinja2.sandbox import SandboxedEnvironment
 
 from evals.common import escape
 from evals.common.errors import InputFileError
+from evals.compare.case_changes import CaseDiffEntry
 from evals.compare.floors import floor_sentence
-from evals.compare.model import CaseDiffEntry, Comparison, blocking_reason
+from evals.compare.model import Comparison, blocking_reason
 from evals.report import facts, glance
 from evals.report.ci_outputs import junit_xml
 from evals.report.filters import Safe, filters, finalize
 from evals.report.spending import spend_view
-from evals.results.model import atomic_write
+from evals.results.files import atomic_write
 from evals.suite.config import SuiteConfig
 
 Kind = Literal["comment", "summary", "full"]

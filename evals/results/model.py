@@ -3,29 +3,18 @@ importers produce. Field names are part of the interface; do not rename them."""
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import hashlib
 import json
-import os
-import re
-import tempfile
-import zlib
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Annotated, Any, Final, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
-from evals.common.errors import InputFileError, UsageError
 from evals.results.spend import JudgeUsage, LimitStop
 from evals.results.trace import TraceEvent, check_events
 
 SCHEMA_VERSION: Final = 1
 OUTPUT_LIMIT_BYTES = 8 * 1024
-INFLATE_LIMIT_ENV = "EVALGATE_MAX_INFLATED_MB"
-DEFAULT_INFLATE_LIMIT_MB = 1024
 
 RunStatus = Literal["pending", "running", "success", "error", "cancelled", "timeout"]
 ErrorKind = Literal["infra", "target", "scorer", "timeout"]
@@ -280,7 +269,7 @@ class Results(_Model):
 class ResultsView(Protocol):
     """A run as its readers (the summary, the history) see it: ``Results``, or a run whose cases
     are made as they are read (``evals.compare.lazyload.LazyResults`` from a file,
-    ``evals.run.execution.WrittenRun`` from what a run just wrote)."""
+    ``evals.run.recorder.WrittenRun`` from what a run just wrote)."""
 
     @property
     def run(self) -> RunInfo: ...
@@ -312,233 +301,6 @@ def clip_output(output: Any, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[Any, str,
     if len(raw) <= limit:
         return output, full_hash, False
     return raw[:limit].decode("utf-8", errors="ignore"), full_hash, True
-
-
-def _describe(exc: ValidationError, data: Any) -> str:
-    parts = []
-    for err in exc.errors(include_url=False)[:5]:
-        loc = err["loc"]
-        where = ""
-        for p in loc:
-            where += f"[{p}]" if isinstance(p, int) else (("." if where else "") + str(p))
-        if len(loc) >= 2 and loc[0] == "cases" and isinstance(loc[1], int):
-            with contextlib.suppress(KeyError, IndexError, TypeError):
-                where += f" (case id {data['cases'][loc[1]]['id']!r})"
-        parts.append(f"{where or '(top level)'}: {err['msg']}")
-    more = exc.error_count() - len(parts)
-    return "; ".join(parts) + (f"; and {more} more" if more > 0 else "")
-
-
-def inflate_limit() -> int:
-    """How many bytes compressed input (a gzipped results file, a zip member) may expand to:
-    ``EVALGATE_MAX_INFLATED_MB`` megabytes (default 1024), so a small crafted file cannot take
-    the machine's memory."""
-    raw = os.environ.get(INFLATE_LIMIT_ENV, "").strip()
-    if not raw:
-        return DEFAULT_INFLATE_LIMIT_MB << 20
-    try:
-        megabytes = int(raw)
-        if megabytes <= 0:
-            raise ValueError
-    except ValueError:
-        raise UsageError(f"{INFLATE_LIMIT_ENV}={raw!r}: expected a whole number of megabytes above 0") from None
-    return megabytes << 20
-
-
-def inflated_too_large(where: str | Path, what: str = "decompressed data") -> InputFileError:
-    limit_mb = inflate_limit() >> 20
-    return InputFileError(
-        where,
-        f"{what} larger than {limit_mb:,} MB: refusing to inflate it",
-        f"if the file is genuine, raise the limit with {INFLATE_LIMIT_ENV}=<megabytes>",
-    )
-
-
-GZIP_MAGIC = b"\x1f\x8b"
-_ZERO_PADDING = re.compile(rb"\0*")
-_INPUT_CHUNK = 1 << 14  # compressed bytes fed per step: zlib copies what a step leaves unread
-_INFLATE_CHUNK = 1 << 18  # inflated bytes per step: memory while counting is one of these
-# Inflated data is kept while it is counted up to this size (most results files: one pass); past
-# it, only counted, and inflated again once it is known to fit. So a bomb holds at most this much.
-_KEEP_WHILE_COUNTING = 64 << 20
-
-
-def _inflated(raw: bytes) -> Iterator[bytes]:
-    """The inflated bytes of every gzip member in ``raw``, a chunk at a time; zlib.error or
-    EOFError when the data is corrupt or cut short (zlib checks each member's CRC and length)."""
-    view = memoryview(raw)
-    start = 0
-    while start < len(raw):
-        member = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        data: memoryview | bytes
-        pos, data = start, view[start:start]
-        while not member.eof:
-            if not data:
-                data, pos = view[pos : pos + _INPUT_CHUNK], min(pos + _INPUT_CHUNK, len(raw))
-            # Output may still be pending inside zlib once its input is consumed: call until the
-            # end marker; no input left and no output before it is data cut short.
-            chunk = member.decompress(data, _INFLATE_CHUNK)
-            data = member.unconsumed_tail
-            if not chunk and not data and pos == len(raw) and not member.eof:
-                raise EOFError("compressed data ended before the end-of-stream marker")
-            yield chunk
-        # The next member starts where this one's data ended; members may be padded with zeros.
-        padding = _ZERO_PADDING.match(raw, pos - len(member.unused_data))
-        assert padding is not None  # \0* matches everywhere, if only the empty string
-        start = padding.end()
-
-
-def gunzip(raw: bytes, where: str | Path) -> bytes:
-    """Gzip data (any number of members) inflated, up to :func:`inflate_limit` bytes.
-
-    A bomb is refused without holding what it inflates to: the bytes are counted as they are
-    inflated, a chunk at a time, and refused the moment the count passes the limit; past
-    :data:`_KEEP_WHILE_COUNTING` they are only counted, and inflated again to keep them once they
-    are known to fit (a second inflate costs a fraction of parsing the JSON they hold). The size a
-    gzip trailer states is not used: it is the last member's alone, modulo 4 GiB, and a cut-short
-    file's last bytes state anything."""
-    limit = inflate_limit()
-    try:
-        kept: list[bytes] | None = []
-        size = 0
-        for chunk in _inflated(raw):
-            size += len(chunk)
-            if size > limit:
-                raise inflated_too_large(where, "gzip data that inflates")
-            if kept is not None:
-                kept.append(chunk)
-                if size > _KEEP_WHILE_COUNTING:
-                    kept = None
-        return b"".join(kept if kept is not None else _inflated(raw))
-    except (EOFError, zlib.error) as exc:
-        raise InputFileError(where, f"corrupt or truncated gzip data: {exc}") from None
-
-
-def read_json_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputFileError(path, "file not found") from None
-    except OSError as exc:
-        raise InputFileError(path, f"cannot read: {exc}") from None
-    return gunzip(raw, path) if raw[:2] == GZIP_MAGIC else raw
-
-
-def json_problem(exc: json.JSONDecodeError) -> str:
-    """The decoder's message with its column, read as a sentence: several of its messages end in
-    "at" ("Unterminated string starting at") and expect the position to follow."""
-    msg = exc.msg.removesuffix(" at")
-    return f"{msg} at column {exc.colno}"
-
-
-def looks_truncated(exc: json.JSONDecodeError) -> bool:
-    """The decoder stopped where a cut-short file would stop it: at the end of the text (in
-    characters: ``exc.pos`` counts them, not bytes), inside a string that never closes, or inside a
-    ``true``/``false``/``null`` that the end of the file cut."""
-    tail = exc.doc[exc.pos :].strip()
-    return not tail or exc.msg.startswith("Unterminated string") or any(w.startswith(tail) for w in LITERALS)
-
-
-LITERALS = ("true", "false", "null")
-
-
-def parse_results(raw: bytes, where: str | Path) -> Results:
-    if not raw.strip():
-        # What a run killed before its first write, or a failed download, leaves behind.
-        what = "empty" if not raw else "blank (only whitespace)"
-        raise InputFileError(where, f"the file is {what}: no results in it", "check the path, or run the suite again")
-    try:
-        data = json.loads(raw)
-    except UnicodeDecodeError:
-        raise InputFileError(where, "not UTF-8 text (is this a results file?)") from None
-    except json.JSONDecodeError as exc:
-        hint = "the file looks truncated" if looks_truncated(exc) else None
-        raise InputFileError(f"{where}:{exc.lineno}", f"invalid JSON: {json_problem(exc)}", hint) from None
-    except RecursionError:  # json.loads recurses per nesting level
-        raise InputFileError(where, "JSON nested too deeply to be a results file") from None
-    if not isinstance(data, dict):
-        raise InputFileError(where, "not a results file: expected a JSON object with schema_version, run, cases")
-    version = data.get("schema_version")
-    if version is None:
-        raise InputFileError(
-            where,
-            "not a results file: no schema_version",
-            "output of another harness: `evalgate import --from auto FILE -o results.json` converts it; "
-            "`show --from auto` and `gate --results-format auto` read it as it is",
-        )
-    if version != SCHEMA_VERSION:
-        raise InputFileError(
-            where,
-            f"unsupported schema_version {version!r}; this evalgate reads {SCHEMA_VERSION}",
-            "upgrade evalgate or re-create the file",
-        )
-    try:
-        return Results.model_validate(data)
-    except ValidationError as exc:
-        raise InputFileError(where, f"invalid results file: {_describe(exc, data)}") from None
-
-
-def load_results(path: str | Path) -> Results:
-    """Read a results file (JSON or gzipped JSON). Any problem is an InputFileError (exit 2)."""
-    path = Path(path)
-    return parse_results(read_json_bytes(path), path)
-
-
-def dump_results(results: Results) -> bytes:
-    return results.model_dump_json(exclude_none=False).encode("utf-8")
-
-
-def _read_umask() -> int:
-    # os.umask can only be read by setting it; done once at import, before any thread exists.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_UMASK = _read_umask()
-
-
-@contextmanager
-def temp_copy(folder: Path, name: str, data: bytes) -> Iterator[Path]:
-    """A complete, fsynced temporary file holding ``data`` in ``folder`` (hidden, named after
-    ``name``), for the caller to rename or link into place; removed on exit if it is still there.
-    OSError propagates. Its mode follows the umask like open()'s would (mkstemp makes 0600): a
-    results file or a baseline snapshot is meant to be as readable as any file the user writes."""
-    folder.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_UMASK)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        yield Path(tmp)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: a reader never sees half a file.
-    A path that cannot be written is the user's to fix (exit 2), not a crash."""
-    try:
-        with temp_copy(path.parent, path.name, data) as tmp:
-            os.replace(tmp, path)
-    except OSError as exc:
-        raise InputFileError(path, f"cannot write: {exc.strerror or exc}", "check the output path") from None
-
-
-def save_results(results: Results, path: str | Path) -> None:
-    """Write atomically; gzip when the name ends in ``.gz``."""
-    write_results_bytes(dump_results(results), path)
-
-
-def write_results_bytes(data: bytes, path: str | Path) -> None:
-    """``save_results`` for a results file already serialised (``dump_results``'s bytes)."""
-    path = Path(path)
-    if path.name.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=6, mtime=0)
-    atomic_write(path, data)
 
 
 def results_json_schema() -> dict[str, Any]:

@@ -19,6 +19,7 @@ from evals import __version__
 from evals.common.errors import InputFileError, UsageError
 from evals.common.gitinfo import current_ref, current_sha, uncommitted_changes
 from evals.results import console
+from evals.results.files import load_results
 from evals.results.model import (
     CaseResult,
     FailFastStop,
@@ -27,7 +28,6 @@ from evals.results.model import (
     RunStatus,
     SampleDesign,
     TargetInfo,
-    load_results,
 )
 from evals.results.spend import LimitStop, limit_amount, limit_sentence, resume_hint, spend_of
 from evals.results.summary import case_values

@@ -8,13 +8,12 @@ import functools
 import time
 from pathlib import Path
 
+from evals.results.files import parse_results, write_results_bytes
 from evals.results.model import (
     SCHEMA_VERSION,
     CaseResult,
     Results,
     RunInfo,
-    parse_results,
-    write_results_bytes,
 )
 from evals.suite.cases import Case
 

@@ -28,9 +28,11 @@ from pydantic import ValidationError
 from evals.common.errors import InfraError, InputFileError, UsageError
 from evals.common.escape import log_value
 from evals.results import console
+from evals.results.files import parse_results
+from evals.results.inflate import gunzip
 from evals.results.manifest import LEGACY_NAME, MANIFEST_RE, BaselineRef, Manifest, SnapshotInfo
 from evals.results.masking import mask_names
-from evals.results.model import Results, gunzip, parse_results
+from evals.results.model import Results
 from evals.store import ancestry
 from evals.store.blobs import Blob, BlobGone, Blobs, FolderBlobs
 from evals.store.releases import ReleaseBlobs

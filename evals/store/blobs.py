@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from evals.common.errors import InfraError
-from evals.results.model import temp_copy
+from evals.results.files import temp_copy
 
 
 class NameTaken(Exception):

@@ -22,8 +22,9 @@ from evals.common.errors import InfraError, InputFileError
 from evals.common.escape import log_value
 from evals.common.gitinfo import uncommitted_changes
 from evals.results import console
+from evals.results.files import dump_results
 from evals.results.manifest import MANIFEST_RE, SNAPSHOT_RE, Manifest, SnapshotInfo, manifest_name, snapshot_name
-from evals.results.model import Results, RunInfo, dump_results
+from evals.results.model import Results, RunInfo
 from evals.store import ancestry
 from evals.store.blobs import Blob, BlobGone, Blobs, NameTaken
 from evals.store.snapshot_order import Checkout, order

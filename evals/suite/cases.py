@@ -28,8 +28,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from evals.common.errors import InputFileError, UsageError
 from evals.common.gcpause import gc_paused
+from evals.results.files import json_problem
 from evals.results.masking import env_secrets, mask_name, mask_slices
-from evals.results.model import case_hash, json_problem
+from evals.results.model import case_hash
 from evals.suite.config import SuiteConfig
 from evals.suite.slices import require_slice_keys
 from evals.suite.targets import CommandTarget

@@ -8,15 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.common.errors import UsageError
-from evals.suite.config import (
-    BaselineSpec,
-    MetricSpec,
-    SuiteConfig,
-    rate_tolerance_fix,
-    target_from_file,
-)
+from evals.suite.config import BaselineSpec, SuiteConfig
 from evals.suite.limits import tighter_limits
+from evals.suite.loading import rate_tolerance_fix, target_from_file
 from evals.suite.options import CandidateOptions, GateOptions, RunOptions, StoreOptions
+from evals.suite.scoring import MetricSpec
 
 # Metrics whose values are rates in [0, 1]: the ones `--tolerance` applies to (and every pass@k).
 RATE_METRICS = ("pass_rate", "score", "error_rate")

@@ -41,8 +41,8 @@ from fakes.suites import echo_cases, git, write_suite
 
 from evals.github.models import ACTIONS_BOT_LOGIN as BOT_LOGIN
 from evals.github.publish import comment_marker, sticky_body
+from evals.results.files import load_results
 from evals.results.manifest import manifest_name
-from evals.results.model import load_results
 from evals.store.baseline import GitHubReleaseStore
 from evals.store.promotion import SEED_REASON
 

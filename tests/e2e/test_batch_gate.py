@@ -25,11 +25,12 @@ from fakes.batch_server import batch_server as batch_server  # the fixture
 from fakes.github_server import GitHubServer
 from fakes.suites import echo_cases, git, write_suite
 
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.run.execution import execute
 from evals.store.baseline import GitHubReleaseStore
 from evals.store.promotion import SEED_REASON
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 pytestmark = pytest.mark.e2e
 

@@ -24,9 +24,9 @@ from fakes.responses_server import ResponsesServer
 
 from evals.compare.analysis import compare, load_runs
 from evals.report.html import render_html
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 EXAMPLE = ROOT / "examples" / "agent"
 KEY = "sk-ant-local-example"

@@ -20,7 +20,8 @@ import pytest
 from fakes.paths import BROWSER, ROOT
 
 from evals.report.html import render_html
-from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 from evals.results.summary import summarize
 
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
@@ -225,7 +226,8 @@ def test_gate_html_has_the_verdict_and_a_searchable_case_diff(browser, tmp_path)
 def test_a_breached_floor_is_on_the_html_page_too():
     """docs/spec.md#html-report: the page says what the markdown says — here the absolute floor a first run missed."""
     from evals.compare.analysis import compare
-    from evals.suite.config import MetricSpec, SuiteConfig
+    from evals.suite.config import SuiteConfig
+    from evals.suite.scoring import MetricSpec
 
     cases = [CaseResult(id=f"c{i}", attempts=[Attempt(passed=i < 5)]) for i in range(20)]
     results = Results(run=RunInfo(suite="s", status="success", total_cases=20, completed_cases=20), cases=cases)

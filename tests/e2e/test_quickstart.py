@@ -14,7 +14,7 @@ from fakes.paths import ROOT
 
 from evals.run.scorers.builtin import build_scorers, score_attempt
 from evals.suite.cases import load_cases
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 
 @pytest.fixture(scope="module")

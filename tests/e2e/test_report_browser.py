@@ -28,7 +28,8 @@ from test_html_report import (  # noqa: F401
 )
 
 from evals.compare.analysis import compare
-from evals.compare.model import Comparison, EvidenceLook, EvidenceValue, MoreEvidence
+from evals.compare.looks import EvidenceLook, EvidenceValue, MoreEvidence
+from evals.compare.model import Comparison
 from evals.report import facts
 from evals.report.filters import BAR_CELLS
 from evals.report.html import render_html

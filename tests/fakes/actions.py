@@ -56,7 +56,7 @@ from typing import Any
 import pytest
 import yaml
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.store.baseline import GitHubReleaseStore
 from evals.store.promotion import SEED_REASON
 from fakes.github_server import GitHubServer, _error, _ok

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 
 
 def write_suite(folder: Path, cases: list[dict[str, Any]], **config: Any) -> Path:

@@ -13,7 +13,7 @@ from evals.compare.analysis import compare
 from evals.results.model import Attempt, Results
 from evals.results.trace import tool_names
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 from fakes.model_server import ModelServer, malformed, reset, status, truncated
 from fakes.suites import write_suite
 

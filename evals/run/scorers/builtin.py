@@ -23,7 +23,7 @@ from evals.run.cache import ResponseCache
 from evals.run.scorers.base import Score, Scorer, ScorerError, as_text, same_json, verdict
 from evals.run.targets.loading import import_callable
 from evals.suite.cases import Case
-from evals.suite.config import ScorerSpec
+from evals.suite.scoring import ScorerSpec
 from evals.suite.yamlsource import value_error_text
 
 __all__ = ["Score", "Scorer", "ScorerError", "as_text", "build_scorers", "score_attempt", "score_attempt_async"]

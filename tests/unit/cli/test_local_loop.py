@@ -20,7 +20,8 @@ from fakes.paths import FIXTURES, ROOT
 from fakes.suites import git
 
 from evals.common.errors import UsageError
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, load_results
+from evals.results.files import load_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.results.summary import percentile, summarize, wilson
 from evals.run.progress import Progress
 from evals.store.baseline import LocalStore

@@ -16,7 +16,8 @@ from evals.compare.metrics import metric_def
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, UnitIndex, paired_test
 from evals.compare.stats import bh_qvalues, weighted_holm
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 WHOLE = UnitIndex("overall", None, None, None)
 GATE = GateSpec(bootstrap_resamples=999)

@@ -16,19 +16,13 @@ from evals.common.errors import InputFileError, UsageError
 from evals.compare.analysis import compare
 from evals.compare.lazyload import load_lazy
 from evals.compare.model import Comparison
+from evals.results.files import load_results, save_results
 from evals.results.manifest import BaselineRef
-from evals.results.model import (
-    Attempt,
-    AttemptError,
-    CaseResult,
-    Results,
-    RunInfo,
-    case_hash,
-    load_results,
-    save_results,
-)
-from evals.suite.config import GateSpec, MetricSpec, SuiteConfig
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, case_hash
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 from evals.suite.overrides import apply_tolerance_override
+from evals.suite.scoring import MetricSpec
 
 
 def run_of(cases: list[CaseResult], *, sha: str = "base", status: str = "success", **run) -> Results:
@@ -498,7 +492,7 @@ def test_a_comparison_of_the_e_process_days_still_reads():
 
 
 def test_tolerance_override_changes_only_rate_metrics_and_not_the_config_hash(tmp_path):
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     (tmp_path / "evalgate.yml").write_text(
         "suite: demo\ncases: cases.jsonl\nscorers: [final_answer]\nmetrics:\n  pass_rate: {tolerance: 0.05}\n"
@@ -1014,7 +1008,7 @@ def test_a_run_records_its_configs_gate_settings(tmp_path):
     from fakes.suites import echo_cases, write_suite
 
     from evals.run.execution import execute
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     echo = "import json, sys; print(json.dumps({'output': json.load(sys.stdin)['input']}))"
     path = write_suite(tmp_path, echo_cases(3), target={"command": [sys.executable, "-c", echo]}, scorers=["exact"])

@@ -15,7 +15,8 @@ from evals.compare.decide import alpha_weights, decide, gate_verdict
 from evals.compare.metrics import metric_def
 from evals.compare.model import UnitResult
 from evals.compare.paired import MetricInput, UnitIndex
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 
 def unit(name: str, n: int, metric: str = "pass_rate", gated: bool = True) -> UnitResult:

@@ -14,7 +14,9 @@ from evals.compare.plan import plan_suite, render_text
 from evals.results.model import Attempt, CaseResult, FailFastStop, Results, RunInfo
 from evals.run.failfast import stratified_order
 from evals.suite.cases import Case
-from evals.suite.config import GateSpec, MetricSpec, MoreEvidenceSpec, SuiteConfig
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec, MoreEvidenceSpec
+from evals.suite.scoring import MetricSpec
 
 CONFIG = SuiteConfig.model_validate({"suite": "demo", "cases": [], "slices": ["language"], "gate": {"fail_fast": True}})
 LANGS = ["en"] * 300 + ["ko"] * 100 + ["ja"] * 100  # 500 cases

@@ -20,7 +20,8 @@ from evals.history import record_run
 from evals.history.flaky import known_flaky
 from evals.report.html import render_html
 from evals.report.markdown import render_markdown
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
 
 # Five history runs: c0 always passes, c1 flips twice in its four consecutive pairs (50%), c2 always
 # fails, c3 passes in the first three runs only (one flip of four: 25%).

@@ -13,7 +13,8 @@ from evals.compare.analysis import compare
 from evals.compare.judging import human_verdict, self_agreement
 from evals.compare.lazyload import load_lazy
 from evals.report.markdown import render_markdown
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, case_hash, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo, case_hash
 
 
 def judged_case(i: int, verdicts: list[bool], human: object = None) -> CaseResult:

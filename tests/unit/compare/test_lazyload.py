@@ -11,7 +11,7 @@ from pydantic_core import SchemaValidator
 
 from evals.common.errors import InputFileError
 from evals.compare.lazyload import LazyResults, _lean_schema, _validator, load_lazy
-from evals.results.model import load_results
+from evals.results.files import load_results
 
 RUN = {"suite": "s", "status": "success", "total_cases": 2, "completed_cases": 2}
 CASES = [

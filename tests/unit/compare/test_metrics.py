@@ -10,7 +10,8 @@ import pytest
 
 from evals.compare.lazyload import LazyResults, load_lazy
 from evals.compare.metrics import scan
-from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 
 
 def reference_scan(cases: list[CaseResult], names: list[str]) -> tuple[dict[str, list[float]], list[bool], dict]:

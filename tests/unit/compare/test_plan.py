@@ -20,7 +20,9 @@ from evals.compare.paired import MetricInput, UnitIndex
 from evals.compare.plan import ASSUMED_DISCORDANCE, plan_suite, units_of_cases
 from evals.compare.power import binary_cases, binary_mde, exact_power, normal_power
 from evals.suite.cases import load_cases
-from evals.suite.config import GateSpec, MetricSpec, load_config
+from evals.suite.gate import GateSpec
+from evals.suite.loading import load_config
+from evals.suite.scoring import MetricSpec
 
 QUICKSTART = ROOT / "examples" / "quickstart" / "evalgate.yml"
 
@@ -155,7 +157,7 @@ def test_the_plan_reads_the_discordance_two_recorded_runs_show(tmp_path, monkeyp
         )
         assert done.returncode == 0, done.stderr
         outputs.append(out)
-    from evals.results.model import load_results
+    from evals.results.files import load_results
 
     first, second = (load_results(p) for p in outputs)
     differ = sum(

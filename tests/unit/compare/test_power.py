@@ -17,7 +17,8 @@ from evals.compare.plan import plan_suite, render_text
 from evals.compare.power import binary_cases, binary_mde, binary_power, exact_power, normal_power
 from evals.compare.stats import mcnemar_worse, paired_clt
 from evals.results.model import Attempt, CaseResult, Results, RunInfo
-from evals.suite.config import GateSpec, MetricSpec, MoreEvidenceSpec
+from evals.suite.gate import GateSpec, MoreEvidenceSpec
+from evals.suite.scoring import MetricSpec
 
 LEVEL_25_OF_500 = 0.05 * 0.7 / 20  # a 25-case slice of 20×25: its weighted-Holm share of α
 

@@ -16,7 +16,8 @@ from evals.compare.decide import decide
 from evals.compare.metrics import metric_def
 from evals.compare.paired import MetricInput, UnitIndex
 from evals.results.summary import wilson
-from evals.suite.config import GateSpec, MetricSpec
+from evals.suite.gate import GateSpec
+from evals.suite.scoring import MetricSpec
 
 
 def closed_weighted_bonferroni(p: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -11,7 +11,8 @@ import pytest
 from evals.compare.analysis import compare, load_runs
 from evals.report.filters import tool_rows
 from evals.report.markdown import render_markdown
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, save_results
+from evals.results.files import save_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.results.trace import build_trace, first_divergence
 
 

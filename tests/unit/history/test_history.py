@@ -430,7 +430,7 @@ def test_sync_from_a_local_store_is_idempotent(history_url: str, tmp_path: Path)
 
 def test_run_digest_ignores_how_a_run_was_loaded(tmp_path: Path) -> None:
     from evals.compare.lazyload import load_lazy
-    from evals.results.model import load_results, save_results
+    from evals.results.files import load_results, save_results
 
     results = sample_results()
     save_results(results, tmp_path / "r.json.gz")
@@ -459,7 +459,7 @@ def test_compare_records_runs_it_has_not_seen_by_their_header_and_add_brings_the
     once, and the trend shows the runs. A run the history holds in full stays as it was. Both
     runs started in the same second (a fast suite): the baseline is recorded first, so the trend
     (oldest first, ties by row) does not put the candidate before it."""
-    from evals.results.model import save_results
+    from evals.results.files import save_results
 
     base = sample_results("1" * 40, "2026-11-01T10:00:00Z", ko_pass=1.0)
     cand = sample_results("2" * 40, "2026-11-01T10:00:00Z", ko_pass=0.0)
@@ -631,7 +631,7 @@ def test_history_add_of_a_bad_file_says_what_it_recorded_before_it(tmp_path: Pat
     in (adding it again changes nothing). Gzipped files, traces and the same file twice behave."""
     import gzip
 
-    from evals.results.model import save_results
+    from evals.results.files import save_results
 
     save_results(sample_results(), tmp_path / "good.json")
     (tmp_path / "good.json.gz").write_bytes(gzip.compress((tmp_path / "good.json").read_bytes()))
@@ -756,7 +756,7 @@ def test_a_gate_outside_git_is_named_in_the_history_by_its_sha(tmp_path: Path) -
 def test_a_named_config_must_exist_and_no_history_here_points_at_config(tmp_path: Path) -> None:
     """`history add --config typo.yml` wrote into the working folder's history and said nothing;
     from a folder without evalgate.yml, "no history" says where a suite's history is."""
-    from evals.results.model import save_results
+    from evals.results.files import save_results
 
     save_results(sample_results(), tmp_path / "r.json")
     typo = _cli(tmp_path, "history", "add", "--config", "evalgat.yml", "r.json")

@@ -13,7 +13,8 @@ import pytest
 from evals.compare.lazyload import CaseList, LazyResults, load_lazy
 from evals.history import open_history
 from evals.history.record import Writer, _LeanRows, run_digest
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.results.trace import build_trace
 
 TABLES = {

@@ -24,9 +24,11 @@ from evals.compare.casediff import grader_reasoning
 from evals.importers import import_results
 from evals.importers.deepeval import metric_errored
 from evals.importers.detect import sniff
+from evals.results.files import load_results, save_results
 from evals.results.infra import infra_cause
-from evals.results.model import Results, load_results, save_results
-from evals.suite.config import GateSpec, SuiteConfig
+from evals.results.model import Results
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 
 FIX = FIXTURES / "importers"
 DEEPEVAL_CLI = FIX / "deepeval" / "latest_test_run_cli.json"

@@ -15,8 +15,8 @@ import pytest
 from fakes.paths import FIXTURES
 
 from evals.importers import import_results
+from evals.results.files import load_results
 from evals.results.infra import error_kind, infra_cause
-from evals.results.model import load_results
 
 FIX = FIXTURES / "importers"
 PROMPTFOO_NET = FIX / "promptfoo" / "netfail_results.json"

@@ -24,8 +24,10 @@ from evals.compare.analysis import compare
 from evals.importers import import_results
 from evals.importers.detect import sniff
 from evals.importers.inspect_ai import value_to_float
-from evals.results.model import Results, load_results, save_results
-from evals.suite.config import GateSpec, SuiteConfig
+from evals.results.files import load_results, save_results
+from evals.results.model import Results
+from evals.suite.config import SuiteConfig
+from evals.suite.gate import GateSpec
 
 FIX = FIXTURES / "importers"
 PROMPTFOO = FIX / "promptfoo" / "repeat2_results.json"

@@ -14,7 +14,7 @@ from fakes.suites import echo_cases, load_suite
 from evals.common.errors import InputFileError
 from evals.github.activity import Activity
 from evals.pipeline.baseline_side import _recorded_target, remove_baseline_side
-from evals.pipeline.flows import batches_refused
+from evals.pipeline.first_look import batches_refused
 from evals.results.model import Results, RunInfo, TargetInfo
 from evals.suite.options import RunOptions
 from evals.suite.overrides import with_overrides

@@ -11,8 +11,9 @@ import pytest
 from evals.compare.plan import first_look_alpha, fixed_rule_alpha
 from evals.github.activity import Activity
 from evals.pipeline.failfast import fail_fast_applies, fail_fast_baseline
+from evals.results.files import load_results
 from evals.results.manifest import BaselineRef
-from evals.results.model import Results, RunInfo, load_results
+from evals.results.model import Results, RunInfo
 from evals.store.baseline import LoadedBaseline
 from evals.suite.config import SuiteConfig
 

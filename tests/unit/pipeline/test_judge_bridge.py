@@ -20,9 +20,9 @@ from fakes.suites import write_suite
 from evals.cli.app import main
 from evals.compare.compatibility import judge_change
 from evals.pipeline.rejudge import bridge_judge
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.store.selection import load_baselines, open_store_for
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 CASES = [{"id": f"c{i:02d}", "input": f"q{i}", "expected": f"a{i}"} for i in range(40)]
 # Reads its answers at each call, so a test changes what the target answers without re-importing it.

@@ -14,11 +14,13 @@ import pytest
 from test_report import BASE, CAND, base_pass, first_line, ko_regression, results
 
 from evals.compare.analysis import compare
-from evals.compare.model import Comparison, EvidenceLook, MoreEvidence
+from evals.compare.looks import EvidenceLook, MoreEvidence
+from evals.compare.model import Comparison
 from evals.report.filters import fmt_interval, interval_levels
 from evals.report.html import render_html
 from evals.report.markdown import render_markdown
-from evals.results.model import Results, parse_results
+from evals.results.files import parse_results
+from evals.results.model import Results
 
 POWER = "pass_rate overall can only detect drops of 16.1 pp or more (target_mde 0.1 = 10 pp)"
 

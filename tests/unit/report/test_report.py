@@ -20,8 +20,9 @@ from evals.compare.model import Comparison
 from evals.report.ci_outputs import annotation_lines, junit_xml
 from evals.report.filters import BAR_CELLS, bar
 from evals.report.markdown import render_markdown, write_reports
+from evals.results.files import parse_results
 from evals.results.manifest import BaselineRef, SnapshotInfo
-from evals.results.model import Results, parse_results
+from evals.results.model import Results
 from evals.suite.config import SuiteConfig
 
 LANGS = ("ko", "en", "ja", "de")
@@ -625,7 +626,7 @@ def test_cost_and_speed_of_both_runs_shown_by_default() -> None:
 def test_a_breached_floor_has_its_section_and_the_banner_without_a_baseline() -> None:
     """An absolute floor fails a first run (no baseline); the banner and a section of
     its own say which floor and by how much; the run's cases are not listed as "added"."""
-    from evals.suite.config import MetricSpec
+    from evals.suite.scoring import MetricSpec
 
     config = SuiteConfig(suite="demo", cases=[], metrics={"pass_rate": MetricSpec(min=0.95)})
     comparison = compare(None, results(CAND, base_pass), config)

@@ -318,7 +318,8 @@ def test_a_results_file_another_harness_wrote_is_masked_before_a_gate_stores_or_
     run.evalgate_version): the first is seeded (`--seed`) as the baseline, the second regresses and is
     reported. Neither the baseline store's snapshots nor the reports nor the history hold the
     secrets their outputs and errors carried."""
-    from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo, save_results
+    from evals.results.files import save_results
+    from evals.results.model import Attempt, AttemptError, CaseResult, Results, RunInfo
 
     leak = f"leak: {UNKNOWN_ENV_SECRETS['MY_PASSPHRASE']} {' '.join(SHAPES)}"
 

@@ -14,7 +14,8 @@ from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import write_suite
 
 from evals.common.errors import InputFileError
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.results.trace import CONTENT_LIMIT, TOOL_RESULT_LIMIT, TraceError, build_trace, tool_pairs
 from evals.run.targets.openai_chat import conversation_events
 

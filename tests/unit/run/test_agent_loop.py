@@ -18,10 +18,11 @@ from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import write_suite
 
 from evals.common.errors import UsageError
-from evals.results.model import Attempt, load_results
+from evals.results.files import load_results
+from evals.results.model import Attempt
 from evals.results.trace import step_count
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 TOOLS = '''
 import asyncio

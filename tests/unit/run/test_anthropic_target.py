@@ -34,7 +34,7 @@ from fakes.weather import (
 
 from evals.common.errors import InputFileError, UsageError
 from evals.results.trace import tool_names
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 KEY = "sk-ant-api03-test-0123456789"
 TOOLS = '''

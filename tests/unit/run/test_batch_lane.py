@@ -20,10 +20,11 @@ from fakes.suites import echo_cases, write_suite
 from evals.common.errors import InfraError, UsageError
 from evals.compare.analysis import compare
 from evals.report.spending import spend_view
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.results.summary import spend_lines, summarize
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 ANTHROPIC_KEY = "sk-ant-api03-test-0123456789"
 PRICES = {"price_in_per_mtok": 2.0, "price_out_per_mtok": 8.0}

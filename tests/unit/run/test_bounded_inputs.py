@@ -19,7 +19,7 @@ from fakes.suites import echo_cases, write_suite
 
 from evals.common import jsonsafe
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 DEEP = "[" * 1100 + "]" * 1100
 NEAR = "[" * 900 + "]" * 900  # parses under the interpreter's limit, then breaks what walks it

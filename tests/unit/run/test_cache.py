@@ -26,10 +26,10 @@ from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import InputFileError
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.cache import ATTEMPT, DB_NAME, STALE_TEMP_S, ResponseCache, _decode
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 RUBRIC = "The answer repeats the question."
 NONCE = re.compile(r'\{"nonce": "(\w+)"')

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from fakes.suites import echo_cases, process_alive, write_suite
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 
 N_CASES = 20
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from fakes.suites import echo_cases, load_suite, process_alive, write_suite
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.execution import execute
 
 PY = sys.executable

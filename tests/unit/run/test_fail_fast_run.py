@@ -9,7 +9,8 @@ from pathlib import Path
 from fakes.suites import echo_cases, load_suite
 
 from evals.compare.failfast import FailFast, look_points
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, load_results
+from evals.results.files import load_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.run.execution import execute
 from evals.suite.cases import load_cases
 

@@ -20,7 +20,7 @@ from fakes.openai_server import OpenAIServer, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import write_suite
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.scorers.base import Score, ScorerUnavailable
 from evals.run.scorers.judge import Judge, JudgeParams
 from evals.suite.cases import Case

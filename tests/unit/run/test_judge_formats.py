@@ -22,7 +22,7 @@ from fakes.responses_server import responses_server as responses_server  # the f
 from test_judge_spend import PRICE_IN, PRICE_OUT, evalgate, judged_suite
 
 from evals.common.errors import UsageError
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.scorers.base import Score, ScorerUnavailable
 from evals.run.scorers.judge import Judge, JudgeParams
 from evals.suite.cases import Case

@@ -17,7 +17,7 @@ from fakes.openai_server import OpenAIServer, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
 from test_judge import GERMANY, RUBRIC, framing, grader, reply, suite
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.cache import ResponseCache
 from evals.run.scorers.base import Score, ScorerUnavailable
 from evals.run.scorers.judge import Judge, JudgeParams

@@ -20,7 +20,7 @@ from fakes.suites import echo_cases, write_suite
 from test_judge import framing
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.results.spend import usd
 
 PRICE_IN, PRICE_OUT = 50.0, 200.0  # USD per million tokens: a judge call costs about a cent

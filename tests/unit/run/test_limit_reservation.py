@@ -17,7 +17,8 @@ from fakes.openai_server import OpenAIServer, tool_calls, tool_results
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 from evals.results.spend import usd
 
 TOOLS = '''

@@ -19,7 +19,7 @@ import zstandard
 
 from evals.common.errors import EXIT_USAGE, InputFileError
 from evals.importers import import_results
-from evals.results.model import INFLATE_LIMIT_ENV
+from evals.results.inflate import INFLATE_LIMIT_ENV
 from evals.suite.yamlsource import MAX_ALIAS_EXPANSION
 
 # ~560 bytes; each level nine aliases of the one before: 9**8 values once expanded (a few levels
@@ -78,7 +78,7 @@ def test_yaml_alias_bomb_in_a_cases_file_is_refused(tmp_path):
 
 
 def test_modest_anchors_and_merge_keys_still_load(tmp_path):
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     (tmp_path / "cases.jsonl").write_text('{"id": "c1", "input": "q", "expected": "q"}\n')
     path = tmp_path / "evalgate.yml"
@@ -139,7 +139,7 @@ def test_gzip_bomb_is_refused_while_counting_with_bounded_memory(tmp_path):
 
 
 def test_multi_member_and_zero_padded_gzip_still_load(tmp_path):
-    from evals.results.model import load_results, parse_results
+    from evals.results.files import load_results, parse_results
 
     text = json.dumps(GOOD).encode()
     path = tmp_path / "r.json.gz"

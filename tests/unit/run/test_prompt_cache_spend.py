@@ -15,7 +15,7 @@ from test_judge_formats import ANTHROPIC_KEY, grader
 from test_judge_spend import evalgate
 
 from evals.compare.metrics import scan
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.results.spend import spend_of
 
 

@@ -31,7 +31,7 @@ from fakes.weather import (
 )
 
 from evals.common.errors import InputFileError, UsageError
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 KEY = "sk-test-responses-0123456789"
 TOOLS = '''

@@ -15,7 +15,7 @@ from fakes.openai_server import OpenAIServer, hang, malformed, reset, status
 from fakes.openai_server import openai_server as openai_server  # the fixture
 from fakes.suites import echo_cases, load_suite
 
-from evals.results.model import dump_results, load_results
+from evals.results.files import dump_results, load_results
 from evals.results.summary import summarize
 from evals.run.execution import execute
 

@@ -13,7 +13,7 @@ import pytest
 from evals.common.errors import UsageError
 from evals.run.scorers.builtin import Score, ScorerError, build_scorers, score_attempt
 from evals.suite.cases import Case
-from evals.suite.config import ScorerSpec
+from evals.suite.scoring import ScorerSpec
 
 
 def scorer(spec: Any, root: Path = Path(".")):

@@ -9,7 +9,7 @@ import pytest
 from fakes.suites import echo_cases, load_suite
 
 from evals.common.errors import UsageError
-from evals.results.model import load_results, save_results
+from evals.results.files import load_results, save_results
 from evals.run.execution import execute
 from evals.run.shards import merge_results, parse_shard, shard_of
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 from fakes.suites import commit_all, echo_cases, load_suite
 
-from evals.results.model import load_results
+from evals.results.files import load_results
 from evals.run.execution import execute
 from evals.run.smoke import CaseHistory, draw_smoke, neyman_allocation, smoke_subset
 from evals.suite.cases import Case, load_cases
-from evals.suite.config import SmokeSpec, load_config
+from evals.suite.config import SmokeSpec
+from evals.suite.loading import load_config
 
 
 def suite(n: int = 300) -> list[Case]:

@@ -22,7 +22,8 @@ from fakes.openai_server import OpenAIServer, status
 from fakes.suites import echo_cases, write_suite
 
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, EXIT_USAGE
-from evals.results.model import Results, load_results
+from evals.results.files import load_results
+from evals.results.model import Results
 
 COST = 0.01  # per attempt
 
@@ -307,7 +308,7 @@ def test_run_timeout_s_is_read_as_max_duration_s_and_both_are_refused(tmp_path: 
     config = write_suite(tmp_path, echo_cases(2), target={"python": "costly:answer"}, run_timeout_s=30)
     shown = evalgate("schema", "config", cwd=tmp_path)  # the shipped schema names only the new key
     assert '"max_duration_s"' in shown.stdout and '"run_timeout_s"' not in shown.stdout
-    from evals.suite.config import load_config
+    from evals.suite.loading import load_config
 
     assert load_config(config).limits.max_duration_s == 30
     both = write_suite(

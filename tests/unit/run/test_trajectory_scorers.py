@@ -14,7 +14,7 @@ import pytest
 from evals.run.scorers.base import ScorerError
 from evals.run.scorers.builtin import build_scorers, score_attempt
 from evals.suite.cases import Case
-from evals.suite.config import ScorerSpec
+from evals.suite.scoring import ScorerSpec
 
 
 def call(name: str, args: Any = None) -> list[dict[str, Any]]:

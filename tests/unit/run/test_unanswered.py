@@ -19,7 +19,7 @@ from fakes.suites import echo_cases, load_suite, write_suite
 
 from evals.common.errors import InputFileError, UsageError
 from evals.run.execution import execute
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 
 def openai_spec(base_url: str, **extra) -> dict:

@@ -19,8 +19,9 @@ from fakes.github_server import GitHubServer, github_api_fixture  # noqa: F401  
 from fakes.suites import git
 
 from evals.common.errors import InfraError, UsageError
+from evals.results.files import save_results
 from evals.results.manifest import Manifest, manifest_name, snapshot_name
-from evals.results.model import Attempt, CaseResult, Results, RunInfo, save_results
+from evals.results.model import Attempt, CaseResult, Results, RunInfo
 from evals.store import ancestry
 from evals.store.baseline import (
     BaselineStore,

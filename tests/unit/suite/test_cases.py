@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from evals.common.errors import InputFileError
 from evals.results.model import case_hash
 from evals.suite.cases import Case, load_cases
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 
 def suite(tmp_path: Path, cases: str | list[str], files: dict[str, str]) -> list[Case]:

@@ -9,7 +9,8 @@ import pytest
 
 from evals.common.errors import InputFileError
 from evals.suite import schema
-from evals.suite.config import SuiteConfig, load_config
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 
 
 def config_error(tmp_path: Path, text: str) -> InputFileError:

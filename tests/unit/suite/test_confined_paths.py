@@ -19,7 +19,7 @@ from evals.common.errors import InputFileError
 from evals.history.settings import history_url
 from evals.report.markdown import _load_template
 from evals.run.scorers.judge import JudgeParams, make_judge
-from evals.suite.config import load_config
+from evals.suite.loading import load_config
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 
 from evals.common.errors import EXIT_USAGE, InputFileError
 from evals.compare.lazyload import LazyResults, load_lazy
-from evals.results.model import Results, load_results, parse_results
-from evals.suite.config import SuiteConfig, load_config
+from evals.results.files import load_results, parse_results
+from evals.results.model import Results
+from evals.suite.config import SuiteConfig
+from evals.suite.loading import load_config
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
