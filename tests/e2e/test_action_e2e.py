@@ -787,7 +787,7 @@ from evals.run.cache import ResponseCache as _Cache
 from evals.run.targets.base import case_payload as _payload
 from evals.run.targets.identity import python_code as _code
 from evals.suite.cases import load_cases as _load_cases
-from evals.suite.config import load_config as _load_config
+from evals.suite.loading import load_config as _load_config
 
 _config = _load_config(__import__("pathlib").Path(__file__).with_name("evalgate.yml"))
 _cache = _Cache(_config.resolve(_config.cache.dir), 1 << 30, _config.cache.key)
