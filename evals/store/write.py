@@ -7,6 +7,7 @@ retry), and prunes what no kept manifest names. ``StoreWriter`` is the writing h
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import random
@@ -392,7 +393,17 @@ class StoreWriter:
         retried after an ambiguous failure could return a concurrent writer's asset)."""
         name = manifest_name(manifest.generation)
         data = manifest.model_dump_json(indent=1).encode("utf-8")
-        if not self._reads_back(self._blobs.create(name, data), data):
+        blob = self._blobs.create(name, data)
+        if not self._reads_back(blob, data):
+            raise NameTaken(name)
+        # A writer stalled between reading generation n and creating n + 1 can find that name free
+        # again: concurrent writers published n + 1 … n + 3 meanwhile and pruned n + 1. Readers take
+        # the highest generation, so such a manifest would drop the other writers' promotions and
+        # lose its own: it is taken back and the promotion tried again on what is there now.
+        newer = [n for n in self._blobs.list() if (m := MANIFEST_RE.match(n)) and int(m.group(1)) > manifest.generation]
+        if newer:
+            with contextlib.suppress(InfraError, BlobGone):
+                self._blobs.delete(blob)
             raise NameTaken(name)
 
     def _reads_back(self, blob: Blob, data: bytes) -> bool:

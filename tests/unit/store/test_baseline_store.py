@@ -1108,3 +1108,21 @@ def test_a_snapshot_an_older_evalgate_stored_is_read_with_its_names_masked(tmp_p
     assert loaded is not None
     assert [c.id for c in loaded.results.cases] == [mask_name(key_id), "c1"]
     assert loaded.results.cases[0].slices["db"].startswith("postgres://***@db/x (masked ")
+
+
+def test_a_stalled_writer_whose_generation_was_pruned_does_not_publish_below_the_top(tmp_path: Path):
+    """A writer that read generation 1 and was descheduled while others published 2 … 5 (pruning 2)
+    finds the name manifest-2 free again; publishing there would lose every promotion since.
+    It is taken back (NameTaken: the writer re-reads and tries again), as a loaded CI machine showed."""
+    from evals.store.blobs import NameTaken
+
+    store = LocalStore(tmp_path / "store", keep=100, repo=None, settle_s=0)
+    for i in range(5):
+        sha = f"cccc{i:02d}"
+        assert store.promote(results_for(sha, [True]), sha=sha, verdict="reset", blessed=True).promoted
+    assert not (tmp_path / "store" / manifest_name(2)).exists()  # pruned: the name is free again
+    stale = Manifest(generation=2, snapshots=store.list().snapshots[:1])
+    with pytest.raises(NameTaken):
+        store._publish(stale)
+    assert not (tmp_path / "store" / manifest_name(2)).exists()
+    assert [e.sha for e in store.list().snapshots] == [f"cccc{i:02d}" for i in range(5)]
