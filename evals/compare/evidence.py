@@ -38,7 +38,6 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import stdtr
 
 Side = Literal["worse", "not_worse"]
 
@@ -64,6 +63,9 @@ def drop_test(total: ArrayLike, square: ArrayLike, n: ArrayLike, delta: ArrayLik
     with the same drop (no spread): p = 0 when that drop is on the alternative's side of δ, else 1."""
     if side not in ("worse", "not_worse"):
         raise ValueError(f"side must be 'worse' or 'not_worse', not {side!r}")
+    # Student's t CDF. scipy is slow to load (and ~20 MB): only more evidence and fail fast get here.
+    from scipy.special import stdtr
+
     s = 1.0 if side == "worse" else -1.0
     total_, square_, n_ = np.broadcast_arrays(
         np.asarray(total, dtype=float), np.asarray(square, dtype=float), np.asarray(n, dtype=float)

@@ -34,7 +34,6 @@ from evals.suite.config import SuiteConfig
 from evals.suite.gate import GateSpec
 from evals.suite.scoring import JUDGE_AGREEMENT, JudgeAgreementSpec
 
-CHUNK = 1024  # cases parsed at once from a lean run (evals.compare.lazyload)
 LISTED = 50  # cases listed by name in the comparison (the counts are whole)
 _WORDS = {"pass": True, "true": True, "yes": True, "fail": False, "false": False, "no": False}
 
@@ -76,15 +75,13 @@ def judge_flip_rate(case: CaseResult) -> float:
 def _cases(run: Run) -> Iterator[tuple[str, dict[str, Any], list[dict[str, Any]]]]:
     """(id, case metadata, each attempt's metadata) of every case, from a lean run's JSON without
     building its models."""
-    raw = getattr(run.cases, "raw", None)
-    if raw is None:
+    judged = getattr(run.cases, "judged", None)
+    if judged is None:
         for case in run.cases:
             yield case.id, case.metadata, [a.metadata for a in case.attempts]
         return
-    for chunk in raw(CHUNK):
-        for case in chunk:
-            attempts = case.get("attempts", ())
-            yield case["id"], case.get("metadata") or {}, [a.get("metadata") or {} for a in attempts]
+    for case in judged:
+        yield case["id"], case["metadata"], [a.get("metadata") or {} for a in case["attempts"]]
 
 
 @dataclass

@@ -41,6 +41,11 @@ class CaseList(ColumnarCases):
         self.attempts = AttemptColumns.collect([c.get("attempts", ()) for c in cases], dicts=True)
         # One entry per attempt, for the history's run digest (evals.history.record).
         self.output_sha256 = [a.get("output_sha256") for c in cases for a in c.get("attempts", ())]
+        # The few cases the judge checks read (evals.compare.judging), so they need no second
+        # parse of every case: most runs have none.
+        judged = set(self.attempts.case[self.attempts.judge_said].tolist())
+        judged.update(i for i, c in enumerate(cases) if "human_verdict" in (c.get("metadata") or ()))
+        self.judged = [judge_view(cases[i]) for i in sorted(judged)]
         self._json = case_json if case_json is not None else [pydantic_core.to_json(c) for c in cases]
 
     @classmethod
@@ -62,6 +67,8 @@ class CaseList(ColumnarCases):
             for case in parsed:
                 attempts = [_columns_of(a) for a in case.get("attempts", ())]
                 kept = {"id": case["id"], "hash": case.get("hash"), "slices": case.get("slices")}
+                if (human := (case.get("metadata") or {}).get("human_verdict")) is not None:
+                    kept["metadata"] = {"human_verdict": human}
                 slim.append({**kept, "attempts": attempts})
             if each is not None:
                 each(first, parsed, cls(slim[first:], case_json[first : first + chunk]))
@@ -90,6 +97,20 @@ class CaseList(ColumnarCases):
             yield pydantic_core.from_json(b"[" + b",".join(self._json[first : first + size]) + b"]")
 
 
+def judge_view(case: dict[str, Any]) -> dict[str, Any]:
+    """Of a case, what the judge checks read: its id, its human verdict and its attempts' judge
+    metadata (a case as evals.compare.judging reads it, without its outputs and traces)."""
+    human = (case.get("metadata") or {}).get("human_verdict")
+    return {
+        "id": case["id"],
+        "metadata": {} if human is None else {"human_verdict": human},
+        "attempts": [
+            {"metadata": {"judge": judge}} if (judge := (a.get("metadata") or {}).get("judge")) is not None else {}
+            for a in case.get("attempts", ())
+        ],
+    }
+
+
 # What AttemptColumns.collect and CaseList read of an attempt; the rest stays in the case's JSON.
 _COLUMN_FIELDS = (
     "passed", "score", "scores", "latency_ms", "tokens_in", "tokens_out", "cost_usd", "error", "retries", "cached",
@@ -99,9 +120,12 @@ _COLUMN_FIELDS = (
 
 def _columns_of(attempt: dict[str, Any]) -> dict[str, Any]:
     kept = {name: attempt[name] for name in _COLUMN_FIELDS if name in attempt}
-    read = (attempt.get("metadata") or {}).get("tokens_cache_read")
-    if read is not None:  # of the free-form metadata, only the prompt-cache tokens the spend counts
-        kept["metadata"] = {"tokens_cache_read": read}
+    # Of the free-form metadata, only the prompt-cache tokens the spend counts and what the judge
+    # checks read.
+    metadata = attempt.get("metadata") or {}
+    slim = {name: metadata[name] for name in ("tokens_cache_read", "judge") if metadata.get(name) is not None}
+    if slim:
+        kept["metadata"] = slim
     trace = attempt.get("trace")
     if trace is not None:  # the tools called are all the columns take of it (None: no trace at all)
         kept["trace"] = [event for event in trace if event.get("kind") == "tool_call"]

@@ -80,6 +80,7 @@ class AttemptColumns:
     judge_tokens_out: np.ndarray
     judge_cost: np.ndarray
     cache_read: np.ndarray  # the target's metadata.tokens_cache_read; NaN = none
+    judge_said: np.ndarray  # bool: metadata.judge holds the built-in judge's verdict (evals.compare.judging)
     judge_cache_read: np.ndarray
     scores: dict[str, np.ndarray]  # every named score some attempt has; NaN = absent
     tools: list[tuple[str, ...] | None]  # the tools each attempt called, in order; None = no trace
@@ -111,6 +112,7 @@ class AttemptColumns:
             kept = [v if is_count(v) else None for v in values]
             return np.array(kept, dtype=float) if flat else np.empty(0)
 
+        metadata = [m or {} for m in field("metadata", {})]
         per_attempt_scores = [s for s in field("scores") if s]
         names = sorted(set().union(*per_attempt_scores)) if per_attempt_scores else []
         all_scores = field("scores") if names else []
@@ -130,7 +132,8 @@ class AttemptColumns:
             judge_tokens_in=judge("tokens_in"),
             judge_tokens_out=judge("tokens_out"),
             judge_cost=judge("cost_usd"),
-            cache_read=counts_of([(m or {}).get("tokens_cache_read") for m in field("metadata", {})]),
+            cache_read=counts_of([m.get("tokens_cache_read") for m in metadata]),
+            judge_said=np.array(["judge" in m for m in metadata], dtype=bool) if flat else np.empty(0, dtype=bool),
             judge_cache_read=judge("tokens_cache_read"),
             scores={name: np.array([s.get(name) if s else None for s in all_scores], dtype=float) for name in names},
             tools=[None if n is None else tuple(n) for n in names_of],

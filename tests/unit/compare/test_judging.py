@@ -10,8 +10,8 @@ import pytest
 from fakes.suites import load_suite
 
 from evals.compare.analysis import compare
-from evals.compare.judging import human_verdict, self_agreement
-from evals.compare.lazyload import load_lazy
+from evals.compare.judging import human_verdict, judge_checks, self_agreement
+from evals.compare.lazyload import CaseList, LazyResults, load_lazy
 from evals.report.markdown import render_markdown
 from evals.results.files import save_results
 from evals.results.model import Attempt, CaseResult, Results, RunInfo, case_hash
@@ -74,6 +74,33 @@ def test_a_case_whose_judge_disagreed_with_itself_is_marked_in_the_case_diff(tmp
     assert c.judge.candidate is not None and c.judge.candidate.cases == ["c029"]
     report = render_markdown(c)
     assert "agreed with itself on 97% of outputs (3 verdicts each)" in report and "judge unsure" in report
+
+
+def test_the_lean_forms_read_the_same_judge_checks_as_the_models(tmp_path):
+    # The lean forms keep only the judged and labelled cases for these checks (no second parse of
+    # every case): unjudged cases in between, repeats, labels with and without a judge verdict.
+    plain = [
+        CaseResult(
+            id=f"p{i:03d}", attempts=[Attempt(passed=True, score=1.0)], input=f"p{i}", hash=case_hash(f"p{i}", None)
+        )
+        for i in range(40)
+    ]
+    judged = [judged_case(i, [True, i % 3 == 0, True], human=i % 4 != 0) for i in range(20)]
+    unjudged_label = plain[5].model_copy(update={"metadata": {"human_verdict": "fail"}})
+    run = results([*plain[:5], unjudged_label, *plain[6:20], *judged, *plain[20:]], "c")
+    save_results(run, tmp_path / "c.json")
+    from_file = load_lazy(tmp_path / "c.json")
+    assert isinstance(from_file, LazyResults)
+    assert len(from_file.cases.judged) == 21  # the 20 judged and the one labelled case, not the 59 others
+    written = LazyResults(
+        run.schema_version, run.run, CaseList.from_json([c.model_dump_json().encode() for c in run.cases])
+    )
+    config = load_suite(tmp_path, [], metrics={"pass_rate": {}, "judge_agreement": {"min": 0.5, "min_cases": 5}})
+    expected = judge_checks(None, run, config)
+    assert expected is not None and expected.candidate is not None and expected.humans is not None
+    assert expected.humans.labelled == 21 and expected.candidate.outputs == 20
+    assert judge_checks(None, from_file, config) == expected
+    assert judge_checks(None, written, config) == expected
 
 
 def labelled_runs(n: int, wrong: int, tmp_path) -> tuple[Results, Results]:
