@@ -16,6 +16,7 @@ The baseline side's files' sha256 digests are printed and set as the step output
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,8 @@ from evals.pipeline.evidence import first_look_only, imported, nothing_to_rerun
 from evals.pipeline.exposure import guard_suite_job
 from evals.results import console
 from evals.results.files import load_results
+from evals.run.cache import CACHE_DIR_ENV, cache_disabled
+from evals.run.seal import cache_files, check, discard, seal, seal_key
 from evals.store.selection import load_baselines, open_store_for
 
 if TYPE_CHECKING:
@@ -50,13 +53,25 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
             "--evidence-side runs one side's batches for the gate of a results file: pass --results FILE (the run "
             "job's results.json)"
         )
+    key = seal_key()  # out of the environment before any run starts: no suite code sees it
     client = github_client(activity)
     guard_suite_job(activity, config, client)  # batches run the suite's code: the suite job's guards
     folder = out_dir_of(options) / FOLDER
     folder.mkdir(parents=True, exist_ok=True)
+    cache = _baseline_cache(config, activity, key) if side == "baseline" else None
     why = _batches(config, activity, options, side, client)
     if why is not None:
         console.info(f"more evidence, {side} side: {log_value(why, limit=None)}", source="gate")
+    if cache is not None and activity.in_actions and not key:
+        console.info(
+            "more evidence, baseline side: the response cache is not sealed (no cache-seal-key): a later run of "
+            "this side asks its answers again",
+            source="gate",
+        )
+    elif cache is not None and key and seal(cache, key):
+        console.info(
+            f"more evidence, baseline side: sealed the response cache in {log_value(str(cache))}", source="gate"
+        )
     digests = side_digests(folder, side)
     # Never an empty folder: its artifact is then uploaded even when no batch ran, and the gate job's
     # download of both sides finds something.
@@ -65,6 +80,36 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
     if activity.in_actions:
         set_outputs_safely({"evidence-digest": digests, "verdict": "", "promoted": "false"})
     return EXIT_PASS
+
+
+def _baseline_cache(config: SuiteConfig, activity: Activity, key: bytes | None) -> Path | None:
+    """The response cache folder the baseline side's runs use, once it is one they may read: in
+    Actions (or with a seal key) a restored folder must carry the seal of an earlier baseline-side
+    job (evals.run.seal), or its cache files go before any batch runs. None: no cache."""
+    if config.cache is None or cache_disabled():
+        return None
+    # The config's folder, for every run of this side (the worktree's are pointed at it too): the
+    # one the workflow restores, checks and saves.
+    os.environ.pop(CACHE_DIR_ENV, None)
+    folder = config.resolve(config.cache.dir)
+    if not (activity.in_actions or key):
+        return folder  # a developer's own machine: the local flow trusts its checkout's cache too
+    shown = log_value(str(folder))
+    why = check(folder, key)
+    if why is None:
+        if cache_files(folder):
+            said = "is sealed by an earlier baseline-side job: its answers are not asked again"
+            console.info(f"more evidence, baseline side: the response cache in {shown} {said}", source="gate")
+        return folder
+    gone = discard(folder)
+    console.warning(
+        f"more evidence, baseline side: the response cache in {shown} was not used ({why}); its {gone} "
+        f"file{'s' if gone != 1 else ''} removed, every answer is asked again. Only a folder sealed by the "
+        f"baseline side's own job is read there: give that job the action's cache-seal-key (a repository secret "
+        'no other job gets; docs/github-action.md, "More evidence on pull requests")',
+        source="gate",
+    )
+    return folder
 
 
 def _batches(

@@ -322,7 +322,7 @@ class ResponseCache:
         """Move the entries of the one-file format into the table (each whole one keeps its last
         use; a damaged one was a miss already), then delete their files."""
         rows, done = [], []
-        for path, used in _legacy_entries(self.folder):
+        for path, used in legacy_entries(self.folder):
             try:
                 data = path.read_bytes()
             except OSError:
@@ -360,7 +360,7 @@ _HEX2 = re.compile(r"[0-9a-f]{2}")
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
 
-def _legacy_entries(folder: Path) -> list[tuple[Path, float]]:
+def legacy_entries(folder: Path) -> list[tuple[Path, float]]:
     """(path, last used) of every entry of the one-file format; stale temporary files are removed.
 
     Only what this cache wrote counts: a ``<2 hex>/<64 hex>`` file whose name starts with its

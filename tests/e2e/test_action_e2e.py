@@ -7,10 +7,12 @@ The runner is simulated by ``fakes.actions``, whose docstring says what is simul
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -1370,14 +1372,20 @@ def test_the_two_job_layouts_gate_job_runs_no_batch_and_says_why(world: World) -
 
 def test_the_more_evidence_config_is_the_quickstart_gated_with_more_evidence_under_its_own_gate_id() -> None:
     """eval-gate-more-evidence.yml gates its own config so that its comment is not eval-gate.yml's;
-    anything but ``gate:`` differing would make it another suite, or one whose scorers the
-    baselines eval-gate.yml promotes no longer match (incompatible on every PR)."""
+    anything but ``gate:`` (and the response cache, which no score depends on) differing would make
+    it another suite, or one whose scorers the baselines eval-gate.yml promotes no longer match
+    (incompatible on every PR)."""
     quickstart = yaml.safe_load((ROOT / CONFIG).read_text(encoding="utf-8"))
     more = yaml.safe_load((ROOT / MORE_EVIDENCE_CONFIG).read_text(encoding="utf-8"))
     gate = more.pop("gate")
-    assert more == {k: v for k, v in quickstart.items() if k != "gate"}
+    assert more.pop("cache")["targets"] == ["python"]
+    assert more == {k: v for k, v in quickstart.items() if k not in ("gate", "cache")}
     assert gate["more_evidence"]["max_batches"] > 0
     assert gate["id"] not in ((quickstart.get("gate") or {}).get("id"), quickstart["suite"])
+
+
+# The repository secret eval-gate-more-evidence.yml gives its baseline side's job alone (a fork's PR gets none).
+SEAL_SECRET = {"EVALGATE_CACHE_SEAL_KEY": "3f9c1e7a5b2d48c6a0e4f7b9d1c3e5a7"}
 
 
 def more_evidence_pr(world: World, checkout: Path, head: str, **pr: Any) -> Job:
@@ -1385,6 +1393,7 @@ def more_evidence_pr(world: World, checkout: Path, head: str, **pr: Any) -> Job:
     ``contents: read``, so GitHub gives it a token that can only read, from a fork or not."""
     job = world.pull_request(checkout, head, **pr)
     job.workflow, job.token = MORE_EVIDENCE, world.gh.read_token
+    job.secrets = {} if pr.get("fork") else dict(SEAL_SECRET)
     jobs = yaml.safe_load(MORE_EVIDENCE.read_text(encoding="utf-8"))["jobs"].values()
     assert [spec["permissions"] for spec in jobs] == [{"contents": "read"}] * 4
     return job
@@ -1417,6 +1426,39 @@ def _more_evidence_failed(world: World, run: StepRun, checkout: Path) -> dict[st
     return comparison
 
 
+def _baseline_attempts(world: World, run: StepRun) -> list[dict[str, Any]]:
+    """Every attempt of the baseline side's batch files of ``run``."""
+    folder = world.runner.artifacts / str(run.run_id) / "evalgate-evidence-baseline"
+    return [
+        attempt
+        for path in sorted(folder.glob("baseline-*.json"))
+        for case in json.loads(path.read_text(encoding="utf-8"))["cases"]
+        for attempt in case["attempts"]
+    ]
+
+
+def _forge_answers(folder: Path, into: Path) -> None:
+    """``folder``'s response cache with every answer of the bot replaced by "nope", each entry
+    re-encoded so the cache would serve it, the seal left as it was: what a PR's code holding the
+    runner's cache token could save in the PR's scope."""
+    from evals.run.cache import encode
+
+    def nope(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: nope(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [nope(v) for v in value]
+        return "FINAL ANSWER: nope" if isinstance(value, str) and "FINAL ANSWER" in value else value
+
+    shutil.copytree(folder, into)
+    with contextlib.closing(sqlite3.connect(into / "cache.sqlite")) as db, db:
+        rows = db.execute("SELECT key, data FROM entries").fetchall()
+        assert rows
+        for key, data in rows:
+            value = json.loads(bytes(data).split(b"\n", 1)[1])["value"]
+            db.execute("UPDATE entries SET data = ? WHERE key = ?", (encode(key, nope(value)), key))
+
+
 def _as_posted(body: str) -> str:
     return body.replace("\\", "")  # the comment escapes markdown punctuation with backslashes
 
@@ -1441,6 +1483,9 @@ def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_
     gate = world.runner.run(pr)
     assert (feature / ".git" / "hooks" / "post-checkout").is_file()  # planted by the PR's code, in vain
     _more_evidence_failed(world, gate, feature)
+    baseline_side = world.runner.action_runs[2]
+    assert "sealed the response cache" in baseline_side.stderr, baseline_side.log
+    assert not any(a.get("cached") for a in _baseline_attempts(world, gate))
     # Its token cannot comment, and it does not try: the comment phase is the one writer.
     assert not [r for r in gh.requests if "/comments" in r.path]
     posted = _comment_phase(world, pr, gate)
@@ -1474,11 +1519,15 @@ def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_
     assert f"eval-gate-{forger}-feature" == f"eval-gate-more-evidence-{gh.repo}-feature"  # names joined by "-" collide
     assert concurrency_group(world, forged) != concurrency_group(world, again)
 
-    # A second push: batches again, and the comment phase updates the same comment in place.
+    # A second push: batches again, and the comment phase updates the same comment in place. The
+    # baseline side asks nothing again: its job restored the folder its first run sealed.
     head2 = world.commit(feature, "tweak it again")
     pr2 = more_evidence_pr(world, feature, head2)
     gate2 = world.runner.run(pr2)
     _more_evidence_failed(world, gate2, feature)
+    assert "is sealed by an earlier baseline-side job" in world.runner.action_runs[2].stderr
+    attempts = _baseline_attempts(world, gate2)
+    assert attempts and all(a.get("cached") for a in attempts)
     assert _comment_phase(world, pr2, gate2).returncode == 0
     after = [c for c in our_comments(gh) if comment_marker("quickstart-more-evidence") in c["body"]]
     assert [c["id"] for c in after] == [comment["id"]] and len(our_comments(gh)) == 2
@@ -1507,6 +1556,20 @@ def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_
     assert our_comments(gh, PR + 1) == [] and [c["body"] for c in our_comments(gh) if c["id"] == comment["id"]] == [
         after[0]["body"]
     ]
+
+    # The PR's code, having reached the runner's cache token, saves in the PR's scope the baseline
+    # side's folder with every answer turned into "nope" (its seal copied along). The next run's
+    # baseline side restores that one (the PR's scope is searched first), finds the seal broken,
+    # removes it and asks the baseline's bot again: the honest fail stands.
+    saved = [c for c in world.runner.caches if c[1].startswith("evalgate-more-evidence-baseline-")]
+    assert saved and all(scope == pr2.ref for scope, _, _ in saved)
+    _forge_answers(saved[-1][2], world.tmp / "forged-cache")
+    base = pr2.payload["pull_request"]["base"]["sha"]
+    world.runner.caches.append((pr2.ref, f"evalgate-more-evidence-baseline-{base}-z", world.tmp / "forged-cache"))
+    gate3 = world.runner.run(more_evidence_pr(world, feature, head2))
+    _more_evidence_failed(world, gate3, feature)  # no "nope" among the baseline side's answers
+    assert "was not used (its seal does not match what it holds" in world.runner.action_runs[2].stderr
+    assert not any(a.get("cached") for a in _baseline_attempts(world, gate3))
 
 
 def test_a_fork_pr_gets_more_evidence_and_its_comment_the_same_way(world: World) -> None:

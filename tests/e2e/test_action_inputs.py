@@ -19,17 +19,23 @@ from fakes.paths import ROOT
 
 from evals.cli.app import build_parser
 from evals.cli.options import options_of
+from evals.results.masking import harmless_env
 from evals.suite.options import GateOptions, flags_of
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 # Inputs of the action alone, no option of evalgate's: how it installs itself, the token, and the
 # two guards evalgate reads from the environment (evals.pipeline.exposure) rather than as flags.
-ACTION_ONLY = {"python-version", "install", "github-token", "allow-write-token-with-suite", "allow-pull-request-target"}
+# The action's own, and the secrets: a secret reaches the process only through its variable, never a flag.
+ACTION_ONLY = {
+    "python-version", "install", "github-token", "allow-write-token-with-suite", "allow-pull-request-target",
+    "cache-seal-key",
+}  # fmt: skip
 # What the stand-in interpreter runs: evalgate's own parser on what the step passed after `-m MODULE`.
 PROBE = """
 import sys
 from evals.cli.app import build_parser
 from evals.cli.options import options_of
+from evals.results.masking import harmless_env
 from evals.common.errors import EvalgateError
 from evals.suite.options import GateOptions
 argv = sys.argv[sys.argv.index("-m") + 2:]
@@ -59,6 +65,13 @@ def test_every_declared_input_is_in_action_yml_and_set_into_its_variable():
     for name, variable in (("mode", "EVALGATE_MODE"), ("reason", "EVALGATE_REASON")):
         assert step("preflight")["env"][variable] == "${{ inputs." + name + " }}"
     assert "${{" not in step("gate")["run"] and "${{" not in step("preflight")["run"]
+
+
+def test_the_action_s_settings_are_not_masked_as_secrets_and_its_secrets_are():
+    """A value the action passes in its environment is masked in every log and file unless its
+    variable is known to be harmless: an evidence side's "baseline" read "more evidence, *** side"."""
+    env = step("gate")["env"]
+    assert {name for name in env if not harmless_env(name)} == {"GITHUB_TOKEN", "EVALGATE_CACHE_SEAL_KEY"}
 
 
 def test_every_input_of_action_yml_is_declared_or_the_actions_own():
