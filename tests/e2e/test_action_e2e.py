@@ -1426,12 +1426,12 @@ def _more_evidence_failed(world: World, run: StepRun, checkout: Path) -> dict[st
     return comparison
 
 
-def _baseline_attempts(world: World, run: StepRun) -> list[dict[str, Any]]:
-    """Every attempt of the baseline side's batch files of ``run``."""
-    folder = world.runner.artifacts / str(run.run_id) / "evalgate-evidence-baseline"
+def _baseline_attempts(world: World, run: StepRun, side: str = "baseline") -> list[dict[str, Any]]:
+    """Every attempt of ``side``'s batch files of ``run``."""
+    folder = world.runner.artifacts / str(run.run_id) / f"evalgate-evidence-{side}"
     return [
         attempt
-        for path in sorted(folder.glob("baseline-*.json"))
+        for path in sorted(folder.glob(f"{side}-*.json"))
         for case in json.loads(path.read_text(encoding="utf-8"))["cases"]
         for attempt in case["attempts"]
     ]
@@ -1519,15 +1519,17 @@ def test_a_pr_gets_more_evidence_in_a_read_only_job_and_one_sticky_comment_from_
     assert f"eval-gate-{forger}-feature" == f"eval-gate-more-evidence-{gh.repo}-feature"  # names joined by "-" collide
     assert concurrency_group(world, forged) != concurrency_group(world, again)
 
-    # A second push: batches again, and the comment phase updates the same comment in place. The
-    # baseline side asks nothing again: its job restored the folder its first run sealed.
+    # A second push: batches again, and the comment phase updates the same comment in place. Nothing
+    # is asked again: the baseline side's job restored the folder its first run sealed, the PR's jobs
+    # their own cache.
     head2 = world.commit(feature, "tweak it again")
     pr2 = more_evidence_pr(world, feature, head2)
     gate2 = world.runner.run(pr2)
     _more_evidence_failed(world, gate2, feature)
     assert "is sealed by an earlier baseline-side job" in world.runner.action_runs[2].stderr
-    attempts = _baseline_attempts(world, gate2)
-    assert attempts and all(a.get("cached") for a in attempts)
+    for side in ("baseline", "candidate"):  # neither side pays for its batches again
+        attempts = _baseline_attempts(world, gate2, side)
+        assert attempts and all(a.get("cached") for a in attempts), side
     assert _comment_phase(world, pr2, gate2).returncode == 0
     after = [c for c in our_comments(gh) if comment_marker("quickstart-more-evidence") in c["body"]]
     assert [c["id"] for c in after] == [comment["id"]] and len(our_comments(gh)) == 2
