@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from evals.common.errors import UsageError
-from evals.suite.options import Flag, Options, StoreOptions, choices_of, flags_of, is_list, value_type
+from evals.suite.flags import Flag, Options, choices_of, flags_of, is_list, value_type
+from evals.suite.options import StoreOptions
 
 M = TypeVar("M", bound=Options)
 

@@ -27,8 +27,9 @@ from evals.run.failfast import StopRulePlan
 from evals.run.recorder import WrittenRun
 from evals.run.shards import parse_shard
 from evals.suite.config import SuiteConfig
+from evals.suite.flags import argv_of
 from evals.suite.loading import load_config
-from evals.suite.options import RunOptions, argv_of
+from evals.suite.options import RunOptions
 from evals.suite.overrides import with_overrides
 
 

@@ -23,8 +23,9 @@ from evals.results.masking import mask_results
 from evals.results.model import Results
 from evals.run.cache import CACHE_ENV
 from evals.suite.config import SuiteConfig
+from evals.suite.flags import argv_of
 from evals.suite.loading import load_config
-from evals.suite.options import CandidateOptions, GateOptions, RunOptions, argv_of, run_argv
+from evals.suite.options import CandidateOptions, GateOptions, RunOptions, run_argv
 from evals.suite.overrides import with_overrides
 from evals.suite.scoring import MetricSpec
 

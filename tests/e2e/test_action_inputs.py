@@ -20,7 +20,8 @@ from fakes.paths import ROOT
 from evals.cli.app import build_parser
 from evals.cli.options import options_of
 from evals.results.masking import harmless_env
-from evals.suite.options import GateOptions, flags_of
+from evals.suite.flags import flags_of
+from evals.suite.options import GateOptions
 
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 # Inputs of the action alone, no option of evalgate's: how it installs itself, the token, and the
