@@ -22,23 +22,12 @@ from typing import Any
 
 import pytest
 import yaml
-from fakes.actions import (
-    ACTION,
-    BASH,
-    CONFIG,
-    PR,
-    TAG,
-    WORKFLOWS,
-    Expr,
-    Job,
-    StepRun,
-    World,
-    our_comments,
-    regressed,
-)
-from fakes.actions import origin as origin  # the fixture
-from fakes.actions import world as world  # the fixture
+from fakes.actions import ACTION, BASH, CONFIG, PR, TAG, WORKFLOWS, Job, StepRun
+from fakes.expressions import Expr
 from fakes.paths import ROOT
+from fakes.repository import World, our_comments, regressed
+from fakes.repository import origin as origin  # the fixture
+from fakes.repository import world as world  # the fixture
 from fakes.suites import echo_cases, git, write_suite
 
 from evals.github.models import ACTIONS_BOT_LOGIN as BOT_LOGIN

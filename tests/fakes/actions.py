@@ -43,23 +43,18 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 
-from evals.results.files import load_results
-from evals.store.baseline import GitHubReleaseStore
-from evals.store.promotion import SEED_REASON
-from fakes.github_server import GitHubServer, _error, _ok
+from fakes.expressions import Expr
+from fakes.github_server import GitHubServer
 from fakes.paths import ROOT
 from fakes.suites import git, read_output_file
 
@@ -68,98 +63,6 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 TAG = "eval-baseline"
 CONFIG = "examples/quickstart/evalgate.yml"
 PR = 7
-
-# ------------------------------------------------------------------------------------------ expressions
-
-
-class Expr:
-    """A deliberately small evaluator of GitHub Actions expressions: enough for the ones our
-    action and workflows use (``==``, ``!=``, ``&&``, ``||``, parentheses; ``&&`` binds tighter
-    than ``||`` and each returns the operand that decided, as GitHub's do), and an error for
-    anything else."""
-
-    _TOKEN = re.compile(r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<op>==|!=|&&|\|\||[()])|(?P<path>[A-Za-z_][\w.-]*))")
-
-    def __init__(self, contexts: dict[str, Any]):
-        self.contexts = contexts
-
-    def value(self, text: str) -> Any:
-        tokens = self._tokens(text)
-        result, rest = self._or(tokens, text)
-        if rest:
-            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
-        return result
-
-    def _tokens(self, text: str) -> list[tuple[str, str]]:
-        tokens, pos = [], 0
-        while pos < len(text.rstrip()):
-            match = self._TOKEN.match(text, pos)
-            if not match or match.end() == pos:
-                raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
-            kind = match.lastgroup or ""
-            tokens.append((kind, match.group(kind)))
-            pos = match.end()
-        return tokens
-
-    def _or(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
-        result, tokens = self._and(tokens, text)
-        while tokens[:1] == [("op", "||")]:
-            right, tokens = self._and(tokens[1:], text)
-            result = result or right
-        return result, tokens
-
-    def _and(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
-        result, tokens = self._comparison(tokens, text)
-        while tokens[:1] == [("op", "&&")]:
-            right, tokens = self._comparison(tokens[1:], text)
-            result = result and right
-        return result, tokens
-
-    def _comparison(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
-        left, tokens = self._primary(tokens, text)
-        if tokens[:1] not in ([("op", "==")], [("op", "!=")]):
-            return left, tokens
-        op = tokens[0][1]
-        right, tokens = self._primary(tokens[1:], text)
-        same = str(left).lower() == str(right).lower() if left is not None and right is not None else left == right
-        return (same if op == "==" else not same), tokens
-
-    def _primary(self, tokens: list[tuple[str, str]], text: str) -> tuple[Any, list[tuple[str, str]]]:
-        if tokens[:1] == [("op", "(")]:
-            inner, rest = self._or(tokens[1:], text)
-            if rest[:1] != [("op", ")")]:
-                raise AssertionError(f"unbalanced parentheses: {text!r}")
-            return inner, rest[1:]
-        if not tokens or tokens[0][0] == "op":
-            raise AssertionError(f"expression not supported by this test's evaluator: {text!r}")
-        return self._operand(tokens[0]), tokens[1:]
-
-    def _operand(self, token: tuple[str, str]) -> Any:
-        kind, raw = token
-        if kind == "str":
-            return raw[1:-1].replace("''", "'")
-        if raw in ("true", "false", "null"):
-            return {"true": True, "false": False, "null": None}[raw]
-        value: Any = self.contexts
-        for part in raw.split("."):
-            value = value.get(part) if isinstance(value, dict) else None
-        if value is None and raw.startswith(("vars.", "secrets.")):
-            return ""  # GitHub: an unset variable or secret is the empty string
-        return value
-
-    def render(self, template: Any) -> str:
-        """A string with ``${{ }}`` parts substituted (GitHub turns null into '')."""
-
-        def one(match: re.Match[str]) -> str:
-            value = self.value(match.group(1))
-            if isinstance(value, bool):
-                return "true" if value else "false"
-            return "" if value is None else str(value)
-
-        if isinstance(template, bool):  # YAML booleans reach actions as "true"/"false"
-            return "true" if template else "false"
-        return re.sub(r"\$\{\{(.*?)\}\}", one, str(template))
-
 
 # ------------------------------------------------------------------------------------------ runner
 
@@ -501,138 +404,3 @@ class Runner:
         for secret in (self.gh.write_token, self.gh.read_token):
             assert secret not in done.stdout + done.stderr + summary, "the token leaked into the log"
         return StepRun(done.returncode, done.stdout, done.stderr, outputs, summary, Path(inputs["out-dir"]), steps=ran)
-
-
-# ------------------------------------------------------------------------------------------ the repository
-
-
-@dataclass
-class Origin:
-    path: Path
-    main_sha: str
-    baseline_results: Path  # the quickstart's full run at main_sha, for seeding stores directly
-
-
-@pytest.fixture(scope="module")
-def origin(tmp_path_factory: pytest.TempPathFactory) -> Origin:
-    """A repository laid out like this one (examples/quickstart/...) with one commit on main. Its
-    config differs from the shipped one only in the store section: the store is chosen by the
-    environment (github-release in Actions) and the first full run seeds it."""
-    repo = tmp_path_factory.mktemp("origin")
-    git(repo, "init", "-q")
-    target = repo / "examples" / "quickstart"
-    shutil.copytree(
-        ROOT / "examples" / "quickstart", target, ignore=shutil.ignore_patterns("baselines", "__pycache__", ".evalgate")
-    )
-    config = yaml.safe_load((target / "evalgate.yml").read_text(encoding="utf-8"))
-    config["baseline"] = {"on_missing": "seed", "tag": TAG}
-    (target / "evalgate.yml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "quickstart")
-    sha = git(repo, "rev-parse", "HEAD")
-    results = tmp_path_factory.mktemp("results") / "baseline.json"
-    subprocess.run(
-        [sys.executable, "-m", "evals", "run", "--config", str(target / "evalgate.yml"), "-o", str(results)],
-        cwd=repo,
-        env={k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")},
-        check=True,
-        capture_output=True,
-    )
-    return Origin(repo, sha, results)
-
-
-@dataclass
-class World:
-    gh: GitHubServer
-    runner: Runner
-    origin: Origin
-    tmp: Path
-
-    def checkout(self, name: str) -> Path:
-        """A fresh clone (a runner's checkout with full history, like fetch-depth: 0)."""
-        path = self.tmp / "checkouts" / name
-        while path.exists():  # a second job with the same name gets its own runner
-            path = path.with_name(path.name + "+")
-        path.parent.mkdir(exist_ok=True)
-        git(self.tmp, "clone", "-q", str(self.origin.path), str(path))
-        return path
-
-    def commit(self, repo: Path, message: str) -> str:
-        (repo / "CHANGES.txt").open("a", encoding="utf-8").write(message + "\n")
-        git(repo, "add", "-A")
-        git(repo, "commit", "-q", "-m", message)
-        return git(repo, "rev-parse", "HEAD")
-
-    def seed(self) -> None:
-        """The baseline of main's first commit, put in the release store directly, blessed as a
-        seeding gate stores it (evals.store.promotion)."""
-        store = GitHubReleaseStore(self.gh.client(), tag=TAG, repo=self.origin.path)
-        results = load_results(self.origin.baseline_results)
-        store.promote(results, sha=self.origin.main_sha, verdict="seed", reason=SEED_REASON, blessed=True)
-
-    def manifest(self) -> dict[str, Any]:
-        names = [a["name"] for a in self.gh.assets(TAG) if re.fullmatch(r"manifest-\d+\.json", a["name"])]
-        assert names, "no manifest in the release"
-        current = max(names, key=lambda n: int(re.findall(r"\d+", n)[0]))
-        return json.loads(self.gh.asset_data(TAG, current) or b"{}")
-
-    def latest_sha(self) -> str:
-        return self.manifest()["snapshots"][-1]["sha"]
-
-    def push(self, checkout: Path, sha: str, token: str | None = None) -> Job:
-        payload = {
-            "ref": "refs/heads/main",
-            "after": sha,
-            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
-        }
-        return Job("push", payload, checkout, sha, "refs/heads/main", token or self.gh.write_token)
-
-    def pull_request(
-        self, checkout: Path, head: str, *, base: str | None = None, fork: bool = False, number: int = PR
-    ) -> Job:
-        head_repo = "forker/evals" if fork else self.gh.repo
-        payload = {
-            "number": number,
-            "pull_request": {
-                "number": number,
-                "head": {"sha": head, "ref": "feature", "repo": {"full_name": head_repo}},
-                "base": {"sha": base or self.origin.main_sha, "ref": "main", "repo": {"full_name": self.gh.repo}},
-            },
-            "repository": {"full_name": self.gh.repo, "default_branch": "main"},
-        }
-        self.gh.pulls[number] = payload["pull_request"]  # the PR as the API shows it now
-        token = self.gh.read_token if fork else self.gh.write_token
-        return Job("pull_request", payload, checkout, head, f"refs/pull/{number}/merge", token)
-
-
-class PullsServer(GitHubServer):
-    """The fake GitHub server plus ``GET /repos/{o}/{r}/pulls/{n}`` (docs.github.com/rest/pulls),
-    which ``evalgate comment`` reads to check a stored report against the PR's current head.
-    (tests/fakes/github_server.py does not serve it yet.)"""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.pulls: dict[int, dict[str, Any]] = {}
-
-    def _route(self, method: str, path: str, query: Any, headers: Any, body: bytes, token: Any, fault: Any) -> Any:
-        match = re.fullmatch(re.escape(f"{self.prefix}/repos/{self.repo}/pulls/") + r"(\d+)", path)
-        if not (match and method == "GET"):
-            return super()._route(method, path, query, headers, body, token, fault)
-        pull = self.pulls.get(int(match.group(1)))
-        return _ok({**pull, "state": "open"}) if pull else _error(404, "Not Found")
-
-
-@pytest.fixture
-def world(origin: Origin, tmp_path: Path) -> Iterator[World]:
-    with PullsServer() as gh:
-        yield World(gh, Runner(gh, tmp_path), origin, tmp_path)
-
-
-def regressed(job: Job) -> Job:
-    """The quickstart bot with its Korean handling broken (QUICKSTART_REGRESS=ko, see bot.py)."""
-    job.extra_env["QUICKSTART_REGRESS"] = "ko"
-    return job
-
-
-def our_comments(gh: GitHubServer, pr: int = PR) -> list[dict[str, Any]]:
-    return [c for c in gh.comments(pr) if "evalgate:gate=" in (c.get("body") or "")]
