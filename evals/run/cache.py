@@ -76,11 +76,11 @@ FLUSH_ENTRIES = 512
 FLUSH_S = 2.0
 # Another process holding the write lock (a shard's batch): wait for it rather than lose the batch.
 BUSY_TIMEOUT_S = 30.0
-# A table of at most this many entries has their keys read when it is opened (their hashes, ~60
-# bytes each: 6 MB at most, ~50 ms to read), so that a miss is a set lookup, not a SELECT (~20 µs
-# of CPU in a run: 0.2 s on a 10,000-case run that cannot hit). A bigger table keeps a SELECT a
-# lookup: reading it whole would cost more than most runs' misses.
-KNOWN_MAX = 100_000
+# A table of at most this many entries has their keys read when it is opened (their hashes: ~80
+# bytes and ~0.8 µs of CPU each, so 4 MB and 40 ms at most), so that a miss is a set lookup, not a
+# SELECT (~20 µs of CPU in a run: 0.2 s on a 10,000-case run that cannot hit). A bigger table
+# keeps a SELECT a lookup: reading it whole would cost more than most runs' misses save.
+KNOWN_MAX = 50_000
 
 # The attempt number the runner is on (its index plus --attempt-offset). A context variable, so
 # that what users implement — a Target's ``call(case)``, a scorer's ``(output, case)`` — keeps its
@@ -375,16 +375,21 @@ class ResponseCache:
         first = self._data_version < 0
         self._data_version = version
         if first:
-            rows = conn.execute("SELECT rowid, key FROM entries LIMIT ?", (KNOWN_MAX + 1,)).fetchall()
-            if len(rows) > KNOWN_MAX:
-                return
-            self._known = set()
+            # The key's index holds the rowids too: this reads it, not the table's pages of answers.
+            rows = conn.execute("SELECT rowid, key FROM entries LIMIT ?", (KNOWN_MAX + 1,))
+            known: set[int] = set()
         elif self._known is None:
             return
         else:
-            rows = conn.execute("SELECT rowid, key FROM entries WHERE rowid > ?", (self._last_rowid,)).fetchall()
-        self._known.update(hash(key) for _, key in rows)
-        self._last_rowid = max((rowid for rowid, _ in rows), default=self._last_rowid)
+            rows = conn.execute("SELECT rowid, key FROM entries WHERE rowid > ?", (self._last_rowid,))
+            known = self._known
+        last = self._last_rowid
+        for rowid, key in rows:
+            known.add(hash(key))
+            last = max(last, rowid)
+        if first and len(known) > KNOWN_MAX:
+            return
+        self._known, self._last_rowid = known, last
 
     def _convert(self, conn: sqlite3.Connection) -> None:
         """Move the entries of the one-file format into the table (each whole one keeps its last
