@@ -1,11 +1,13 @@
 """The response cache's lookups (evals/run/cache.py, docs/spec.md#response-cache): a miss on a table
 small enough to know its keys asks SQLite nothing; what another process writes is still served —
 at open, after this process's next batch, and at once on a table too big to know; a known key
-whose row changed is read, never assumed; an answer echoing a secret, escaped or not, is refused."""
+whose row changed is read, never assumed; an answer echoing a secret, escaped or not, is refused;
+a process killed while it writes loses less than one batch."""
 
 from __future__ import annotations
 
 import contextlib
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from evals.run import cache as cache_module
-from evals.run.cache import DB_NAME, ResponseCache
+from evals.run.cache import DB_NAME, FLUSH_ENTRIES, ResponseCache
 
 WRITER = """
 import sys
@@ -97,3 +99,26 @@ def test_an_answer_echoing_a_secret_as_json_writes_it_is_refused(tmp_path, secre
     cache.close()
     with contextlib.closing(sqlite3.connect(tmp_path / DB_NAME)) as db:
         assert [k for (k,) in db.execute("SELECT key FROM entries")] == [key(1)]
+
+
+KILLED = """
+import os, signal, sys
+from pathlib import Path
+from evals.run.cache import ResponseCache
+
+cache = ResponseCache(Path(sys.argv[1]), 1 << 30)
+for i in range(int(sys.argv[2])):
+    cache.put(format(i, "064x"), {"i": i})
+os.kill(os.getpid(), signal.SIGKILL)  # no close: the answers not yet in a batch are lost
+"""
+
+
+def test_a_process_killed_while_it_writes_loses_less_than_one_batch(tmp_path):
+    answered = FLUSH_ENTRIES + 100
+    done = subprocess.run([sys.executable, "-c", KILLED, str(tmp_path), str(answered)], check=False)
+    assert done.returncode == -signal.SIGKILL
+    with contextlib.closing(sqlite3.connect(tmp_path / DB_NAME)) as db:
+        kept = {k for (k,) in db.execute("SELECT key FROM entries")}
+    assert len(kept) >= FLUSH_ENTRIES and answered - len(kept) < FLUSH_ENTRIES  # FLUSH_S may have written more
+    cache = ResponseCache(tmp_path, 1 << 30)
+    assert all(cache.get(k) is not None for k in kept) and cache.stats.bad == 0
