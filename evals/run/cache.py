@@ -76,10 +76,9 @@ FLUSH_ENTRIES = 512
 FLUSH_S = 2.0
 # Another process holding the write lock (a shard's batch): wait for it rather than lose the batch.
 BUSY_TIMEOUT_S = 30.0
-# A table of at most this many entries has their keys read when it is opened (their hashes: ~80
-# bytes and ~0.8 µs of CPU each, so 4 MB and 40 ms at most), so that a miss is a set lookup, not a
-# SELECT (~20 µs of CPU in a run: 0.2 s on a 10,000-case run that cannot hit). A bigger table
-# keeps a SELECT a lookup: reading it whole would cost more than most runs' misses save.
+# A table of at most this many entries has its keys read when it is opened (their hashes: ~80
+# bytes and ~0.8 µs each, so 4 MB and 40 ms at most). Above, reading it whole would cost more
+# than the SELECTs most runs' misses make (~20 µs of CPU each inside a run).
 KNOWN_MAX = 50_000
 
 # The attempt number the runner is on (its index plus --attempt-offset). A context variable, so
@@ -187,12 +186,8 @@ class ResponseCache:
         self._touched: set[str] = set()
         self._flushed_at = time.monotonic()
         self._lock = threading.RLock()
-        # The hashes of the keys the table may hold (``KNOWN_MAX``), or None: ask the table. Read
-        # when the table is opened, then grown by this process's answers and, at each batch it
-        # writes, by the rows other processes (shards, a second run) committed since (``_learn``).
-        # A hash here whose row is gone or another's is only a SELECT that misses; a row another
-        # process wrote since this one's last batch is not seen yet: a miss asked again, whose
-        # answer replaces it. Neither can serve a wrong answer: a row is read and checked first.
+        # The hashes of the keys the table may hold, or None: ask it (the module's docstring). A
+        # hash whose row is gone, or a collision, costs a SELECT that misses; never a wrong answer.
         self._known: set[int] | None = None
         self._last_rowid = 0
         self._data_version = -1
