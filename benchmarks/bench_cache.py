@@ -5,7 +5,13 @@ store seeded first; each round empties the cache, gates (cold: every answer paid
 suite, nothing changed). It prints, per round, the wall time of each gate, the requests the server answered and the
 verdicts, which must agree.
 
-    .venv/bin/python benchmarks/bench_cache.py [--cases 200] [--latency 0.02] [--rounds 3]
+With ``--misses N``, then the cache's own CPU on a run that cannot hit, the case a first run and every
+changed case pay: ``evalgate run`` of N cases (``bench_runner.py``'s suite: an ``openai`` target on its
+chat fake, in its own process, concurrency 50; the history off) with the cache off and with a fresh
+cache (every answer a miss that is written), alternating, ``--rounds`` times each; it prints the CPU
+seconds (user+sys, from the kernel) of each run and the medians' difference.
+
+    .venv/bin/python benchmarks/bench_cache.py [--cases 200] [--latency 0.02] [--rounds 3] [--misses 10000]
 
 The server runs in this process (a thread); the gates are fresh ``evalgate`` processes, as in CI."""
 
@@ -32,6 +38,8 @@ from evals.run.cache import DB_NAME
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_runner  # noqa: E402
 from fakes.openai_server import OpenAIServer  # noqa: E402
 
 NONCE = re.compile(r'\{"nonce": "(\w+)"')
@@ -81,11 +89,45 @@ def gate(folder: Path, out: str, *extra: str) -> tuple[float, str]:
     return elapsed, json.loads((folder / out / "comparison.json").read_text(encoding="utf-8"))["verdict"]
 
 
+def misses(cases: int, latency: float, rounds: int) -> None:
+    """The cache's CPU on a run whose every answer is a miss, against the same run without it."""
+    fmt = bench_runner.FORMATS["chat"]
+    server = subprocess.Popen(
+        [sys.executable, bench_runner.__file__, "--serve", "chat", str(latency)], stdout=subprocess.PIPE, text=True
+    )
+    assert server.stdout is not None
+    url = server.stdout.readline().strip()
+    env = {k: v for k, v in os.environ.items() if k not in ("EVALGATE_CACHE", "EVALGATE_CACHE_DIR")}
+    env["EVALGATE_HISTORY"] = "off"
+    runs: dict[str, list[float]] = {"cache off": [], "cache on, every answer a miss": []}
+    try:
+        with tempfile.TemporaryDirectory(prefix="bench-cache-misses-") as tmp:
+            folder = Path(tmp)
+            configs = (
+                bench_runner.write_suite(folder, fmt, url, cases, 50),
+                bench_runner.write_suite(folder, fmt, url, cases, 50, defaults=True),
+            )
+            argv = [*bench_runner.evalgate_argv(), "run", "--output", str(folder / "r.json"), "--progress", "lines"]
+            for _ in range(rounds):
+                for samples, config in zip(runs.values(), configs, strict=True):
+                    shutil.rmtree(folder / ".evalgate", ignore_errors=True)
+                    samples.append(bench_runner.measure([*argv, "--config", str(config)], env).cpu)
+                    bench_runner.check_results(folder / "r.json", cases)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    for name, cpus in runs.items():
+        print(f"{cases} cases, {name}: CPU s {' / '.join(f'{c:.2f}' for c in cpus)}")
+    extra = statistics.median(runs["cache on, every answer a miss"]) - statistics.median(runs["cache off"])
+    print(f"the cache's CPU on a run that misses (medians): {extra:.3f} s, {extra / cases * 1000:.3f} ms a case")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=200)
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--misses", type=int, default=0, help="cases of the run that misses (default: not run)")
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-cache-"))
     cold_times, warm_times = [], []
@@ -119,6 +161,8 @@ def main() -> int:
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+    if args.misses:
+        misses(args.misses, args.latency, args.rounds)
     return 0
 
 

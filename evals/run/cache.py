@@ -21,6 +21,13 @@ Writes are off the hot path: answers are kept in memory and written ``FLUSH_ENTR
 ``FLUSH_S`` seconds' worth) at a time in one transaction, and at the end of the run. One file per
 answer cost 2-3 s of CPU and 41 MB of files on a 10,000-case run that could never hit.
 
+Lookups ask the table only when it may hold the key: a table of at most ``KNOWN_MAX`` entries has
+its keys read when it is opened, so a miss is a set lookup (a SELECT a miss was 0.2 s of CPU on
+10,000 misses). Rows other processes (shards, a second run on the same folder) commit meanwhile
+are learnt at each batch this process writes: until then such an answer is a miss, asked again
+and written again — a cost, never a wrong answer (a row is always read and checked before it is
+served). A bigger table is asked at every lookup.
+
 A folder of the first format — one file per entry, ``<dir>/<2 hex>/<64 hex>`` — is converted when
 the cache is first opened: every whole entry becomes a row (keeping its last use), and the files go.
 
@@ -30,6 +37,7 @@ entries the table is pruned to ``max_bytes``, least recently used first."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -42,6 +50,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import to_json
 
 if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
@@ -66,6 +76,10 @@ FLUSH_ENTRIES = 512
 FLUSH_S = 2.0
 # Another process holding the write lock (a shard's batch): wait for it rather than lose the batch.
 BUSY_TIMEOUT_S = 30.0
+# A table of at most this many entries has its keys read when it is opened (their hashes: ~80
+# bytes and ~0.8 µs each, so 4 MB and 40 ms at most). Above, reading it whole would cost more
+# than the SELECTs most runs' misses make (~20 µs of CPU each inside a run).
+KNOWN_MAX = 50_000
 
 # The attempt number the runner is on (its index plus --attempt-offset). A context variable, so
 # that what users implement — a Target's ``call(case)``, a scorer's ``(output, case)`` — keeps its
@@ -101,32 +115,43 @@ def open_cache(config: SuiteConfig, *, use: bool = True, env: Mapping[str, str] 
     return ResponseCache(folder, spec.max_bytes, spec.key)
 
 
-# json.dumps with options builds an encoder per call: one made once encodes the same bytes (two
-# calls an answer: its key and its entry).
+# json.dumps with options builds an encoder per call: one made once encodes the same bytes.
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical(value: Any) -> bytes:
-    """The JSON a key and a payload are made of: sorted keys, no spaces, UTF-8."""
+    """The JSON a key is made of: sorted keys, no spaces, UTF-8."""
     return _CANONICAL.encode(value).encode("utf-8")
+
+
+def payload(value: Any) -> bytes:
+    """An entry's payload: ``value`` as compact UTF-8 JSON in the order it was built. Only a key
+    must be canonical; a payload is checked against its own digest, so pydantic-core's encoder
+    (a quarter of the json module's CPU) writes it: the same JSON, read back by ``json.loads``."""
+    return to_json({"value": value})
 
 
 def encode(key: str, value: Any) -> bytes:
     """An entry's data: the header naming ``key``, the payload's length and digest, the payload."""
-    payload = canonical({"value": value})
+    return _entry(key, payload(value))
+
+
+def _entry(key: str, body: bytes) -> bytes:
     header = b"%s %d %s %d %s\n" % (
         MAGIC,
         FORMAT,
         key.encode("ascii"),
-        len(payload),
-        hashlib.sha256(payload).hexdigest().encode("ascii"),
+        len(body),
+        hashlib.sha256(body).hexdigest().encode("ascii"),
     )
-    return header + payload
+    return header + body
 
 
-def _stored_forms(secret: str) -> set[bytes]:
-    """``secret`` as a payload would hold it: as it is, and JSON-escaped (a quote, a backslash)."""
-    return {secret.encode("utf-8"), json.dumps(secret, ensure_ascii=False)[1:-1].encode("utf-8")}
+@functools.lru_cache(maxsize=64)
+def _stored_forms(secret: str) -> tuple[bytes, ...]:
+    """``secret`` as a payload would hold it: as it is, and JSON-escaped by the payload's encoder
+    (a quote, a backslash). Kept: a target sends the same few secrets with every request."""
+    return tuple({secret.encode("utf-8"), to_json(secret)[1:-1]})
 
 
 @dataclass
@@ -161,6 +186,11 @@ class ResponseCache:
         self._touched: set[str] = set()
         self._flushed_at = time.monotonic()
         self._lock = threading.RLock()
+        # The hashes of the keys the table may hold, or None: ask it (the module's docstring). A
+        # hash whose row is gone, or a collision, costs a SELECT that misses; never a wrong answer.
+        self._known: set[int] | None = None
+        self._last_rowid = 0
+        self._data_version = -1
 
     # ---------------------------------------------------------------------------------- keys
 
@@ -183,7 +213,8 @@ class ResponseCache:
         """The stored value, or None (a miss: none stored, or one that fails its check)."""
         with self._lock:
             data = self._pending.get(key)
-            if data is None and (conn := self._open()) is not None:
+            conn = self._open()
+            if data is None and conn is not None and (self._known is None or hash(key) in self._known):
                 try:
                     row = conn.execute("SELECT data FROM entries WHERE key = ?", (key,)).fetchone()
                 except sqlite3.Error:  # locked past the timeout, or damaged: as good as absent
@@ -209,13 +240,15 @@ class ResponseCache:
         header value the request was sent with, echoed in the answer): the folder is restored by
         ``actions/cache`` into other jobs, a fork's pull request's among them, so such an answer
         is asked again rather than kept."""
-        data = encode(key, value)
-        if any(form in data for secret in secrets if secret for form in _stored_forms(secret)):
+        body = payload(value)
+        if any(form in body for secret in secrets if secret for form in _stored_forms(secret)):
             return False
         with self._lock:
             if self._open() is None:
                 return False
-            self._pending[key] = data
+            self._pending[key] = _entry(key, body)
+            if self._known is not None:
+                self._known.add(hash(key))
             if len(self._pending) >= FLUSH_ENTRIES or time.monotonic() - self._flushed_at >= FLUSH_S:
                 self.flush()
             return True
@@ -227,7 +260,11 @@ class ResponseCache:
             pending, touched = self._pending, self._touched
             self._pending, self._touched = {}, set()
             conn = self._open()
-            if conn is None or not (pending or touched):
+            if conn is None:
+                return
+            with contextlib.suppress(sqlite3.Error):  # unread: those rows are misses, a cost only
+                self._learn(conn)
+            if not (pending or touched):
                 return
             now = time.time()
             try:
@@ -287,6 +324,8 @@ class ResponseCache:
                 with contextlib.suppress(sqlite3.Error):
                     self._conn.close()
                 self._conn = None
+            # Another connection's data_version counts from its own start: opened again, read anew.
+            self._known, self._data_version = None, -1
 
     # ------------------------------------------------------------------------------ the file
 
@@ -316,7 +355,36 @@ class ResponseCache:
         self._conn = conn
         with contextlib.suppress(sqlite3.Error, OSError):
             self._convert(conn)
+        with contextlib.suppress(sqlite3.Error):  # unread: every lookup asks the table
+            self._learn(conn)
         return conn
+
+    def _learn(self, conn: sqlite3.Connection) -> None:
+        """Read the keys of the rows committed since the last call, into ``_known``: at the first
+        call all of them (none if there are more than ``KNOWN_MAX``); later only when another
+        connection has written since (SQLite's ``data_version``), those with a larger rowid (a row
+        replaced gets a new one)."""
+        version = conn.execute("PRAGMA data_version").fetchone()[0]  # first: a commit after it is read next time
+        if version == self._data_version:
+            return
+        first = self._data_version < 0
+        self._data_version = version
+        if first:
+            # The key's index holds the rowids too: this reads it, not the table's pages of answers.
+            rows = conn.execute("SELECT rowid, key FROM entries LIMIT ?", (KNOWN_MAX + 1,))
+            known: set[int] = set()
+        elif self._known is None:
+            return
+        else:
+            rows = conn.execute("SELECT rowid, key FROM entries WHERE rowid > ?", (self._last_rowid,))
+            known = self._known
+        last = self._last_rowid
+        for rowid, key in rows:
+            known.add(hash(key))
+            last = max(last, rowid)
+        if first and len(known) > KNOWN_MAX:
+            return
+        self._known, self._last_rowid = known, last
 
     def _convert(self, conn: sqlite3.Connection) -> None:
         """Move the entries of the one-file format into the table (each whole one keeps its last
