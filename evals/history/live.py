@@ -97,6 +97,11 @@ class LiveRecord:
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 os.close(down_w)
                 os.close(up_r)
+                # It says nothing (the parent does), and holds none of the run's output open: a
+                # gate reads the run's stderr to its end.
+                quiet = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(quiet, fd)
                 _child(url, down_r, up_w)
             finally:
                 os._exit(1)

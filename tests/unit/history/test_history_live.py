@@ -204,8 +204,8 @@ def test_no_live_record_for_postgresql() -> None:
     assert LiveRecord.start("postgresql://evals@localhost/evals") is None
 
 
-def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: Results) -> None:
-    url = str(tmp_path / "killed.sqlite")
+def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.Popen[str], int]:
+    """A process that starts a live record, sends it the run's cases and waits; and its child."""
     (tmp_path / "cases.jsonl").write_bytes(b"\n".join(case_json(run)))
     parent = subprocess.Popen(
         [
@@ -220,10 +220,16 @@ def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: 
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
     assert parent.stdout is not None
-    child = int(parent.stdout.readline())
+    return parent, int(parent.stdout.readline())
+
+
+def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: Results) -> None:
+    url = str(tmp_path / "killed.sqlite")
+    parent, child = parent_process(tmp_path, run, url)
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
@@ -233,6 +239,17 @@ def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: 
     with sqlite3.connect(url) as db:
         assert db.execute("SELECT count(*) FROM runs").fetchone() == (0,)
         assert db.execute("SELECT count(*) FROM cases").fetchone() == (0,)
+
+
+def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Results) -> None:
+    """A gate reads its run's stderr to the end: a child holding it would keep the gate waiting."""
+    parent, child = parent_process(tmp_path, run, str(tmp_path / "h.sqlite"))
+    os.kill(child, signal.SIGSTOP)  # whatever the child does, it does not end here
+    try:
+        parent.kill()
+        parent.communicate(timeout=10)  # the end of the parent's stdout and stderr
+    finally:
+        os.kill(child, signal.SIGKILL)
 
 
 def alive(pid: int) -> bool:
