@@ -39,6 +39,7 @@ import signal
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from evals.history.settings import history_url
@@ -89,7 +90,13 @@ class LiveRecord:
         # in the parent's code.
         stops = {signal.SIGINT, signal.SIGTERM}
         held = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare: the run is recorded after it, as before
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            return None
         if pid == 0:  # the child: never returns
             try:
                 for signum in stops:  # the parent decides when a run ends
@@ -179,8 +186,7 @@ class LiveRecord:
         self._out.clear()
 
     def close(self) -> None:
-        """Let the child go: it sees the end of its input (and is killed: it holds nothing of the
-        history's but an open connection) and is reaped."""
+        """Let the child go, killed (a write it had begun is rolled back: SQLite's journal) and reaped."""
         for fd in (self._to, self._from):
             if fd >= 0:
                 os.close(fd)
@@ -233,6 +239,7 @@ class _Staging:
     def __init__(self, url: str):
         self.url = url
         self.engine: SQLiteEngine | None = None
+        self.inode: int | None = None  # of the history's file as the child opened it
         self.problem: str | None = None  # why the live path gives up (the parent records as before)
         self.staged: dict[str, int] = {}  # case id → its number in staging (arrival order)
         self.hashes: list[str | None] = []
@@ -269,6 +276,7 @@ class _Staging:
             engine.conn.execute(f"CREATE TABLE stage.{table} AS SELECT * FROM main.{table} WHERE 0")
         engine.conn.execute("CREATE TABLE stage.file_order (staged INTEGER PRIMARY KEY, case_no INTEGER NOT NULL)")
         self.engine = engine
+        self.inode = _inode(engine.path)
 
     def _stage(self, lines: list[bytes]) -> None:
         if not lines or self.problem is not None or self.engine is None:
@@ -300,6 +308,9 @@ class _Staging:
     def _finish(self, end: dict[str, Any]) -> Answer:
         if self.problem is not None or self.engine is None:
             return Answer(fallback=self.problem or "no staging")
+        # Removed (rm -rf .evalgate) or replaced: its connection would write to a file no one sees.
+        if self.inode is None or _inode(self.engine.path) != self.inode:
+            return Answer(fallback="the history's file was removed or replaced while the run ran")
         from evals.history.record import ATTEMPT_COLUMNS, CASE_COLUMNS, EVENT_COLUMNS, SLICE_COLUMNS, Writer, case_set
         from evals.results.model import RunInfo
 
@@ -344,6 +355,13 @@ class _Staging:
         if run_id is None:
             return Answer(fallback="the history holds this run already")
         return Answer(run_id=run_id)
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 class _Twice(Exception):

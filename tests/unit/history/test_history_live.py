@@ -4,6 +4,7 @@ record the run, ``record_written`` does (nothing lost); a parent that dies leave
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import signal
@@ -18,7 +19,7 @@ import pytest
 from test_history_lean import TABLES, write_file
 
 from evals.history import live, open_history, record_written
-from evals.history.live import LiveRecord
+from evals.history.live import LiveRecord, _Staging
 from evals.history.record import _LeanRows
 from evals.results.files import load_results
 from evals.results.model import CaseResult, Results
@@ -147,6 +148,19 @@ def test_a_child_that_died_falls_back_and_record_written_records_the_run(
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
 
 
+def test_a_history_file_removed_while_the_run_ran_falls_back(run: Results, history: str) -> None:
+    """The child's connection would write to the removed file, which no one sees any more (say
+    ``rm -rf .evalgate`` during a run). The child's staging, in this process: staged, then the
+    files go, then the end."""
+    staging = _Staging(history)
+    staging._open()
+    staging._stage(case_json(run))
+    for suffix in ("", "-wal", "-shm"):
+        Path(history + suffix).unlink()
+    answer = staging._finish({"run": run.run.model_dump_json(), "ids": [c.id for c in run.cases]})
+    assert answer == live.Answer(fallback="the history's file was removed or replaced while the run ran")
+
+
 def test_a_child_that_does_not_answer_in_time_is_killed_and_falls_back(
     tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -211,7 +225,7 @@ def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.P
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from evals.history.live import LiveRecord\n"
+            "import sys; from pathlib import Path; from evals.history.live import LiveRecord, _Staging\n"
             f"record = LiveRecord.start({url!r})\n"
             f"for line in Path({str(tmp_path / 'cases.jsonl')!r}).read_bytes().splitlines(): record.add(line)\n"
             "record._send()\n"
@@ -250,6 +264,13 @@ def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Resul
         parent.communicate(timeout=10)  # the end of the parent's stdout and stderr
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def opened(pid: int, path: str) -> bool:
+    """Whether process ``pid`` has ``path`` open."""
+    with contextlib.suppress(OSError):
+        return any(os.readlink(fd) == path for fd in Path(f"/proc/{pid}/fd").iterdir())
+    return False
 
 
 def alive(pid: int) -> bool:
