@@ -17,13 +17,15 @@ loop or any thread starts, a child that owns the record:
   in SQLite's C), and answers the run's id. Same tables, rows and digest as ``record_written``.
 
 What it does not cover falls back to ``record_written`` in the parent, which then records the run
-as before (nothing lost): a PostgreSQL history (the staging is SQLite's ``ATTACH``), a case sent
-twice, a child that died, failed or did not answer within ``ANSWER_S``, a run whose digest the
-history holds already (``Writer.written`` knows what to do), the HTML page's path (it reads models:
-``record_run``). Kept cases of ``--resume`` are sent as the recorder keeps them, at its start. The
-child ignores SIGINT and SIGTERM (the parent decides when a run ends) and never outlives the
-parent: at the end of its input without the final line (the parent died or let go) it exits, its
-staging gone with it, the history untouched.
+as before (nothing lost): a PostgreSQL history (the staging is SQLite's ``ATTACH``), no fork, a
+case sent twice, a child that died, could not stage a case or did not answer within ``ANSWER_S``, a
+history file removed or replaced during the run, a run whose digest the history holds already
+(``Writer.written`` knows what to do), the HTML page's path (it reads models: ``record_run``). A
+history that refuses the final write is a warning, as any failed record (not tried again). Kept
+cases of ``--resume`` are sent as the recorder keeps them, at its start. The child ignores SIGINT
+and SIGTERM (the parent decides when a run ends) and never outlives the parent: at the end of its
+input without the final line (the parent died or let go) it exits, its staging gone with it, the
+history untouched.
 
 Imported by ``evalgate run`` at start: the standard library only, until the child imports the writer."""
 
