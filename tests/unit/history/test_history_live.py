@@ -98,6 +98,21 @@ def test_the_live_record_writes_the_rows_and_digest_record_written_writes(
     assert live_tables == by_record_written(tmp_path, run, monkeypatch)
 
 
+def test_the_write_ahead_log_is_folded_by_the_next_runs_child_and_does_not_grow(run: Results, history: str) -> None:
+    """The final commit leaves the log to the next run's child, which folds it as it starts: runs
+    recorded one after another keep one run's log, not all of theirs."""
+    sizes = []
+    for n in range(3):
+        record = started(history)
+        for data in case_json(run):
+            record.add(data)
+        info = run.run.model_copy(update={"started_at": f"2026-12-0{n + 1}T00:00:00Z"})  # another run each time
+        assert record.finish(info, [c.id for c in run.cases]).run_id == n + 1
+        sizes.append(Path(history + "-wal").stat().st_size)
+    assert sizes[0] > 0 and sizes[2] <= sizes[0]
+    assert len(tables(history)["runs"]) == 3
+
+
 def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
     tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -225,7 +240,7 @@ def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.P
         [
             sys.executable,
             "-c",
-            "import sys; from pathlib import Path; from evals.history.live import LiveRecord, _Staging\n"
+            "import sys; from pathlib import Path; from evals.history.live import LiveRecord\n"
             f"record = LiveRecord.start({url!r})\n"
             f"for line in Path({str(tmp_path / 'cases.jsonl')!r}).read_bytes().splitlines(): record.add(line)\n"
             "record._send()\n"
@@ -258,6 +273,9 @@ def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: 
 def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Results) -> None:
     """A gate reads its run's stderr to the end: a child holding it would keep the gate waiting."""
     parent, child = parent_process(tmp_path, run, str(tmp_path / "h.sqlite"))
+    deadline = time.monotonic() + 10
+    while not stderr_quiet(child) and time.monotonic() < deadline:
+        time.sleep(0.005)  # its stderr is redirected last
     os.kill(child, signal.SIGSTOP)  # whatever the child does, it does not end here
     try:
         parent.kill()
@@ -266,10 +284,9 @@ def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Resul
         os.kill(child, signal.SIGKILL)
 
 
-def opened(pid: int, path: str) -> bool:
-    """Whether process ``pid`` has ``path`` open."""
+def stderr_quiet(pid: int) -> bool:
     with contextlib.suppress(OSError):
-        return any(os.readlink(fd) == path for fd in Path(f"/proc/{pid}/fd").iterdir())
+        return os.readlink(f"/proc/{pid}/fd/2") == os.devnull
     return False
 
 
