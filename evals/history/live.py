@@ -273,11 +273,6 @@ class _Staging:
         engine = open_engine(self.url)  # closed with the process
         assert isinstance(engine, SQLiteEngine)  # LiveRecord.start forks for no other
         engine.migrate()
-        # The write-ahead log is folded into the file here, while the run runs, not by the final
-        # commit while the run waits for it (~25 ms at 10,000 cases): what this run commits is
-        # folded by the next one's child (or any other command, as it closes the history).
-        engine.conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-        engine.conn.execute("PRAGMA wal_autocheckpoint = 0")
         engine.conn.execute("ATTACH DATABASE ':memory:' AS stage")
         for table in _STAGED:  # the history's columns, without its keys and checks (those apply at the move)
             engine.conn.execute(f"CREATE TABLE stage.{table} AS SELECT * FROM main.{table} WHERE 0")
@@ -359,6 +354,10 @@ class _Staging:
             run_id = Writer(engine).staged(info, digest, identity, move, recorded_by="run")
         except Exception as exc:
             return Answer(error=type(exc).__name__, problem=str(exc))
+        # Closed as record_written closes it: its write-ahead log folded into the file, so the file
+        # alone holds the run (a copy of it, an upload). The run is committed whatever this says.
+        with contextlib.suppress(Exception):
+            engine.close()
         if run_id is None:
             return Answer(fallback="the history holds this run already")
         return Answer(run_id=run_id)
