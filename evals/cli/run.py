@@ -20,12 +20,14 @@ from pathlib import Path
 
 from evals.cli.options import add_options, options_of
 from evals.common.errors import EXIT_INFRA, EXIT_PASS, UsageError
+from evals.history.live import LiveRecord, live_history
 from evals.pipeline.exposure import guard_run
 from evals.results import console
 from evals.run.execution import execute
 from evals.run.failfast import StopRulePlan
 from evals.run.recorder import WrittenRun
 from evals.run.shards import parse_shard
+from evals.run.smoke import CaseHistory
 from evals.suite.config import SuiteConfig
 from evals.suite.flags import argv_of
 from evals.suite.loading import load_config
@@ -77,6 +79,20 @@ def main(args: argparse.Namespace) -> int:
         from evals.history.flaky import smoke_history
 
         history = smoke_history(config)
+    # Forked before the run's event loop and threads start: the child that records the history
+    # while the run runs (evals.history.live); not for the HTML page, which reads models (record_run).
+    with live_history(config, wanted=not options.html) as live:
+        return _run(options, config, shard, progress, history, live)
+
+
+def _run(
+    options: RunOptions,
+    config: SuiteConfig,
+    shard: tuple[int, int] | None,
+    progress: bool | None,
+    history: CaseHistory | None,
+    live: LiveRecord | None,
+) -> int:
     results = execute(
         config,
         Path(options.output),
@@ -94,6 +110,7 @@ def main(args: argparse.Namespace) -> int:
         cache=not options.no_cache,
         rerun=rerun_command(options),
         fail_fast=fail_fast_rule(config, Path(options.fail_fast_baseline)) if options.fail_fast_baseline else None,
+        case_sink=live.add if live is not None else None,
     )
     assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
@@ -120,12 +137,13 @@ def main(args: argparse.Namespace) -> int:
         from evals.history import record_run, record_written
 
         # From the cases' JSON the run holds, each chunk parsed once, not as models (45 MB at
-        # 10,000 cases: the default path's peak RSS past docs/spec.md#performance-targets); unless
-        # the HTML page has read them as models already, which then hold them.
+        # 10,000 cases: the default path's peak RSS past docs/spec.md#performance-targets) — by the
+        # live record's child, which did that while the run ran; unless the HTML page has read them
+        # as models already, which then hold them.
         if "cases" in results.__dict__:
             record_run(results, config=config)
         else:
-            record_written(results.run, results.case_json, config=config)
+            record_written(results, config=config, live=live)
     if results.run.is_complete:
         console.info(f"results written to {options.output}", source="run")
         return EXIT_PASS

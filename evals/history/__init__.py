@@ -3,8 +3,9 @@
 The ``record_*`` functions are what the commands call after their work is done. They never
 raise and never change a verdict or an exit code: a history that cannot be written is a warning
 on stderr, and the returned ``Recorded`` counts the failed writes (``gate`` puts that count into
-the report's warnings). Nothing is imported from here by ``evalgate run`` at start-up; the commands
-import this module when they record.
+the report's warnings). Of this package ``evalgate run`` imports at start-up only ``live`` (its
+child records the run while it runs: standard library and settings); the commands import the
+rest when they record.
 
 Reached only from ``evals.pipeline`` and ``evals.cli``; may import ``evals.store`` and
 everything below it."""
@@ -23,9 +24,11 @@ from evals.results import console
 if TYPE_CHECKING:
     from evals.compare.model import Comparison
     from evals.history.engine import Engine
+    from evals.history.live import LiveRecord
     from evals.history.record import Run, Writer
     from evals.results.manifest import SnapshotInfo
-    from evals.results.model import Results, RunInfo
+    from evals.results.model import Results
+    from evals.run.recorder import WrittenRun
     from evals.store.baseline import BaselineStore
     from evals.suite.config import SuiteConfig
 
@@ -116,13 +119,19 @@ def _record(config: SuiteConfig | None, what: str, work: Callable[[Writer, Recor
         with open_history(url) as engine:
             work(Writer(engine), done)
     except Exception as exc:  # the history never breaks a command
-        from evals.history.url import redact_text, redact_url
-
-        problem = redact_text(str(exc).strip(), url)
-        done.failures += 1
-        done.messages.append(f"{what}: {type(exc).__name__}: {problem[:300]}")
-        console.warning(f"history {redact_url(url)}: could not record {what}: {problem}")
+        _failed(done, what, type(exc).__name__, str(exc))
     return done
+
+
+def _failed(done: Recorded, what: str, kind: str, problem: str) -> None:
+    """A write that failed (``kind``: the exception's class), counted and said, the URL's secrets hidden."""
+    from evals.history.url import redact_text, redact_url
+
+    assert done.url is not None
+    problem = redact_text(problem.strip(), done.url)
+    done.failures += 1
+    done.messages.append(f"{what}: {kind}: {problem[:300]}")
+    console.warning(f"history {redact_url(done.url)}: could not record {what}: {problem}")
 
 
 def record_run(results: Run, *, config: SuiteConfig | None = None, command: str = "run") -> Recorded:
@@ -134,13 +143,26 @@ def record_run(results: Run, *, config: SuiteConfig | None = None, command: str 
     return _record(config, f"the {command} results", work)
 
 
-def record_written(run: RunInfo, case_json: list[bytes], *, config: SuiteConfig | None = None) -> Recorded:
-    """Record the run ``evalgate run`` just wrote, from its cases' JSON (``Writer.written``)."""
+def record_written(
+    written: WrittenRun, *, config: SuiteConfig | None = None, live: LiveRecord | None = None
+) -> Recorded:
+    """Record the run ``evalgate run`` just wrote: by ``live``, the child process that recorded it
+    while it ran (``evals.history.live``), when it can; else from its cases' JSON (``Writer.written``)."""
+    what = "the run results"
+    if live is not None:
+        answer = live.finish(written.run, written.case_ids)
+        if answer.fallback is None:
+            done = Recorded(live.url)
+            if answer.run_id is not None:
+                done.run_ids["candidate"] = answer.run_id
+            else:
+                _failed(done, what, answer.error or "Error", answer.problem or "")
+            return done
 
     def work(writer: Writer, done: Recorded) -> None:
-        done.run_ids["candidate"] = writer.written(run, case_json, recorded_by="run")
+        done.run_ids["candidate"] = writer.written(written.run, written.case_json, recorded_by="run")
 
-    return _record(config, "the run results", work)
+    return _record(config, what, work)
 
 
 def record_comparison(

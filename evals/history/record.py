@@ -238,6 +238,13 @@ def case_set(ids: Iterable[str], hashes: Iterable[str | None]) -> str:
 def _lean_digest(h: Any, cases: CaseList) -> None:
     """:func:`run_digest`'s updates for a lean run, from its columns alone: the very bytes the
     models would give (numbers read as the models' floats, verdicts as their bools)."""
+    h.update("".join(digest_parts(cases)).encode())
+
+
+def digest_parts(cases: CaseList) -> list[str]:
+    """Each case's part of :func:`run_digest` (after the header's), in the order of ``cases``: the
+    digest of a run is its header's and then these in the file's order, so the parts of cases read
+    in any order (``evals.history.live``) make the same digest."""
     at = cases.attempts
     passed = [None if v != v else v == 1.0 for v in at.passed.tolist()]
     score, latency, kinds = _floats(at.score), _floats(at.latency), at.error_kind.tolist()
@@ -246,11 +253,10 @@ def _lean_digest(h: Any, cases: CaseList) -> None:
         f"\x02{p}\x03{s}\x03{sha}\x03{kind or ''}\x03{ms}"
         for p, s, sha, kind, ms in zip(passed, score, cases.output_sha256, kinds, latency, strict=True)
     ]
-    parts = []
-    for no, (case_id, case_hash) in enumerate(zip(cases.ids, cases.hashes, strict=True)):
-        parts.append(f"\x00{case_id}\x01{case_hash or ''}")
-        parts.extend(attempts[bounds[no] : bounds[no + 1]])
-    h.update("".join(parts).encode())
+    return [
+        f"\x00{case_id}\x01{case_hash or ''}" + "".join(attempts[bounds[no] : bounds[no + 1]])
+        for no, (case_id, case_hash) in enumerate(zip(cases.ids, cases.hashes, strict=True))
+    ]
 
 
 class _LeanRows:
@@ -274,9 +280,10 @@ class _LeanRows:
         self.usage = (_floats(at.latency), _ints(at.tokens_in), _ints(at.tokens_out), _floats(at.cost))
         self.kinds, self.retries = at.error_kind.tolist(), at.retries.tolist()
 
-    def insert(self, engine: Engine, parsed: list[dict[str, Any]] | None = None) -> None:
+    def insert(self, engine: Engine, parsed: list[dict[str, Any]] | None = None, into: str = "") -> None:
         """The rows, into ``engine``; ``parsed``: the cases' JSON objects when the caller has them
-        parsed already (else they are parsed here, a chunk at a time)."""
+        parsed already (else they are parsed here, a chunk at a time). ``into``: the schema of the
+        tables (``"stage."``: ``evals.history.live``'s staging copies; the history's own by default)."""
         run_id, cases, mask = self.run_id, self.cases, self.mask
         traced: list[tuple[int, int, list[Any]]] = []
         first = k = 0  # the chunk's first case and first attempt
@@ -285,15 +292,17 @@ class _LeanRows:
             expected = _texts([c.get("expected") for c in chunk], EXCERPT_CHARS, mask)
             end, no = first + len(chunk), self.offset + first
             ids, hashes = cases.ids[first:end], cases.hashes[first:end]
-            engine.insert_rows("cases", CASE_COLUMNS, zip(repeat(run_id), count(no), ids, hashes, given, expected))
+            engine.insert_rows(
+                f"{into}cases", CASE_COLUMNS, zip(repeat(run_id), count(no), ids, hashes, given, expected)
+            )
             slices = cases.case_slices[first:end]
-            engine.insert_rows("case_slices", SLICE_COLUMNS, _slice_rows(run_id, slices, no))
+            engine.insert_rows(f"{into}case_slices", SLICE_COLUMNS, _slice_rows(run_id, slices, no))
             attempts = [a for c in chunk for a in c.get("attempts", ())]
-            engine.insert_rows("attempts", ATTEMPT_COLUMNS, self._attempt_rows(k, attempts, traced))
+            engine.insert_rows(f"{into}attempts", ATTEMPT_COLUMNS, self._attempt_rows(k, attempts, traced))
             first, k = end, k + len(attempts)
         events = _EVENTS.validate_python
         engine.insert_rows(
-            "events",
+            f"{into}events",
             EVENT_COLUMNS,
             (
                 row
@@ -403,6 +412,20 @@ class Writer:
                 )
         except _RecordedAlready as already:
             return self.run(already.results, recorded_by=recorded_by)
+        return run_id
+
+    def staged(
+        self, info: RunInfo, digest: str, identity: str, move: Callable[[int], None], *, recorded_by: str
+    ) -> int | None:
+        """:meth:`written` of a run whose rows were made while it ran (``evals.history.live``):
+        its header under ``digest``, then ``move(run_id)`` puts its rows in, in one transaction.
+        None, with nothing written, when the digest is there already (the caller then records the
+        run as :meth:`written` does, which knows what to do with it)."""
+        with self.engine.transaction():
+            if self.run_id(digest) is not None:  # checked under the write lock
+                return None
+            run_id = self._header(info, digest, identity, recorded_by)
+            move(run_id)
         return run_id
 
     def _header(self, info: RunInfo, digest: str, identity: str | None, recorded_by: str) -> int:

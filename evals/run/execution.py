@@ -185,6 +185,7 @@ def execute(
     cache: bool = True,
     rerun: str = "--resume",
     fail_fast: StopRulePlan | None = None,
+    case_sink: Callable[[bytes], None] | None = None,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -197,7 +198,8 @@ def execute(
     ``cache:`` block is what turns the response cache on). ``rerun``: the command that resumes this
     run (``evalgate run --config ... --resume``), for the message of a run that stopped early.
     ``fail_fast``: the stopping rule for the cases in the order they run (``evals.run.failfast``);
-    the cases then run in the stratified order, and the run stops scheduling when it says so."""
+    the cases then run in the stratified order, and the run stops scheduling when it says so.
+    ``case_sink``: called with each case's JSON as the recorder keeps it (``Recorder``'s ``also``)."""
     output = Path(output)
     every_case = load_cases(config)
     responses = open_cache(config, use=cache)
@@ -229,7 +231,7 @@ def execute(
         sample=sample,
         evalgate_version=__version__,
     )
-    recorder = Recorder(output, cases, run, kept)
+    recorder = Recorder(output, cases, run, kept, also=case_sink)
     todo = [c for c in cases if c.id not in kept]
     if lane is not None:  # batch: true (docs/spec.md#batch-pricing): submit, or collect what was
         attempts = range(attempt_offset, attempt_offset + config.attempts)
@@ -241,7 +243,7 @@ def execute(
             if responses is not None:
                 _close_cache(responses)
             console.info(pending, source="run")
-            return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values())) if lean else recorder.results()
+            return recorder.written() if lean else recorder.results()
     recorder.write()
     rule = None
     if fail_fast is not None:
@@ -330,7 +332,7 @@ def execute(
     else:
         bar.finish(run.status if not run.message else f"{run.status} ({run.message})")
     if lean:
-        return WrittenRun(run, recorder.case_json(), sum(recorder.errored.values()))
+        return recorder.written()
     return recorder.results()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from evals.results.files import parse_results, write_results_bytes
@@ -29,8 +30,18 @@ class Recorder:
     (a test holds them equal). Dumping the whole file each time instead took ~0.1 s at 10,000
     cases, and a write blocks the event loop: every in-flight request waited for it."""
 
-    def __init__(self, output: Path, cases: list[Case], run: RunInfo, kept: dict[str, CaseResult]):
+    def __init__(
+        self,
+        output: Path,
+        cases: list[Case],
+        run: RunInfo,
+        kept: dict[str, CaseResult],
+        also: Callable[[bytes], None] | None = None,
+    ):
+        """``also``: called with each case's JSON as it is kept (the kept ones of a resume first):
+        the history's live record (``evals.history.live``)."""
         self.output = output
+        self.also = also
         self.order = [c.id for c in cases]
         self.run = run
         self.done: dict[str, bool] = {}  # case id → complete
@@ -46,7 +57,9 @@ class Recorder:
         self.completed += result.complete - self.done.get(result.id, False)
         self.done[result.id] = result.complete
         self.errored[result.id] = any(a.error is not None for a in result.attempts)
-        self._json[result.id] = result.model_dump_json().encode("utf-8")
+        self._json[result.id] = data = result.model_dump_json().encode("utf-8")
+        if self.also is not None:
+            self.also(data)
 
     def results(self) -> Results:
         """What was written, as models (read back from its bytes)."""
@@ -55,6 +68,11 @@ class Recorder:
     def case_json(self) -> list[bytes]:
         """Each case's JSON, in the file's order."""
         return [self._json[i] for i in self.order if i in self._json]
+
+    def written(self) -> WrittenRun:
+        """What was written, as ``evalgate run`` reads it after."""
+        ids = [i for i in self.order if i in self._json]
+        return WrittenRun(self.run, [self._json[i] for i in ids], sum(self.errored.values()), ids=ids)
 
     def data(self) -> bytes:
         """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
@@ -84,8 +102,12 @@ class WrittenRun:
 
     schema_version = SCHEMA_VERSION
 
-    def __init__(self, run: RunInfo, case_json: list[bytes], errored_cases: int, *, traces: bool = True):
+    def __init__(
+        self, run: RunInfo, case_json: list[bytes], errored_cases: int, *, ids: list[str], traces: bool = True
+    ):
+        """``ids``: the cases' ids, in the file's order (as ``case_json``)."""
         self.run = run
+        self.case_ids = ids
         self._case_json = case_json
         self.errored_cases = errored_cases
         self.traces = traces
@@ -116,4 +138,4 @@ class WrittenRun:
         docs/spec.md#performance-targets."""
         if "cases" in self.__dict__:  # read already: no lighter copy to make
             return self
-        return WrittenRun(self.run, self._case_json, self.errored_cases, traces=False)
+        return WrittenRun(self.run, self._case_json, self.errored_cases, ids=self.case_ids, traces=False)

@@ -179,8 +179,9 @@ def test_attempts_recorded_before_the_cached_column_keep_it_unknown_and_new_ones
 def test_no_ddl_outside_the_migration_files() -> None:
     pattern = ("CREATE TABLE", "CREATE VIEW", "ALTER TABLE", "DROP TABLE", "CREATE INDEX")
     # The response cache's one table is no part of the history: a file of its own, which a new
-    # format replaces rather than migrates (its keys carry the format's version).
-    not_history = {ROOT / "evals" / "run" / "cache.py"}
+    # format replaces rather than migrates (its keys carry the format's version). The live record's
+    # staging tables are in an in-memory database of its child's, copies of the history's columns.
+    not_history = {ROOT / "evals" / "run" / "cache.py", ROOT / "evals" / "history" / "live.py"}
     for path in set((ROOT / "evals").rglob("*.py")) - not_history:
         text = path.read_text(encoding="utf-8").upper()
         assert not any(p in text for p in pattern), f"{path}: DDL belongs in evals/history/migrations/"

@@ -1,0 +1,374 @@
+"""``evalgate run``'s history recorded while the run runs, in a child process (docs/spec.md#history-writes).
+
+Recording a 10,000-case run after it ended took ~0.55 s of wall (each case's JSON parsed, its rows
+built, inserted, the digest), all after the last answer; a thread doing it during the run saved
+half of that at most, the event loop holding the GIL. So ``evalgate run`` forks, before its event
+loop or any thread starts, a child that owns the record:
+
+- the parent sends each finished case's JSON (the bytes ``Recorder`` keeps, one line each) down a
+  pipe, 256 cases at a time, never waiting: the pipe is non-blocking and what it cannot take now
+  goes with the next batch;
+- the child parses each batch and makes its rows as ``Writer.written`` does (``_LeanRows``,
+  ``digest_parts``) into STAGING tables (``stage.*``: an in-memory database attached to its
+  history connection, case numbers in the order cases arrived), and keeps each case's part of the
+  digest;
+- at the end the parent sends the run's header and the file's case order; the child writes, in one
+  transaction, the header and the staged rows renumbered in file order (``INSERT ... SELECT``,
+  in SQLite's C), and answers the run's id. Same tables, rows and digest as ``record_written``.
+
+What it does not cover falls back to ``record_written`` in the parent, which then records the run
+as before (nothing lost): a PostgreSQL history (the staging is SQLite's ``ATTACH``), no fork, a
+case sent twice, a child that died, could not stage a case or did not answer within ``ANSWER_S``, a
+history file removed or replaced during the run, a run whose digest the history holds already
+(``Writer.written`` knows what to do), the HTML page's path (it reads models: ``record_run``). A
+history that refuses the final write is a warning, as any failed record (not tried again). Kept
+cases of ``--resume`` are sent as the recorder keeps them, at its start. The child ignores SIGINT
+and SIGTERM (the parent decides when a run ends) and never outlives the parent: at the end of its
+input without the final line (the parent died or let go) it exits, its staging gone with it, the
+history untouched.
+
+Imported by ``evalgate run`` at start: the standard library only, until the child imports the writer."""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import json
+import os
+import select
+import signal
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evals.history.settings import history_url
+from evals.history.url import is_postgres
+
+if TYPE_CHECKING:
+    from evals.history.engine import SQLiteEngine
+    from evals.results.model import RunInfo
+    from evals.suite.config import SuiteConfig
+
+BATCH = 256  # cases per write to the child: a few hundred KB, one parse and one insert each there
+ANSWER_S = 90.0  # for the child's answer after the end: more than SQLite's 30 s wait for a lock
+_PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ: a batch or two in flight without the parent ever waiting
+_STAGED = ("cases", "case_slices", "attempts", "events")
+_END = b"!"  # the final line starts with it; a case's JSON starts with "{"
+
+
+@dataclass
+class Answer:
+    """The child's answer: ``run_id`` recorded; or ``fallback`` (why the live path could not
+    record it: the caller records the run as before); or ``error`` and ``problem`` (the history
+    refused the write: reported as any failed record)."""
+
+    run_id: int | None = None
+    fallback: str | None = None
+    error: str | None = None
+    problem: str | None = None
+
+
+class LiveRecord:
+    """The parent's end: ``add`` each finished case's JSON, ``finish`` with the header, or ``close``."""
+
+    def __init__(self, url: str, pid: int, to_child: int, from_child: int):
+        self.url, self.pid = url, pid
+        self._to, self._from = to_child, from_child
+        self._pending: list[bytes] = []
+        self._out = bytearray()
+        self.dead: str | None = None  # why the child can no longer record the run
+
+    @classmethod
+    def start(cls, url: str) -> LiveRecord | None:
+        """Fork the child for a history at ``url``; None where the live path does not go."""
+        if is_postgres(url) or not hasattr(os, "fork"):
+            return None
+        down_r, down_w = os.pipe()
+        up_r, up_w = os.pipe()
+        # Held back across the fork: a Ctrl-C that came before the child ignores it would stop it
+        # in the parent's code.
+        stops = {signal.SIGINT, signal.SIGTERM}
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+        try:
+            pid = os.fork()
+        except OSError:  # no process to spare: the run is recorded after it, as before
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            for fd in (down_r, down_w, up_r, up_w):
+                os.close(fd)
+            return None
+        if pid == 0:  # the child: never returns
+            try:
+                for signum in stops:  # the parent decides when a run ends
+                    signal.signal(signum, signal.SIG_IGN)
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+                os.close(down_w)
+                os.close(up_r)
+                # It says nothing (the parent does), and holds none of the run's output open: a
+                # gate reads the run's stderr to its end.
+                quiet = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(quiet, fd)
+                _child(url, down_r, up_w)
+            finally:
+                os._exit(1)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        os.close(down_r)
+        os.close(up_w)
+        with contextlib.suppress(OSError, AttributeError):  # Linux only; a smaller pipe works too
+            import fcntl
+
+            fcntl.fcntl(down_w, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
+        os.set_blocking(down_w, False)
+        return cls(url, pid, down_w, up_r)
+
+    def add(self, data: bytes) -> None:
+        """A finished case's JSON (one line: JSON escapes newlines)."""
+        self._pending.append(data)
+        if len(self._pending) >= BATCH:
+            self._send()
+
+    def _send(self, end: bytes = b"", until: float | None = None) -> bool:
+        """Write what is pending (and ``end``); without ``until`` only what the pipe takes now,
+        else all of it by then. False when the child is gone or did not read it in time."""
+        if self.dead is not None:
+            self._pending.clear()
+            return False
+        if self._pending:
+            self._out += b"\n".join(self._pending) + b"\n"
+            self._pending.clear()
+        self._out += end
+        while self._out:
+            try:
+                written = os.write(self._to, self._out)
+            except BlockingIOError:
+                written = 0
+            except OSError as exc:  # EPIPE: the child exited
+                self._gone(f"the history's process stopped reading ({exc.strerror})")
+                return False
+            del self._out[:written]
+            if until is None:
+                return True
+            if self._out:
+                left = until - time.monotonic()
+                if left <= 0 or not select.select([], [self._to], [], left)[1]:
+                    self._gone(f"the history's process did not read the run within {ANSWER_S:g} s")
+                    return False
+        return True
+
+    def finish(self, run: RunInfo, ids: list[str]) -> Answer:
+        """Send the header and the file's case order (``ids``); the child's answer. The child is
+        reaped either way."""
+        until = time.monotonic() + ANSWER_S
+        end = _END + json.dumps({"run": run.model_dump_json(), "ids": ids}).encode() + b"\n"
+        answer = Answer(fallback=self.dead)
+        if self._send(end, until):
+            os.close(self._to)
+            self._to = -1
+            answer = self._answer(until)
+        self.close()
+        return answer
+
+    def _answer(self, until: float) -> Answer:
+        data = b""
+        while not data.endswith(b"\n"):
+            left = until - time.monotonic()
+            if left <= 0 or not select.select([self._from], [], [], left)[0]:
+                return Answer(fallback=f"the history's process did not answer within {ANSWER_S:g} s")
+            chunk = os.read(self._from, 65536)
+            if not chunk:
+                return Answer(fallback="the history's process ended without answering")
+            data += chunk
+        return Answer(**json.loads(data))
+
+    def _gone(self, why: str) -> None:
+        self.dead = why
+        self._out.clear()
+
+    def close(self) -> None:
+        """Let the child go, killed (a write it had begun is rolled back: SQLite's journal) and reaped."""
+        for fd in (self._to, self._from):
+            if fd >= 0:
+                os.close(fd)
+        self._to = self._from = -1
+        if self.pid:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+
+
+@contextlib.contextmanager
+def live_history(config: SuiteConfig, *, wanted: bool = True) -> Iterator[LiveRecord | None]:
+    """For ``evalgate run``: the live record of this config's history (None where there is none,
+    it does not go there, or not ``wanted``), let go of at the end whatever happened. Entered
+    before the run starts its event loop or any thread: the child forked then holds no lock
+    another thread held (it touches none of the parent's but the import machinery's, which fork
+    resets)."""
+    url = history_url(config)
+    live = LiveRecord.start(url) if url is not None and wanted else None
+    try:
+        yield live
+    finally:
+        if live is not None:
+            live.close()
+
+
+# ------------------------------------------------------------------------------ the child
+
+
+def _child(url: str, down: int, up: int) -> None:
+    """The child's whole life: stage what comes, write at the end, answer, exit (``os._exit``:
+    nothing of the parent's — its buffered output, its exit handlers — runs twice)."""
+    code = 0
+    try:
+        answer = _Staging(url).serve(down)
+        if answer is not None:
+            with contextlib.suppress(OSError):  # the parent gave up meanwhile
+                os.write(up, json.dumps(answer.__dict__).encode() + b"\n")
+    except BaseException:
+        code = 1
+    finally:
+        os._exit(code)
+
+
+class _Staging:
+    """The child's staging tables and each staged case's id, hash and part of the digest."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.engine: SQLiteEngine | None = None
+        self.inode: int | None = None  # of the history's file as the child opened it
+        self.problem: str | None = None  # why the live path gives up (the parent records as before)
+        self.staged: dict[str, int] = {}  # case id → its number in staging (arrival order)
+        self.hashes: list[str | None] = []
+        self.parts: list[str] = []
+
+    def serve(self, down: int) -> Answer | None:
+        """Stage each batch as it comes; the answer once the end comes, None at the end of input
+        without it (the run's parent is gone: nothing is written)."""
+        gc.disable()  # a short-lived process, and nothing it makes is a cycle (as Writer.written)
+        try:
+            self._open()
+        except Exception as exc:
+            self.problem = f"{type(exc).__name__}: {exc}"
+        tail = b""
+        while True:
+            data = os.read(down, _PIPE_BYTES)
+            if not data:
+                return None
+            lines = (tail + data).split(b"\n")
+            tail = lines.pop()
+            if lines and lines[-1].startswith(_END):
+                self._stage(lines[:-1])
+                return self._finish(json.loads(lines[-1][len(_END) :]))
+            self._stage(lines)
+
+    def _open(self) -> None:
+        from evals.history.engine import SQLiteEngine, open_engine
+
+        engine = open_engine(self.url)  # closed with the process
+        assert isinstance(engine, SQLiteEngine)  # LiveRecord.start forks for no other
+        engine.migrate()
+        engine.conn.execute("ATTACH DATABASE ':memory:' AS stage")
+        for table in _STAGED:  # the history's columns, without its keys and checks (those apply at the move)
+            engine.conn.execute(f"CREATE TABLE stage.{table} AS SELECT * FROM main.{table} WHERE 0")
+        engine.conn.execute("CREATE TABLE stage.file_order (staged INTEGER PRIMARY KEY, case_no INTEGER NOT NULL)")
+        self.engine = engine
+        self.inode = _inode(engine.path)
+
+    def _stage(self, lines: list[bytes]) -> None:
+        if not lines or self.problem is not None or self.engine is None:
+            return
+        from evals.compare.lazyload import CaseList
+        from evals.history.record import _LeanRows, digest_parts
+
+        engine, first_no = self.engine, len(self.parts)
+
+        def rows(first: int, parsed: list[dict[str, Any]], chunk: CaseList) -> None:
+            for case_id in chunk.ids:
+                if case_id in self.staged:
+                    raise _Twice(case_id)
+                self.staged[case_id] = len(self.staged)
+            self.hashes += chunk.hashes
+            self.parts += digest_parts(chunk)
+            # Unmasked, as a run evalgate made is recorded (its runner masked what it wrote).
+            _LeanRows(0, chunk, False, offset=first_no + first).insert(engine, parsed, into="stage.")
+
+        try:
+            engine.conn.execute("BEGIN")  # deferred: the staging alone, the history is not locked
+            CaseList.from_json(lines, chunk=_LeanRows.CHUNK, each=rows)
+            engine.conn.execute("COMMIT")
+        except _Twice as twice:
+            self.problem = f"case {twice.args[0]!r} was written twice"
+        except Exception as exc:
+            self.problem = f"staging: {type(exc).__name__}: {exc}"
+
+    def _finish(self, end: dict[str, Any]) -> Answer:
+        if self.problem is not None or self.engine is None:
+            return Answer(fallback=self.problem or "no staging")
+        # Removed (rm -rf .evalgate) or replaced: its connection would write to a file no one sees.
+        if self.inode is None or _inode(self.engine.path) != self.inode:
+            return Answer(fallback="the history's file was removed or replaced while the run ran")
+        from evals.history.record import ATTEMPT_COLUMNS, CASE_COLUMNS, EVENT_COLUMNS, SLICE_COLUMNS, Writer, case_set
+        from evals.results.model import RunInfo
+
+        info = RunInfo.model_validate_json(end["run"])
+        ids: list[str] = end["ids"]
+        if not info.evalgate_version:
+            return Answer(fallback="a run evalgate did not make (its texts are masked when recorded)")
+        try:
+            order = [self.staged[i] for i in ids]
+        except KeyError as missing:
+            return Answer(fallback=f"case {missing.args[0]!r} of the file was never sent")
+        if len(order) != len(self.staged):
+            return Answer(fallback=f"{len(self.staged) - len(order)} case(s) sent are not in the file")
+        h = hashlib.sha256(end["run"].encode("utf-8"))  # as run_digest: the header's JSON, then each case's part
+        h.update("".join(self.parts[s] for s in order).encode())
+        digest = "sha256:" + h.hexdigest()
+        identity = case_set(ids, (self.hashes[s] for s in order))
+        engine = self.engine
+        engine.insert_rows("stage.file_order", ("staged", "case_no"), ((s, no) for no, s in enumerate(order)))
+        # Rows in the order Writer.written inserts them: by case number, then as each case has them.
+        moves = (
+            ("cases", CASE_COLUMNS, ""),
+            ("case_slices", SLICE_COLUMNS, ", s.rowid"),
+            ("attempts", ATTEMPT_COLUMNS, ", s.attempt_no"),
+            ("events", EVENT_COLUMNS, ", s.attempt_no, s.seq"),
+        )
+
+        def move(run_id: int) -> None:
+            for table, columns, then in moves:
+                rest = ", ".join(f"s.{c}" for c in columns[2:])
+                engine.execute(
+                    f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT ?, o.case_no, {rest} "
+                    f"FROM stage.{table} s JOIN stage.file_order o ON o.staged = s.case_no "
+                    f"ORDER BY o.case_no{then}",
+                    (run_id,),
+                )
+
+        try:
+            run_id = Writer(engine).staged(info, digest, identity, move, recorded_by="run")
+        except Exception as exc:
+            return Answer(error=type(exc).__name__, problem=str(exc))
+        # Closed as record_written closes it: its write-ahead log folded into the file, so the file
+        # alone holds the run (a copy of it, an upload). The run is committed whatever this says.
+        with contextlib.suppress(Exception):
+            engine.close()
+        if run_id is None:
+            return Answer(fallback="the history holds this run already")
+        return Answer(run_id=run_id)
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+class _Twice(Exception):
+    """A case id staged a second time."""
