@@ -151,7 +151,8 @@ def _add(url: str, files: list[Path]) -> int:
     from evals.common.errors import EvalgateError, InfraError
     from evals.compare.lazyload import load_lazy
     from evals.history import open_history
-    from evals.history.record import Writer, run_digest
+    from evals.history.record import Writer
+    from evals.history.rows import run_digest
     from evals.history.url import redact_url
 
     where = redact_url(url)

@@ -114,7 +114,7 @@ def known_flaky(config: SuiteConfig | None, candidate: ResultsView | None = None
         return {}
 
     def read(engine: Engine) -> dict[str, float]:
-        from evals.history.record import run_digest
+        from evals.history.rows import run_digest
 
         leave_out = run_digest(candidate) if candidate is not None else None
         return flip_rates(case_history(engine, config.suite, config.config_hash(), leave_out=leave_out))

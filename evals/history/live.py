@@ -8,7 +8,7 @@ loop or any thread starts, a child that owns the record:
 - the parent sends each finished case's JSON (the bytes ``Recorder`` keeps, one line each) down a
   pipe, 256 cases at a time, never waiting: the pipe is non-blocking and what it cannot take now
   goes with the next batch;
-- the child parses each batch and makes its rows as ``Writer.written`` does (``_LeanRows``,
+- the child parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
   ``digest_parts``) into STAGING tables (``stage.*``: an in-memory database attached to its
   history connection, case numbers in the order cases arrived), and keeps each case's part of the
   digest;
@@ -284,7 +284,7 @@ class _Staging:
         if not lines or self.problem is not None or self.engine is None:
             return
         from evals.compare.lazyload import CaseList
-        from evals.history.record import _LeanRows, digest_parts
+        from evals.history.rows import LeanRows, digest_parts
 
         engine, first_no = self.engine, len(self.parts)
 
@@ -296,11 +296,11 @@ class _Staging:
             self.hashes += chunk.hashes
             self.parts += digest_parts(chunk)
             # Unmasked, as a run evalgate made is recorded (its runner masked what it wrote).
-            _LeanRows(0, chunk, False, offset=first_no + first).insert(engine, parsed, into="stage.")
+            LeanRows(0, chunk, False, offset=first_no + first).insert(engine, parsed, into="stage.")
 
         try:
             engine.conn.execute("BEGIN")  # deferred: the staging alone, the history is not locked
-            CaseList.from_json(lines, chunk=_LeanRows.CHUNK, each=rows)
+            CaseList.from_json(lines, chunk=LeanRows.CHUNK, each=rows)
             engine.conn.execute("COMMIT")
         except _Twice as twice:
             self.problem = f"case {twice.args[0]!r} was written twice"
@@ -313,7 +313,8 @@ class _Staging:
         # Removed (rm -rf .evalgate) or replaced: its connection would write to a file no one sees.
         if self.inode is None or _inode(self.engine.path) != self.inode:
             return Answer(fallback="the history's file was removed or replaced while the run ran")
-        from evals.history.record import ATTEMPT_COLUMNS, CASE_COLUMNS, EVENT_COLUMNS, SLICE_COLUMNS, Writer, case_set
+        from evals.history.record import Writer
+        from evals.history.rows import ATTEMPT_COLUMNS, CASE_COLUMNS, EVENT_COLUMNS, SLICE_COLUMNS, case_set
         from evals.results.model import RunInfo
 
         info = RunInfo.model_validate_json(end["run"])

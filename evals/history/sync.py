@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from evals.history.record import Writer, run_digest
+from evals.history.record import Writer
+from evals.history.rows import run_digest
 
 if TYPE_CHECKING:
     from evals.results.manifest import SnapshotInfo

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.history.record import run_digest
+from evals.history.rows import run_digest
 from evals.results.files import load_results
 
 # The target counts the processes forked from evalgate's own (same command line): the history's child.

@@ -133,8 +133,9 @@ def test_which_runs_repeat_the_same_code(history_url: str, tmp_path: Path) -> No
     repeats again. On SQLite and PostgreSQL (the rule is one query)."""
     from evals.history import open_history
     from evals.history.discordance import observed_discordance
-    from evals.history.record import Writer, run_digest
+    from evals.history.record import Writer
     from evals.history.repeats import repeated_runs
+    from evals.history.rows import run_digest
 
     cases = [{"id": c, "input": f"q{c}"} for c in HISTORY]
     config = load_suite(tmp_path, cases, target={"python": "m:f"}, scorers=["exact"])

@@ -20,7 +20,8 @@ from fakes.paths import ROOT
 
 from evals.history import open_history, record_comparison, record_run
 from evals.history.engine import migrations, open_engine
-from evals.history.record import Writer, run_digest
+from evals.history.record import Writer
+from evals.history.rows import run_digest
 from evals.history.settings import history_url as resolve_url
 from evals.history.sync import sync_store
 from evals.history.table import render

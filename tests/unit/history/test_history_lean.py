@@ -12,7 +12,8 @@ import pytest
 
 from evals.compare.lazyload import CaseList, LazyResults, load_lazy
 from evals.history import open_history
-from evals.history.record import Writer, _LeanRows, run_digest
+from evals.history.record import Writer
+from evals.history.rows import LeanRows, run_digest
 from evals.results.files import load_results
 from evals.results.model import Results
 from evals.results.trace import build_trace
@@ -86,7 +87,7 @@ def recorded(url: str, results: Results | LazyResults) -> dict[str, list[tuple[A
 def test_lean_run_records_the_rows_and_digest_of_the_model_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, evalgate_version: str | None, chunk: int
 ) -> None:
-    monkeypatch.setattr(_LeanRows, "CHUNK", chunk)  # chunks of cases, and one chunk for the whole run
+    monkeypatch.setattr(LeanRows, "CHUNK", chunk)  # chunks of cases, and one chunk for the whole run
     path = tmp_path / "run.json"
     write_file(path, evalgate_version)
     models, lean = load_results(path), load_lazy(path)
@@ -128,7 +129,7 @@ def test_a_run_just_written_is_recorded_in_one_pass_as_the_models_record_it_and_
     """``evalgate run`` records its run from the cases' JSON parsed once, each chunk's rows going
     in as it is parsed, under a digest set at the end: the same rows as the models', and a run
     recorded already is not recorded again (its id is given, its cases added if it had none)."""
-    monkeypatch.setattr(_LeanRows, "CHUNK", 4)  # several chunks, the last one short
+    monkeypatch.setattr(LeanRows, "CHUNK", 4)  # several chunks, the last one short
     path = tmp_path / "run.json"
     write_file(path, evalgate_version)
     data = json.loads(path.read_text(encoding="utf-8"))

@@ -20,7 +20,7 @@ from test_history_lean import TABLES, write_file
 
 from evals.history import live, open_history, record_written
 from evals.history.live import LiveRecord, _Staging
-from evals.history.record import _LeanRows
+from evals.history.rows import LeanRows
 from evals.results.files import load_results
 from evals.results.model import CaseResult, Results
 from evals.run.recorder import Recorder, WrittenRun
@@ -34,7 +34,7 @@ def run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Results:
     """An evalgate-made run of 11 cases with errors, traces, slices, 0 to 3 attempts; sent in
     batches of 3 and staged in chunks of 2 (the child is forked after these are set)."""
     monkeypatch.setattr(live, "BATCH", 3)
-    monkeypatch.setattr(_LeanRows, "CHUNK", 2)
+    monkeypatch.setattr(LeanRows, "CHUNK", 2)
     path = tmp_path / "run.json"
     write_file(path, "0.9.0")
     return load_results(path)
