@@ -43,7 +43,7 @@ def _mac(folder: Path, key: bytes) -> str:
     mac = hmac.new(key, MAGIC, hashlib.sha256)
     for path in cache_files(folder):
         digest = hashlib.sha256()
-        with path.open("rb") as fh:  # a symlink is followed: its content is what the cache would read
+        with path.open("rb") as fh:
             while chunk := fh.read(1 << 20):
                 digest.update(chunk)
         name = path.relative_to(folder).as_posix().encode()
@@ -65,6 +65,9 @@ def check(folder: Path, key: bytes | None) -> str | None:
         return None
     if not key:
         return f"no seal key ({SEAL_KEY_ENV}) to check it with"
+    # Never read through a link or a device a restored folder put there (/dev/zero would never end).
+    if any(path.is_symlink() or not path.is_file() for path in cache_files(folder)):
+        return "it holds a link or a special file where the cache's files go"
     try:
         text = (folder / SEAL_NAME).read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):

@@ -63,6 +63,19 @@ def test_an_unsealed_folder_or_one_with_a_garbled_seal_is_not_trusted(tmp_path):
     assert check(tmp_path / "absent", KEY) is None  # no cache at all: nothing to distrust
 
 
+def test_a_link_where_the_table_goes_is_never_read_and_only_the_link_is_removed(tmp_path):
+    folder = filled(tmp_path / "cache").folder
+    seal(folder, KEY)
+    outside = tmp_path / "elsewhere.sqlite"
+    (folder / "cache.sqlite").rename(outside)
+    (folder / "cache.sqlite").symlink_to("/dev/zero")  # read whole, it would never end
+    assert check(folder, KEY) == "it holds a link or a special file where the cache's files go"
+    (folder / "cache.sqlite").unlink()
+    (folder / "cache.sqlite").symlink_to(outside)  # the very bytes the seal covers, behind a link
+    assert check(folder, KEY) is not None
+    assert discard(folder) == 1 and outside.exists() and not (folder / "cache.sqlite").is_symlink()
+
+
 def test_the_seal_key_is_taken_out_of_the_environment():
     env = {SEAL_KEY_ENV: "s3cr3t", "PATH": "/bin"}
     assert seal_key(env) == b"s3cr3t" and env == {"PATH": "/bin"}
