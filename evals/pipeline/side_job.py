@@ -53,7 +53,7 @@ def run_side(config: SuiteConfig, activity: Activity, options: GateOptions) -> i
             "--evidence-side runs one side's batches for the gate of a results file: pass --results FILE (the run "
             "job's results.json)"
         )
-    key = seal_key()  # out of the environment before any run starts: no suite code sees it
+    key = seal_key()  # out of the environment before any run starts: the batches' runs do not inherit it
     client = github_client(activity)
     guard_suite_job(activity, config, client)  # batches run the suite's code: the suite job's guards
     folder = out_dir_of(options) / FOLDER

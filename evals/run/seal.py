@@ -93,6 +93,8 @@ def discard(folder: Path) -> int:
 
 
 def seal_key(environ: MutableMapping[str, str] = os.environ) -> bytes | None:
-    """The seal key, taken out of ``environ``: the runs the side starts never see it."""
+    """The seal key, taken out of ``environ``: the runs the side starts do not inherit it. (This
+    process's own environment block still holds it; only the base commit's code runs in that job,
+    and no code of a pull request ever runs there: that job boundary is what keeps the key.)"""
     value = environ.pop(SEAL_KEY_ENV, "")
     return value.encode() if value else None
