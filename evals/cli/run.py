@@ -117,10 +117,8 @@ def _run(
     if options.summary or options.html or results.errored_cases:
         from evals.results.summary import error_lines, render_text, summarize
 
-        # The summary reads no trace: unless the HTML page reads the cases after it, they are read
-        # back without their traces (half the models' memory at 10,000 cases: the peak RSS of the
-        # runner benchmark, docs/spec.md#performance-targets). The history reads the cases' JSON.
-        summary = summarize(results if options.html else results.without_traces(), config.slices or None)
+        # From what the run kept of each case for it, not the cases read back (docs/spec.md#performance-targets).
+        summary = summarize(results.summary, config.slices or None)
         if options.summary:
             sys.stderr.write("\n" + render_text(summary))
         elif results.errored_cases:

@@ -1,6 +1,6 @@
 """What a run writes (docs/spec.md#running): the results file as cases finish (``Recorder``), and the
 run just written as ``evalgate run`` reads it after (``WrittenRun``: its cases kept as their JSON,
-made into models only if something asks)."""
+made into models only if something asks, and what its summary reads of them)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from evals.results.model import (
     Results,
     RunInfo,
 )
+from evals.results.summary import SummaryCase, SummaryView
 from evals.suite.cases import Case
 
 WRITE_EVERY_S = 2.0
@@ -47,6 +48,7 @@ class Recorder:
         self.done: dict[str, bool] = {}  # case id → complete
         self.errored: dict[str, bool] = {}  # case id → an attempt ended in an error
         self._json: dict[str, bytes] = {}
+        self._summary: dict[str, SummaryCase] = {}
         self.completed = 0
         self.last_write = 0.0
         self.interval = WRITE_EVERY_S
@@ -58,6 +60,7 @@ class Recorder:
         self.done[result.id] = result.complete
         self.errored[result.id] = any(a.error is not None for a in result.attempts)
         self._json[result.id] = data = result.model_dump_json().encode("utf-8")
+        self._summary[result.id] = SummaryCase(result)
         if self.also is not None:
             self.also(data)
 
@@ -72,7 +75,8 @@ class Recorder:
     def written(self) -> WrittenRun:
         """What was written, as ``evalgate run`` reads it after."""
         ids = [i for i in self.order if i in self._json]
-        return WrittenRun(self.run, [self._json[i] for i in ids], sum(self.errored.values()), ids=ids)
+        summary = SummaryView(self.run, [self._summary[i] for i in ids])
+        return WrittenRun(self.run, [self._json[i] for i in ids], sum(self.errored.values()), ids=ids, summary=summary)
 
     def data(self) -> bytes:
         """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
@@ -96,46 +100,32 @@ class Recorder:
 
 
 class WrittenRun:
-    """A results file just written, for ``main``: ``run`` at hand, and ``cases`` made from the
-    recorder's bytes the first time something asks for them (the summary, the history): during the
-    run no case is held as models."""
+    """A results file just written, for ``main``: ``run`` at hand, ``summary`` (what the run's
+    summary reads of each case, kept as it finished), and ``cases`` made from the recorder's bytes
+    the first time something asks for them (the HTML page, a history without the live record):
+    during the run no case is held as models."""
 
     schema_version = SCHEMA_VERSION
 
     def __init__(
-        self, run: RunInfo, case_json: list[bytes], errored_cases: int, *, ids: list[str], traces: bool = True
+        self, run: RunInfo, case_json: list[bytes], errored_cases: int, *, ids: list[str], summary: SummaryView
     ):
-        """``ids``: the cases' ids, in the file's order (as ``case_json``)."""
+        """``ids``: the cases' ids, in the file's order (as ``case_json`` and ``summary``'s cases)."""
         self.run = run
         self.case_ids = ids
         self._case_json = case_json
         self.errored_cases = errored_cases
-        self.traces = traces
+        self.summary = summary
 
     @functools.cached_property
     def cases(self) -> list[CaseResult]:
         pending, self._case_json = self._case_json[::-1], []
         cases = []
         while pending:  # each case's bytes go as its model comes
-            case = CaseResult.model_validate_json(pending.pop())
-            if not self.traces:
-                for attempt in case.attempts:
-                    attempt.trace = None  # freed before the next case is read
-            cases.append(case)
+            cases.append(CaseResult.model_validate_json(pending.pop()))
         return cases
 
     @property
     def case_json(self) -> list[bytes]:
         """Each case's JSON as the results file holds it (what ``cases`` is read from)."""
         return self._case_json
-
-    def without_traces(self) -> WrittenRun:
-        """The same run, its ``cases`` read with every attempt's ``trace`` left out (None): for a
-        reader that never looks at traces (the summary) when nothing after it reads the cases.
-        Read from the same bytes, which stay here for ``cases``. At 10,000 one-step openai cases
-        the traces are half the models' memory (~38 of ~72 MiB), and their third event (the step
-        log) took ``evalgate run``'s peak RSS from 114 to 128 MB, past the 120 MB of
-        docs/spec.md#performance-targets."""
-        if "cases" in self.__dict__:  # read already: no lighter copy to make
-            return self
-        return WrittenRun(self.run, self._case_json, self.errored_cases, ids=self.case_ids, traces=False)

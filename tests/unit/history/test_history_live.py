@@ -23,6 +23,7 @@ from evals.history.live import LiveRecord, _Staging
 from evals.history.rows import LeanRows
 from evals.results.files import load_results
 from evals.results.model import CaseResult, Results
+from evals.results.summary import SummaryCase, SummaryView
 from evals.run.recorder import Recorder, WrittenRun
 from evals.suite.cases import Case
 
@@ -45,7 +46,8 @@ def case_json(results: Results) -> list[bytes]:
 
 
 def written(results: Results) -> WrittenRun:
-    return WrittenRun(results.run, case_json(results), 0, ids=[c.id for c in results.cases])
+    kept = SummaryView(results.run, [SummaryCase(c) for c in results.cases])
+    return WrittenRun(results.run, case_json(results), 0, ids=[c.id for c in results.cases], summary=kept)
 
 
 def tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
