@@ -100,8 +100,9 @@ def main() -> int:
         sys.stderr.write(problem + "\n")
         return 2
     from evals.cli.app import main as evalgate
+    from evals.cli.leave import leave
 
-    return evalgate()
+    leave(evalgate())
 
 
 if __name__ == "__main__":

@@ -1,3 +1,4 @@
 from evals.cli.app import main
+from evals.cli.leave import leave
 
-raise SystemExit(main())
+leave(main())

@@ -9,6 +9,7 @@ import importlib
 import sys
 import traceback
 from collections.abc import Sequence
+from typing import NoReturn
 
 from evals import __version__
 from evals.common.errors import EXIT_INFRA, EXIT_USAGE, EvalgateError
@@ -105,7 +106,9 @@ def run_command(args: argparse.Namespace) -> int:
         return EXIT_INFRA
 
 
-def module_main(command: str, argv: Sequence[str] | None = None) -> int:
-    """Entry for ``python -m evals.<command>`` (the seed workflow's spelling)."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    return main([command, *argv])
+def module_main(command: str) -> NoReturn:
+    """Entry for ``python -m evals.<command>`` (the seed workflow's spelling): that command with
+    this process's arguments, and the process ends (``evals.cli.leave``)."""
+    from evals.cli.leave import leave
+
+    leave(main([command, *sys.argv[1:]]))

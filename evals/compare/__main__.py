@@ -2,4 +2,4 @@
 
 from evals.cli.app import module_main
 
-raise SystemExit(module_main("compare"))
+module_main("compare")
