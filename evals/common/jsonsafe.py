@@ -22,9 +22,17 @@ def loads(text: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         value = json.loads(text)
     except RecursionError:
         raise _too_deep(text, max_depth) from None
-    if depth_exceeds(value, max_depth):
+    # Each level opens with a bracket of the text: with no more brackets than levels allowed, the
+    # value cannot be too deep, and the walk (~10 µs of every model reply) is skipped.
+    if _brackets(text) > max_depth and depth_exceeds(value, max_depth):
         raise _too_deep(text, max_depth)
     return value
+
+
+def _brackets(text: str | bytes) -> int:
+    if isinstance(text, str):
+        return text.count("[") + text.count("{")
+    return text.count(b"[") + text.count(b"{")
 
 
 def depth_exceeds(value: Any, limit: int) -> bool:

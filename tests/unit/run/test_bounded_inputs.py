@@ -29,8 +29,12 @@ def test_loads_refuses_deep_values_as_invalid_json():
     for text in (DEEP, NEAR, '{"a": ' + NEAR + "}"):
         with pytest.raises(json.JSONDecodeError, match="nested more than 128 levels deep"):
             jsonsafe.loads(text)
+        with pytest.raises(json.JSONDecodeError, match="nested more than 128 levels deep"):
+            jsonsafe.loads(text.encode())  # a reply's bytes, as the runner reads them
     assert jsonsafe.loads("[" * 128 + "]" * 128) is not None
     assert jsonsafe.loads('{"a": [1, {"b": 2}]}') == {"a": [1, {"b": 2}]}
+    # Brackets inside strings are counted too: many of them send a shallow value to the walk, which passes it.
+    assert jsonsafe.loads(json.dumps({"text": "[{" * 200})) == {"text": "[{" * 200}
 
 
 TOOLS = """
