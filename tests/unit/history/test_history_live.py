@@ -228,9 +228,9 @@ def test_no_live_record_for_postgresql() -> None:
     assert LiveRecord.start("postgresql://evals@localhost/evals") is None
 
 
-def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.Popen[str], int]:
-    """A process that starts a live record, sends it the run's cases and waits; and its child."""
-    (tmp_path / "cases.jsonl").write_bytes(b"\n".join(case_json(run)))
+def parent_process(tmp_path: Path, lines: list[bytes], url: str) -> tuple[subprocess.Popen[str], int]:
+    """A process that starts a live record, sends it these cases' JSON and waits; and its child."""
+    (tmp_path / "cases.jsonl").write_bytes(b"\n".join(lines))
     parent = subprocess.Popen(
         [
             sys.executable,
@@ -251,9 +251,24 @@ def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.P
     return parent, int(parent.stdout.readline())
 
 
+def test_the_child_imports_what_it_stages_with_before_the_first_case(tmp_path: Path) -> None:
+    """While the run starts up, not after its first batch (or, for a short run, after its end):
+    numpy, which staging reads the cases with, is in the child of a parent that never imported it
+    and sent it nothing."""
+    parent, child = parent_process(tmp_path, [], str(tmp_path / "h.sqlite"))
+    try:
+        deadline = time.monotonic() + 10
+        while "numpy" not in Path(f"/proc/{child}/maps").read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "numpy" in Path(f"/proc/{child}/maps").read_text()
+    finally:
+        parent.kill()
+        parent.wait()
+
+
 def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: Results) -> None:
     url = str(tmp_path / "killed.sqlite")
-    parent, child = parent_process(tmp_path, run, url)
+    parent, child = parent_process(tmp_path, case_json(run), url)
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
@@ -267,7 +282,7 @@ def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: 
 
 def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Results) -> None:
     """A gate reads its run's stderr to the end: a child holding it would keep the gate waiting."""
-    parent, child = parent_process(tmp_path, run, str(tmp_path / "h.sqlite"))
+    parent, child = parent_process(tmp_path, case_json(run), str(tmp_path / "h.sqlite"))
     deadline = time.monotonic() + 10
     while not stderr_quiet(child) and time.monotonic() < deadline:
         time.sleep(0.005)  # its stderr is redirected last
