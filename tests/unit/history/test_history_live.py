@@ -123,6 +123,37 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
 
 
+def test_cases_reach_the_child_within_send_s_not_a_batch_at_a_time(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the parent holds when the run ends is staged only after it: a slow run's cases are sent
+    once the last write is SEND_S old, whatever the batch's size."""
+    monkeypatch.setattr(live, "BATCH", 100)
+    monkeypatch.setattr(live, "SEND_S", 0.05)
+    record = started(history)
+    *first, last = case_json(run)
+    for data in first:
+        record.add(data)
+    time.sleep(0.06)
+    record.add(last)
+    assert not record._pending  # the 10 held until now went with it
+    assert record.finish(run.run, [c.id for c in run.cases]).run_id == 1
+    assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling policies")
+def test_the_child_stages_as_a_batch_process(run: Results, history: str) -> None:
+    """A case sent wakes the child: on a core it shares with the run, it must not run ahead of it."""
+    record = started(history)
+    try:
+        deadline = time.monotonic() + 10  # the child sets it once forked
+        while os.sched_getscheduler(record.pid) != os.SCHED_BATCH and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert os.sched_getscheduler(record.pid) == os.SCHED_BATCH
+    finally:
+        record.close()
+
+
 def fell_back(record: LiveRecord, run: Results, history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """What the live record said it could not do; the run is recorded all the same (by
     ``record_written``), once."""
