@@ -56,6 +56,7 @@ def tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def by_record_written(tmp_path: Path, results: Results, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """The tables ``record_written`` makes of ``results`` (its cases as they are, in order)."""
     url = str(tmp_path / "after.sqlite")
     monkeypatch.setenv("EVALGATE_HISTORY_URL", url)
     done = record_written(written(results))
@@ -78,12 +79,16 @@ def started(url: str) -> LiveRecord:
     return record
 
 
+@pytest.mark.parametrize("order", [True, False], ids=["order-sent", "no-order"])
 def test_the_live_record_writes_the_rows_and_digest_record_written_writes(
-    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch, order: bool
 ) -> None:
     """Cases finish out of the file's order and reach the child a batch at a time; at the end it
-    writes them in the file's order under the same digest, as one run."""
+    writes them in the file's order under the same digest, as one run: staged under their numbers
+    in the file when the order came first (as ``evalgate run`` sends it), else renumbered."""
     record = started(history)
+    if order:
+        record.order([c.id for c in run.cases])
     shuffled = case_json(run)
     random.Random(7).shuffle(shuffled)
     for data in shuffled:
@@ -113,6 +118,7 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
 ) -> None:
     record = started(history)
     cases = [Case(id=c.id) for c in run.cases]
+    record.order([c.id for c in cases])  # as execute does, before the recorder sends the kept cases
     kept = {c.id: c for c in run.cases[:4]}
     recorder = Recorder(tmp_path / "out.json", cases, run.run.model_copy(), kept, also=record.add)
     for result in reversed(run.cases[4:]):
@@ -121,6 +127,33 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
     done = record_written(recorder.written(), live=record)
     assert done.run_ids == {"candidate": 1}
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
+
+
+def test_a_run_that_stopped_early_is_renumbered_over_the_cases_it_wrote(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order sent at the start is the suite's; the file of a cancelled run holds only the cases
+    that finished, numbered among themselves: the staged numbers have gaps, the history's none."""
+    record = started(history)
+    record.order([c.id for c in run.cases])
+    written_cases = [c for no, c in enumerate(run.cases) if no % 3 != 1]
+    partial = run.model_copy(update={"cases": written_cases})
+    for data in reversed(case_json(partial)):
+        record.add(data)
+    done = record_written(written(partial), live=record)
+    assert not done.failures and done.run_ids == {"candidate": 1}
+    assert [row[1] for row in tables(history)["cases"]] == list(range(len(written_cases)))
+    assert tables(history) == by_record_written(tmp_path, partial, monkeypatch)
+
+
+def test_a_case_not_in_the_order_sent_falls_back(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = started(history)
+    record.order([c.id for c in run.cases if c.id != "c4"])
+    for data in case_json(run):
+        record.add(data)
+    assert "case 'c4' is not one of the run's" in fell_back(record, run, history, tmp_path, monkeypatch)
 
 
 def test_cases_reach_the_child_within_send_s_not_a_batch_at_a_time(
