@@ -6,7 +6,7 @@ half of that at most, the event loop holding the GIL. So ``evalgate run`` forks,
 loop or any thread starts, a child that owns the record:
 
 - the parent sends each finished case's JSON (the bytes ``Recorder`` keeps, one line each) down a
-  pipe, 256 cases at a time or what it holds once its last write is ``SEND_S`` old, never waiting:
+  pipe, 256 cases at a time (``TAIL`` at a time in the run's last 256), never waiting:
   the pipe is non-blocking and what it cannot take now goes with the next batch;
 - the child (a batch process while the run runs: it never runs ahead of the run on a shared core)
   parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
@@ -59,10 +59,12 @@ if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
 BATCH = 256  # cases per write to the child: a few hundred KB, one parse and one insert each there
-# Or fewer, once the last write is this old: what the parent holds when the run ends is staged only
-# then, after the last answer (up to 255 cases held, ~20 ms of the child's). The child's cost per
-# case hardly depends on the batch's size (~70 us a case from 16 cases a batch up).
-SEND_S = 0.02
+# Cases per write once fewer than BATCH are yet to come (the run's order says how many): what the
+# parent holds when the run ends is staged only then, after the last answer (N mod 256 cases, up to
+# ~18 ms of the child's); so at most TAIL - 1. Sending more often all along (what the parent held
+# once its last write was 20 ms old) cost the run more than it saved: 10,000 cases ~0.2 s later,
+# the child ~0.15 s more CPU (a wake-up, and a parse and an insert, per write).
+TAIL = 16
 ANSWER_S = 90.0  # for the child's answer after the end: more than SQLite's 30 s wait for a lock
 _PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ: a batch or two in flight without the parent ever waiting
 # The staged tables and their keys after the case's number: each is kept in the order the history's
@@ -96,7 +98,7 @@ class LiveRecord:
         self.url, self.pid = url, pid
         self._to, self._from = to_child, from_child
         self._pending: list[bytes] = []
-        self._sent = 0.0  # time.monotonic() of the last write
+        self._left = float("inf")  # cases yet to come, once the order says
         self._out = bytearray()
         self.dead: str | None = None  # why the child can no longer record the run
 
@@ -148,13 +150,15 @@ class LiveRecord:
         """The run's cases in the file's order, before any case is added: the child then stages
         each case under its number in the file, and a run that wrote them all has its rows copied
         as they are at the end (not renumbered and sorted: ~30 ms of its wait at 10,000 cases)."""
+        self._left = len(ids)
         self._pending.append(json.dumps(ids).encode())
         self._send()
 
     def add(self, data: bytes) -> None:
         """A finished case's JSON (one line: JSON escapes newlines)."""
         self._pending.append(data)
-        if len(self._pending) >= BATCH or time.monotonic() - self._sent >= SEND_S:
+        self._left -= 1
+        if len(self._pending) >= (BATCH if self._left >= BATCH else TAIL):
             self._send()
 
     def _send(self, end: bytes = b"", until: float | None = None) -> bool:
@@ -166,7 +170,6 @@ class LiveRecord:
         if self._pending:
             self._out += b"\n".join(self._pending) + b"\n"
             self._pending.clear()
-        self._sent = time.monotonic()
         self._out += end
         while self._out:
             try:

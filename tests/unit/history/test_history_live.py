@@ -156,20 +156,20 @@ def test_a_case_not_in_the_order_sent_falls_back(
     assert "case 'c4' is not one of the run's" in fell_back(record, run, history, tmp_path, monkeypatch)
 
 
-def test_cases_reach_the_child_within_send_s_not_a_batch_at_a_time(
+def test_the_runs_last_cases_reach_the_child_a_few_at_a_time(
     tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """What the parent holds when the run ends is staged only after it: a slow run's cases are sent
-    once the last write is SEND_S old, whatever the batch's size."""
-    monkeypatch.setattr(live, "BATCH", 100)
-    monkeypatch.setattr(live, "SEND_S", 0.05)
+    """What the parent holds when the run ends is staged only after it: once fewer than a batch
+    of the order's cases are yet to come, they go TAIL at a time."""
+    monkeypatch.setattr(live, "BATCH", 8)
+    monkeypatch.setattr(live, "TAIL", 2)
     record = started(history)
+    record.order([c.id for c in run.cases])
     *first, last = case_json(run)
-    for data in first:
+    for data in first:  # 4 (then fewer than 8 are to come), then 2 at a time
         record.add(data)
-    time.sleep(0.06)
-    record.add(last)
-    assert not record._pending  # the 10 held until now went with it
+    assert not record._pending
+    record.add(last)  # held: it goes with the end
     assert record.finish(run.run, [c.id for c in run.cases]).run_id == 1
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
 
