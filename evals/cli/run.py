@@ -111,6 +111,7 @@ def _run(
         rerun=rerun_command(options),
         fail_fast=fail_fast_rule(config, Path(options.fail_fast_baseline)) if options.fail_fast_baseline else None,
         case_sink=live.add if live is not None else None,
+        case_order=live.order if live is not None else None,
     )
     assert isinstance(results, WrittenRun)  # lean=True
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.

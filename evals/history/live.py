@@ -6,15 +6,19 @@ half of that at most, the event loop holding the GIL. So ``evalgate run`` forks,
 loop or any thread starts, a child that owns the record:
 
 - the parent sends each finished case's JSON (the bytes ``Recorder`` keeps, one line each) down a
-  pipe, 256 cases at a time, never waiting: the pipe is non-blocking and what it cannot take now
-  goes with the next batch;
-- the child parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
+  pipe, 256 cases at a time (``TAIL`` at a time in the run's last 256), never waiting:
+  the pipe is non-blocking and what it cannot take now goes with the next batch;
+- the child (a batch process while the run runs: it never runs ahead of the run on a shared core)
+  parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
   ``digest_parts``) into STAGING tables (``stage.*``: an in-memory database attached to its
-  history connection, case numbers in the order cases arrived), and keeps each case's part of the
-  digest;
+  history connection, each table kept in its key's order), and keeps each case's part of the
+  digest. A case's number there is its number in the file when the run's case order came first
+  (``LiveRecord.order``: ``evalgate run`` sends it before any case), else its arrival's;
 - at the end the parent sends the run's header and the file's case order; the child writes, in one
-  transaction, the header and the staged rows renumbered in file order (``INSERT ... SELECT``,
-  in SQLite's C), and answers the run's id. Same tables, rows and digest as ``record_written``.
+  transaction, the header and the staged rows (``INSERT ... SELECT``, in SQLite's C): copied as
+  staged when the file holds every case of the order sent, else renumbered in the file's order (a
+  run stopped early numbers only the cases it wrote), and answers the run's id. Same tables, rows
+  and digest as ``record_written``.
 
 What it does not cover falls back to ``record_written`` in the parent, which then records the run
 as before (nothing lost): a PostgreSQL history (the staging is SQLite's ``ATTACH``), no fork, a
@@ -27,13 +31,15 @@ and SIGTERM (the parent decides when a run ends) and never outlives the parent: 
 input without the final line (the parent died or let go) it exits, its staging gone with it, the
 history untouched.
 
-Imported by ``evalgate run`` at start: the standard library only, until the child imports the writer."""
+Imported by ``evalgate run`` at start: the standard library only; the child, once forked, imports
+the writer and what it stages with (``_WARM``) before the first case comes."""
 
 from __future__ import annotations
 
 import contextlib
 import gc
 import hashlib
+import importlib
 import json
 import os
 import select
@@ -53,10 +59,24 @@ if TYPE_CHECKING:
     from evals.suite.config import SuiteConfig
 
 BATCH = 256  # cases per write to the child: a few hundred KB, one parse and one insert each there
+# Cases per write once fewer than BATCH are yet to come (the run's order says how many): what the
+# parent holds when the run ends is staged only then, after the last answer (N mod 256 cases, up to
+# ~18 ms of the child's); so at most TAIL - 1. Sending more often all along (what the parent held
+# once its last write was 20 ms old) cost the run more than it saved: 10,000 cases ~0.2 s later,
+# the child ~0.15 s more CPU (a wake-up, and a parse and an insert, per write).
+TAIL = 16
 ANSWER_S = 90.0  # for the child's answer after the end: more than SQLite's 30 s wait for a lock
 _PIPE_BYTES = 1 << 20  # F_SETPIPE_SZ: a batch or two in flight without the parent ever waiting
-_STAGED = ("cases", "case_slices", "attempts", "events")
+# The staged tables and their keys after the case's number: each is kept in the order the history's
+# rows go in (WITHOUT ROWID: the table is its key's tree), whatever order the cases came in.
+_STAGED = {"cases": (), "case_slices": ("slice_key",), "attempts": ("attempt_no",), "events": ("attempt_no", "seq")}
 _END = b"!"  # the final line starts with it; a case's JSON starts with "{"
+_ORDER = b"["  # the run's case ids in the file's order (a JSON list), the first line when it comes
+# What staging and the final write import, imported by the child as soon as it starts: the parent
+# is still starting up then (its imports, the suite, the first requests) and a core is idle. At the
+# first batch and at the end instead (numpy with the first), a 1-case run waited ~0.1 s for them
+# after its last answer.
+_WARM = ("evals.compare.lazyload", "evals.history.rows", "evals.history.record", "evals.results.model")
 
 
 @dataclass
@@ -78,6 +98,7 @@ class LiveRecord:
         self.url, self.pid = url, pid
         self._to, self._from = to_child, from_child
         self._pending: list[bytes] = []
+        self._left = float("inf")  # cases yet to come, once the order says
         self._out = bytearray()
         self.dead: str | None = None  # why the child can no longer record the run
 
@@ -103,6 +124,7 @@ class LiveRecord:
             try:
                 for signum in stops:  # the parent decides when a run ends
                     signal.signal(signum, signal.SIG_IGN)
+                _policy(_BATCH_POLICY)
                 signal.pthread_sigmask(signal.SIG_SETMASK, held)
                 os.close(down_w)
                 os.close(up_r)
@@ -124,10 +146,19 @@ class LiveRecord:
         os.set_blocking(down_w, False)
         return cls(url, pid, down_w, up_r)
 
+    def order(self, ids: list[str]) -> None:
+        """The run's cases in the file's order, before any case is added: the child then stages
+        each case under its number in the file, and a run that wrote them all has its rows copied
+        as they are at the end (not renumbered and sorted: ~30 ms of its wait at 10,000 cases)."""
+        self._left = len(ids)
+        self._pending.append(json.dumps(ids).encode())
+        self._send()
+
     def add(self, data: bytes) -> None:
         """A finished case's JSON (one line: JSON escapes newlines)."""
         self._pending.append(data)
-        if len(self._pending) >= BATCH:
+        self._left -= 1
+        if len(self._pending) >= (BATCH if self._left >= BATCH else TAIL):
             self._send()
 
     def _send(self, end: bytes = b"", until: float | None = None) -> bool:
@@ -243,15 +274,19 @@ class _Staging:
         self.engine: SQLiteEngine | None = None
         self.inode: int | None = None  # of the history's file as the child opened it
         self.problem: str | None = None  # why the live path gives up (the parent records as before)
-        self.staged: dict[str, int] = {}  # case id → its number in staging (arrival order)
-        self.hashes: list[str | None] = []
-        self.parts: list[str] = []
+        self.order: list[str] | None = None  # the run's case ids in the file's order, when sent
+        self.numbers: dict[str, int] = {}  # of those: case id → its number in the file
+        self.staged: dict[str, int] = {}  # case id → its number in staging (in the file, else arrival order)
+        self.hashes: dict[int, str | None] = {}  # by number in staging
+        self.parts: dict[int, str] = {}
 
     def serve(self, down: int) -> Answer | None:
         """Stage each batch as it comes; the answer once the end comes, None at the end of input
         without it (the run's parent is gone: nothing is written)."""
         gc.disable()  # a short-lived process, and nothing it makes is a cycle (as Writer.written)
         try:
+            for module in _WARM:
+                importlib.import_module(module)
             self._open()
         except Exception as exc:
             self.problem = f"{type(exc).__name__}: {exc}"
@@ -262,7 +297,11 @@ class _Staging:
                 return None
             lines = (tail + data).split(b"\n")
             tail = lines.pop()
+            if lines and lines[0].startswith(_ORDER) and not self.staged:
+                self.order = json.loads(lines.pop(0))
+                self.numbers = {case_id: no for no, case_id in enumerate(self.order)}
             if lines and lines[-1].startswith(_END):
+                _policy(_OTHER_POLICY)  # the run waits for what is left: no longer in the background
                 self._stage(lines[:-1])
                 return self._finish(json.loads(lines[-1][len(_END) :]))
             self._stage(lines)
@@ -274,8 +313,12 @@ class _Staging:
         assert isinstance(engine, SQLiteEngine)  # LiveRecord.start forks for no other
         engine.migrate()
         engine.conn.execute("ATTACH DATABASE ':memory:' AS stage")
-        for table in _STAGED:  # the history's columns, without its keys and checks (those apply at the move)
-            engine.conn.execute(f"CREATE TABLE stage.{table} AS SELECT * FROM main.{table} WHERE 0")
+        for table, key in _STAGED.items():  # the history's columns, without its checks (they apply at the move)
+            columns = engine.conn.execute(f"PRAGMA main.table_info({table})").fetchall()
+            declared = ", ".join(f"{name} {kind}" for _, name, kind, *_ in columns)
+            engine.conn.execute(
+                f"CREATE TABLE stage.{table} ({declared}, PRIMARY KEY ({', '.join(('case_no', *key))})) WITHOUT ROWID"
+            )
         engine.conn.execute("CREATE TABLE stage.file_order (staged INTEGER PRIMARY KEY, case_no INTEGER NOT NULL)")
         self.engine = engine
         self.inode = _inode(engine.path)
@@ -286,24 +329,28 @@ class _Staging:
         from evals.compare.lazyload import CaseList
         from evals.history.rows import LeanRows, digest_parts
 
-        engine, first_no = self.engine, len(self.parts)
+        engine = self.engine
 
         def rows(first: int, parsed: list[dict[str, Any]], chunk: CaseList) -> None:
+            numbers = []
             for case_id in chunk.ids:
                 if case_id in self.staged:
-                    raise _Twice(case_id)
-                self.staged[case_id] = len(self.staged)
-            self.hashes += chunk.hashes
-            self.parts += digest_parts(chunk)
+                    raise _Refused(f"case {case_id!r} was written twice")
+                if self.order is not None and case_id not in self.numbers:
+                    raise _Refused(f"case {case_id!r} is not one of the run's")
+                numbers.append(self.numbers[case_id] if self.order is not None else len(self.staged))
+                self.staged[case_id] = numbers[-1]
+            self.hashes.update(zip(numbers, chunk.hashes, strict=True))
+            self.parts.update(zip(numbers, digest_parts(chunk), strict=True))
             # Unmasked, as a run evalgate made is recorded (its runner masked what it wrote).
-            LeanRows(0, chunk, False, offset=first_no + first).insert(engine, parsed, into="stage.")
+            LeanRows(0, chunk, False, numbers=numbers).insert(engine, parsed, into="stage.")
 
         try:
             engine.conn.execute("BEGIN")  # deferred: the staging alone, the history is not locked
             CaseList.from_json(lines, chunk=LeanRows.CHUNK, each=rows)
             engine.conn.execute("COMMIT")
-        except _Twice as twice:
-            self.problem = f"case {twice.args[0]!r} was written twice"
+        except _Refused as refused:
+            self.problem = str(refused)
         except Exception as exc:
             self.problem = f"staging: {type(exc).__name__}: {exc}"
 
@@ -332,22 +379,30 @@ class _Staging:
         digest = "sha256:" + h.hexdigest()
         identity = case_set(ids, (self.hashes[s] for s in order))
         engine = self.engine
-        engine.insert_rows("stage.file_order", ("staged", "case_no"), ((s, no) for no, s in enumerate(order)))
-        # Rows in the order Writer.written inserts them: by case number, then as each case has them.
-        moves = (
-            ("cases", CASE_COLUMNS, ""),
-            ("case_slices", SLICE_COLUMNS, ", s.rowid"),
-            ("attempts", ATTEMPT_COLUMNS, ", s.attempt_no"),
-            ("events", EVENT_COLUMNS, ", s.attempt_no, s.seq"),
-        )
+        # Every case of the run written, each staged under its number in the file: its rows are
+        # copied as the staging holds them. Else (the order never came; a run stopped early, whose
+        # file numbers only the cases it wrote) they are renumbered: joined to the file's numbers.
+        if ids == self.order:
+            source, number = "", "s.case_no"
+        else:
+            engine.insert_rows("stage.file_order", ("staged", "case_no"), ((s, no) for no, s in enumerate(order)))
+            source, number = " JOIN stage.file_order o ON o.staged = s.case_no", "o.case_no"
+        columns = {
+            "cases": CASE_COLUMNS,
+            "case_slices": SLICE_COLUMNS,
+            "attempts": ATTEMPT_COLUMNS,
+            "events": EVENT_COLUMNS,
+        }
 
         def move(run_id: int) -> None:
-            for table, columns, then in moves:
-                rest = ", ".join(f"s.{c}" for c in columns[2:])
+            for table, key in _STAGED.items():
+                # In the order Writer.written inserts them: by case number, then as each case has
+                # them; copied as staged, the staged table's own order (no sort).
+                names, rest = ", ".join(columns[table]), ", ".join(f"s.{c}" for c in columns[table][2:])
+                then = "".join(f", s.{k}" for k in key)
                 engine.execute(
-                    f"INSERT INTO main.{table} ({', '.join(columns)}) SELECT ?, o.case_no, {rest} "
-                    f"FROM stage.{table} s JOIN stage.file_order o ON o.staged = s.case_no "
-                    f"ORDER BY o.case_no{then}",
+                    f"INSERT INTO main.{table} ({names}) SELECT ?, {number}, {rest} "
+                    f"FROM stage.{table} s{source} ORDER BY {number}{then}",
                     (run_id,),
                 )
 
@@ -364,6 +419,21 @@ class _Staging:
         return Answer(run_id=run_id)
 
 
+# While the run runs the child is scheduled as a batch process (Linux: SCHED_BATCH): a batch sent
+# wakes it, and on a core it shares with the run (a busy machine) it would otherwise run ahead of
+# the run there, which then waits for its staging (a write to a waiting child took as long as the
+# child's work on it, pinned to one core), instead of staging while the run waits for its answers
+# (10,000 cases pinned to one core: the run ~50 ms sooner, three pairs of runs).
+_BATCH_POLICY = getattr(os, "SCHED_BATCH", None)
+_OTHER_POLICY = getattr(os, "SCHED_OTHER", None)
+
+
+def _policy(policy: int | None) -> None:
+    if policy is not None:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(0, policy, os.sched_param(0))
+
+
 def _inode(path: Path) -> int | None:
     try:
         return os.stat(path).st_ino
@@ -371,5 +441,5 @@ def _inode(path: Path) -> int | None:
         return None
 
 
-class _Twice(Exception):
-    """A case id staged a second time."""
+class _Refused(Exception):
+    """A case that cannot be staged: sent twice, or not one of the run's."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
 from typing import TYPE_CHECKING, Any
 
@@ -146,8 +146,12 @@ def case_rows(run_id: int, cases: Iterable[Any], mask: bool, first: int = 0) -> 
         )
 
 
-def slice_rows(run_id: int, case_slices: Iterable[Mapping[str, Any]], first: int = 0) -> Iterator[tuple[Any, ...]]:
-    return ((run_id, no, k, str(v)) for no, slices in enumerate(case_slices, first) for k, v in sorted(slices.items()))
+def slice_rows(
+    run_id: int, case_slices: Iterable[Mapping[str, Any]], numbers: Iterable[int] | None = None
+) -> Iterator[tuple[Any, ...]]:
+    """``numbers``: each case's number (0, 1, 2, ... by default)."""
+    numbered = zip(count() if numbers is None else numbers, case_slices, strict=False)  # count() never ends
+    return ((run_id, no, k, str(v)) for no, slices in numbered for k, v in sorted(slices.items()))
 
 
 def _floats(values: np.ndarray) -> list[float | None]:
@@ -202,12 +206,15 @@ class LeanRows:
     # RSS than one of 4,096 (10,000 one-step cases: 113 vs 117 MB), for the same CPU.
     CHUNK = 1024
 
-    def __init__(self, run_id: int, cases: CaseList, mask: bool, offset: int = 0):
-        """``offset``: the run's number of ``cases``' first case (they are a chunk of the run)."""
-        self.run_id, self.cases, self.mask, self.offset = run_id, cases, mask, offset
+    def __init__(self, run_id: int, cases: CaseList, mask: bool, offset: int = 0, numbers: Sequence[int] | None = None):
+        """``offset``: the run's number of ``cases``' first case (they are a chunk of the run); or
+        ``numbers``: each case's (``evals.history.live`` stages cases under their numbers in the
+        file as they come, in any order)."""
+        self.run_id, self.cases, self.mask = run_id, cases, mask
+        self.nos = range(offset, offset + len(cases)) if numbers is None else numbers
         at = cases.attempts
         first_attempt = np.searchsorted(at.case, np.arange(len(cases)))
-        self.case_no = (at.case + offset).tolist()
+        self.case_no = np.asarray(self.nos, dtype=np.int64)[at.case].tolist()
         self.attempt_no = (np.arange(at.case.size) - first_attempt[at.case]).tolist()
         passed = [None if v != v else int(v == 1.0) for v in at.passed.tolist()]
         self.numbers = (passed, _floats(at.score))  # the attempt columns before `scores`
@@ -224,13 +231,11 @@ class LeanRows:
         for chunk in cases.raw(self.CHUNK) if parsed is None else [parsed]:
             given = _texts([c.get("input") for c in chunk], EXCERPT_CHARS, mask)
             expected = _texts([c.get("expected") for c in chunk], EXCERPT_CHARS, mask)
-            end, no = first + len(chunk), self.offset + first
-            ids, hashes = cases.ids[first:end], cases.hashes[first:end]
-            engine.insert_rows(
-                f"{into}cases", CASE_COLUMNS, zip(repeat(run_id), count(no), ids, hashes, given, expected)
-            )
+            end = first + len(chunk)
+            ids, hashes, nos = cases.ids[first:end], cases.hashes[first:end], self.nos[first:end]
+            engine.insert_rows(f"{into}cases", CASE_COLUMNS, zip(repeat(run_id), nos, ids, hashes, given, expected))
             slices = cases.case_slices[first:end]
-            engine.insert_rows(f"{into}case_slices", SLICE_COLUMNS, slice_rows(run_id, slices, no))
+            engine.insert_rows(f"{into}case_slices", SLICE_COLUMNS, slice_rows(run_id, slices, nos))
             attempts = [a for c in chunk for a in c.get("attempts", ())]
             engine.insert_rows(f"{into}attempts", ATTEMPT_COLUMNS, self._attempt_rows(k, attempts, traced))
             first, k = end, k + len(attempts)

@@ -187,6 +187,7 @@ def execute(
     rerun: str = "--resume",
     fail_fast: StopRulePlan | None = None,
     case_sink: Callable[[bytes], None] | None = None,
+    case_order: Callable[[list[str]], None] | None = None,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -200,7 +201,9 @@ def execute(
     run (``evalgate run --config ... --resume``), for the message of a run that stopped early.
     ``fail_fast``: the stopping rule for the cases in the order they run (``evals.run.failfast``);
     the cases then run in the stratified order, and the run stops scheduling when it says so.
-    ``case_sink``: called with each case's JSON as the recorder keeps it (``Recorder``'s ``also``)."""
+    ``case_sink``: called with each case's JSON as the recorder keeps it (``Recorder``'s ``also``);
+    ``case_order``: with the run's case ids in the file's order, before that (the history's live
+    record, ``evals.history.live``)."""
     output = Path(output)
     git_facts = _ask_git(config)
     every_case = load_cases(config)
@@ -234,6 +237,8 @@ def execute(
         sample=sample,
         evalgate_version=__version__,
     )
+    if case_order is not None:
+        case_order([c.id for c in cases])
     recorder = Recorder(output, cases, run, kept, also=case_sink)
     todo = [c for c in cases if c.id not in kept]
     if lane is not None:  # batch: true (docs/spec.md#batch-pricing): submit, or collect what was

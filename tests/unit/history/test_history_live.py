@@ -58,6 +58,7 @@ def tables(url: str) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def by_record_written(tmp_path: Path, results: Results, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[Any]]:
+    """The tables ``record_written`` makes of ``results`` (its cases as they are, in order)."""
     url = str(tmp_path / "after.sqlite")
     monkeypatch.setenv("EVALGATE_HISTORY_URL", url)
     done = record_written(written(results))
@@ -80,12 +81,16 @@ def started(url: str) -> LiveRecord:
     return record
 
 
+@pytest.mark.parametrize("order", [True, False], ids=["order-sent", "no-order"])
 def test_the_live_record_writes_the_rows_and_digest_record_written_writes(
-    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch, order: bool
 ) -> None:
     """Cases finish out of the file's order and reach the child a batch at a time; at the end it
-    writes them in the file's order under the same digest, as one run."""
+    writes them in the file's order under the same digest, as one run: staged under their numbers
+    in the file when the order came first (as ``evalgate run`` sends it), else renumbered."""
     record = started(history)
+    if order:
+        record.order([c.id for c in run.cases])
     shuffled = case_json(run)
     random.Random(7).shuffle(shuffled)
     for data in shuffled:
@@ -115,6 +120,7 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
 ) -> None:
     record = started(history)
     cases = [Case(id=c.id) for c in run.cases]
+    record.order([c.id for c in cases])  # as execute does, before the recorder sends the kept cases
     kept = {c.id: c for c in run.cases[:4]}
     recorder = Recorder(tmp_path / "out.json", cases, run.run.model_copy(), kept, also=record.add)
     for result in reversed(run.cases[4:]):
@@ -123,6 +129,64 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
     done = record_written(recorder.written(), live=record)
     assert done.run_ids == {"candidate": 1}
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
+
+
+def test_a_run_that_stopped_early_is_renumbered_over_the_cases_it_wrote(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The order sent at the start is the suite's; the file of a cancelled run holds only the cases
+    that finished, numbered among themselves: the staged numbers have gaps, the history's none."""
+    record = started(history)
+    record.order([c.id for c in run.cases])
+    written_cases = [c for no, c in enumerate(run.cases) if no % 3 != 1]
+    partial = run.model_copy(update={"cases": written_cases})
+    for data in reversed(case_json(partial)):
+        record.add(data)
+    done = record_written(written(partial), live=record)
+    assert not done.failures and done.run_ids == {"candidate": 1}
+    assert [row[1] for row in tables(history)["cases"]] == list(range(len(written_cases)))
+    assert tables(history) == by_record_written(tmp_path, partial, monkeypatch)
+
+
+def test_a_case_not_in_the_order_sent_falls_back(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record = started(history)
+    record.order([c.id for c in run.cases if c.id != "c4"])
+    for data in case_json(run):
+        record.add(data)
+    assert "case 'c4' is not one of the run's" in fell_back(record, run, history, tmp_path, monkeypatch)
+
+
+def test_the_runs_last_cases_reach_the_child_a_few_at_a_time(
+    tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the parent holds when the run ends is staged only after it: once fewer than a batch
+    of the order's cases are yet to come, they go TAIL at a time."""
+    monkeypatch.setattr(live, "BATCH", 8)
+    monkeypatch.setattr(live, "TAIL", 2)
+    record = started(history)
+    record.order([c.id for c in run.cases])
+    *first, last = case_json(run)
+    for data in first:  # 4 (then fewer than 8 are to come), then 2 at a time
+        record.add(data)
+    assert not record._pending
+    record.add(last)  # held: it goes with the end
+    assert record.finish(run.run, [c.id for c in run.cases]).run_id == 1
+    assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling policies")
+def test_the_child_stages_as_a_batch_process(run: Results, history: str) -> None:
+    """A case sent wakes the child: on a core it shares with the run, it must not run ahead of it."""
+    record = started(history)
+    try:
+        deadline = time.monotonic() + 10  # the child sets it once forked
+        while os.sched_getscheduler(record.pid) != os.SCHED_BATCH and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert os.sched_getscheduler(record.pid) == os.SCHED_BATCH
+    finally:
+        record.close()
 
 
 def fell_back(record: LiveRecord, run: Results, history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -230,9 +294,9 @@ def test_no_live_record_for_postgresql() -> None:
     assert LiveRecord.start("postgresql://evals@localhost/evals") is None
 
 
-def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.Popen[str], int]:
-    """A process that starts a live record, sends it the run's cases and waits; and its child."""
-    (tmp_path / "cases.jsonl").write_bytes(b"\n".join(case_json(run)))
+def parent_process(tmp_path: Path, lines: list[bytes], url: str) -> tuple[subprocess.Popen[str], int]:
+    """A process that starts a live record, sends it these cases' JSON and waits; and its child."""
+    (tmp_path / "cases.jsonl").write_bytes(b"\n".join(lines))
     parent = subprocess.Popen(
         [
             sys.executable,
@@ -253,9 +317,24 @@ def parent_process(tmp_path: Path, run: Results, url: str) -> tuple[subprocess.P
     return parent, int(parent.stdout.readline())
 
 
+def test_the_child_imports_what_it_stages_with_before_the_first_case(tmp_path: Path) -> None:
+    """While the run starts up, not after its first batch (or, for a short run, after its end):
+    numpy, which staging reads the cases with, is in the child of a parent that never imported it
+    and sent it nothing."""
+    parent, child = parent_process(tmp_path, [], str(tmp_path / "h.sqlite"))
+    try:
+        deadline = time.monotonic() + 10
+        while "numpy" not in Path(f"/proc/{child}/maps").read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "numpy" in Path(f"/proc/{child}/maps").read_text()
+    finally:
+        parent.kill()
+        parent.wait()
+
+
 def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: Results) -> None:
     url = str(tmp_path / "killed.sqlite")
-    parent, child = parent_process(tmp_path, run, url)
+    parent, child = parent_process(tmp_path, case_json(run), url)
     parent.kill()
     parent.wait()
     deadline = time.monotonic() + 10
@@ -269,7 +348,7 @@ def test_a_killed_parent_leaves_no_run_and_its_child_exits(tmp_path: Path, run: 
 
 def test_the_child_holds_none_of_the_runs_output_open(tmp_path: Path, run: Results) -> None:
     """A gate reads its run's stderr to the end: a child holding it would keep the gate waiting."""
-    parent, child = parent_process(tmp_path, run, str(tmp_path / "h.sqlite"))
+    parent, child = parent_process(tmp_path, case_json(run), str(tmp_path / "h.sqlite"))
     deadline = time.monotonic() + 10
     while not stderr_quiet(child) and time.monotonic() < deadline:
         time.sleep(0.005)  # its stderr is redirected last
