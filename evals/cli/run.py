@@ -114,6 +114,8 @@ def _run(
         case_order=live.order if live is not None else None,
     )
     assert isinstance(results, WrittenRun)  # lean=True
+    if live is not None:  # the child records the run while the summary is made and printed
+        live.end(results.run, results.case_ids)
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if options.summary or options.html or results.errored_cases:
         from evals.results.summary import error_lines, render_text, summarize

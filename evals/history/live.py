@@ -101,6 +101,7 @@ class LiveRecord:
         self._left = float("inf")  # cases yet to come, once the order says
         self._out = bytearray()
         self.dead: str | None = None  # why the child can no longer record the run
+        self._until: float | None = None  # once the end is sent: how long its answer may take
 
     @classmethod
     def start(cls, url: str) -> LiveRecord | None:
@@ -189,16 +190,23 @@ class LiveRecord:
                     return False
         return True
 
-    def finish(self, run: RunInfo, ids: list[str]) -> Answer:
-        """Send the header and the file's case order (``ids``); the child's answer. The child is
-        reaped either way."""
-        until = time.monotonic() + ANSWER_S
+    def end(self, run: RunInfo, ids: list[str]) -> None:
+        """Send the header and the file's case order (``ids``): the child writes the run while the
+        caller goes on (``evalgate run`` prints its summary meanwhile); ``finish`` takes the answer."""
+        if self._until is not None:
+            return
+        self._until = time.monotonic() + ANSWER_S
         end = _END + json.dumps({"run": run.model_dump_json(), "ids": ids}).encode() + b"\n"
-        answer = Answer(fallback=self.dead)
-        if self._send(end, until):
+        if self._send(end, self._until):
             os.close(self._to)
             self._to = -1
-            answer = self._answer(until)
+
+    def finish(self, run: RunInfo, ids: list[str]) -> Answer:
+        """The child's answer to the end (sent now with ``run`` and ``ids`` unless ``end`` sent it).
+        The child is reaped either way."""
+        self.end(run, ids)
+        assert self._until is not None
+        answer = Answer(fallback=self.dead) if self.dead is not None else self._answer(self._until)
         self.close()
         return answer
 

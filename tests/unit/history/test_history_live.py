@@ -115,6 +115,23 @@ def test_the_history_file_alone_holds_the_run(run: Results, history: str) -> Non
     assert not Path(history + "-wal").exists()
 
 
+def test_the_child_writes_the_run_once_the_end_is_sent_before_its_answer_is_asked(run: Results, history: str) -> None:
+    """``end`` lets the child write while evalgate run prints its summary; ``finish`` only waits."""
+    record = started(history)
+    for data in case_json(run):
+        record.add(data)
+    record.end(run.run, [c.id for c in run.cases])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:  # written with no one waiting for it
+        with contextlib.suppress(sqlite3.OperationalError):  # the child may not have made the tables yet
+            if tables(history)["runs"]:
+                break
+        time.sleep(0.01)
+    assert len(tables(history)["cases"]) == 11
+    assert record.finish(run.run, []).run_id == 1  # the end went already: these are not sent
+    assert record.pid == 0
+
+
 def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
     tmp_path: Path, run: Results, history: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
