@@ -194,16 +194,26 @@ def test_the_runs_last_cases_reach_the_child_a_few_at_a_time(
 
 
 @pytest.mark.skipif(not hasattr(os, "sched_getscheduler"), reason="Linux's scheduling policies")
-def test_the_child_stages_as_a_batch_process(run: Results, history: str) -> None:
+def test_the_child_stages_in_the_background(run: Results, history: str) -> None:
     """A case sent wakes the child: on a core it shares with the run, it must not run ahead of it."""
+    expected = live._background_policy()
+    assert expected in (os.SCHED_IDLE, os.SCHED_BATCH)
     record = started(history)
     try:
         deadline = time.monotonic() + 10  # the child sets it once forked
-        while os.sched_getscheduler(record.pid) != os.SCHED_BATCH and time.monotonic() < deadline:
+        while os.sched_getscheduler(record.pid) != expected and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert os.sched_getscheduler(record.pid) == os.SCHED_BATCH
+        assert os.sched_getscheduler(record.pid) == expected
     finally:
         record.close()
+
+
+def test_the_child_idles_only_where_it_may_leave_that_for_its_last_write() -> None:
+    sys_nice = 1 << 23
+    assert live.may_leave_idle(sys_nice | 0b1, 0, 0)  # root with CAP_SYS_NICE
+    assert not live.may_leave_idle(0xA80425FB, 0, 0)  # root in a default Docker container: no CAP_SYS_NICE
+    assert not live.may_leave_idle(0, 0, 0)  # a user, the default RLIMIT_NICE
+    assert live.may_leave_idle(0, 20, 0) and live.may_leave_idle(0, 1, 19) and not live.may_leave_idle(0, 19, 0)
 
 
 def fell_back(record: LiveRecord, run: Results, history: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
