@@ -110,11 +110,10 @@ def _run(
         cache=not options.no_cache,
         rerun=rerun_command(options),
         fail_fast=fail_fast_rule(config, Path(options.fail_fast_baseline)) if options.fail_fast_baseline else None,
-        case_sink=live.add if live is not None else None,
-        case_order=live.order if live is not None else None,
+        sink=live,
     )
     assert isinstance(results, WrittenRun)  # lean=True
-    if live is not None:  # the child records the run while the summary is made and printed
+    if live is not None:  # a run that stopped before its end (a batch submitted): recorded from here
         live.end(results.run, results.case_ids)
     # Without the table (the gate's run) what went wrong is still said; a clean run is not read back.
     if options.summary or options.html or results.errored_cases:

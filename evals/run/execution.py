@@ -37,7 +37,7 @@ from evals.run.cache import ResponseCache, open_cache
 from evals.run.containment import RunContainment
 from evals.run.failfast import StopRulePlan, stopped_message, stratified_order
 from evals.run.progress import Progress
-from evals.run.recorder import Recorder, WrittenRun
+from evals.run.recorder import Recorder, RunSink, WrittenRun
 from evals.run.runner import Runner, RunSettings, StopReason
 from evals.run.scorers.builtin import build_scorers
 from evals.run.shards import shard_of
@@ -186,8 +186,7 @@ def execute(
     cache: bool = True,
     rerun: str = "--resume",
     fail_fast: StopRulePlan | None = None,
-    case_sink: Callable[[bytes], None] | None = None,
-    case_order: Callable[[list[str]], None] | None = None,
+    sink: RunSink | None = None,
 ) -> Results | WrittenRun:
     """Run the suite and write ``output``. ``progress``: True a bar, False plain lines, None a bar
     on a terminal. SIGINT/SIGTERM stop the run (status ``cancelled``); a second one skips the grace
@@ -201,9 +200,8 @@ def execute(
     run (``evalgate run --config ... --resume``), for the message of a run that stopped early.
     ``fail_fast``: the stopping rule for the cases in the order they run (``evals.run.failfast``);
     the cases then run in the stratified order, and the run stops scheduling when it says so.
-    ``case_sink``: called with each case's JSON as the recorder keeps it (``Recorder``'s ``also``);
-    ``case_order``: with the run's case ids in the file's order, before that (the history's live
-    record, ``evals.history.live``)."""
+    ``sink``: where the run's record goes as it is made besides the file (``RunSink``: the
+    history's live record, ``evals.history.live``)."""
     output = Path(output)
     git_facts = _ask_git(config)
     every_case = load_cases(config)
@@ -237,9 +235,7 @@ def execute(
         sample=sample,
         evalgate_version=__version__,
     )
-    if case_order is not None:
-        case_order([c.id for c in cases])
-    recorder = Recorder(output, cases, run, kept, also=case_sink)
+    recorder = Recorder(output, cases, run, kept, sink=sink)
     todo = [c for c in cases if c.id not in kept]
     if lane is not None:  # batch: true (docs/spec.md#batch-pricing): submit, or collect what was
         attempts = range(attempt_offset, attempt_offset + config.attempts)
@@ -297,39 +293,44 @@ def execute(
     thresholds = gc.get_threshold()
     gc.set_threshold(10_000, 20, 20)
     try:
-        # Processes the target starts (and theirs) do not outlive the run: a helper left holding
-        # the run's stderr kept the gate, which reads it to EOF, waiting.
-        with RunContainment():
-            reason = asyncio.run(_run(runner, target, todo, on_case))
-    except BaseException as exc:
-        # The file must not go on saying "running" for a run that is over.
-        interrupted = isinstance(exc, KeyboardInterrupt)
-        run.status = "cancelled" if interrupted else "error"
-        run.message = "interrupted" if interrupted else f"the run stopped on an internal error: {type(exc).__name__}"
+        try:
+            # Processes the target starts (and theirs) do not outlive the run: a helper left
+            # holding the run's stderr kept the gate, which reads it to EOF, waiting.
+            with RunContainment():
+                reason = asyncio.run(_run(runner, target, todo, on_case))
+        except BaseException as exc:
+            # The file must not go on saying "running" for a run that is over.
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            run.status = "cancelled" if interrupted else "error"
+            internal = f"the run stopped on an internal error: {type(exc).__name__}"
+            run.message = "interrupted" if interrupted else internal
+            run.ended_at = now_iso()
+            with contextlib.suppress(Exception):
+                recorder.write()
+            raise
+        finally:
+            gc.set_threshold(*thresholds)
+            gc.unfreeze()
+        run.target = info.model_copy(update={"params": {**info.params, **target.observed()}})
+        if reason == "limit" and recorder.completed == len(recorder.order):
+            reason = "done"  # reached with the last case: nothing was left out
+        run.limit = runner.limit if reason == "limit" else None
+        at_once = bool(kept) and runner.spent.attempts == 0
+        run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once, rerun=rerun)
+        if stopped:  # the stop stands even if what was in flight completed the run: its look was taken
+            run.fail_fast = stopped[0]
+            if reason == "fail_fast":
+                run.message = stopped_message(stopped[0], recorder.completed, len(cases), rerun)
+        unanswered = tally.verdict(target.wire) if run.status == "success" else None
+        if unanswered is not None:
+            run.status, run.message = "error", unanswered
         run.ended_at = now_iso()
-        with contextlib.suppress(Exception):
-            recorder.write()
-        raise
+        if unanswered is None:
+            recorder.end()  # the run's record (the history's live one) is made while the file is written
+        recorder.write()
     finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-        if responses is not None:
+        if responses is not None:  # after the end went: closing it overlaps the record too
             _close_cache(responses)
-    run.target = info.model_copy(update={"params": {**info.params, **target.observed()}})
-    if reason == "limit" and recorder.completed == len(recorder.order):
-        reason = "done"  # reached with the last case: nothing was left out
-    run.limit = runner.limit if reason == "limit" else None
-    at_once = bool(kept) and runner.spent.attempts == 0
-    run.status, run.message = _final_status(reason, recorder, settings, runner.limit, at_once=at_once, rerun=rerun)
-    if stopped:  # the stop stands even if what was in flight completed the run: its look was taken
-        run.fail_fast = stopped[0]
-        if reason == "fail_fast":
-            run.message = stopped_message(stopped[0], recorder.completed, len(cases), rerun)
-    unanswered = tally.verdict(target.wire) if run.status == "success" else None
-    if unanswered is not None:
-        run.status, run.message = "error", unanswered
-    run.ended_at = now_iso()
-    recorder.write()
     if unanswered is not None:
         bar.finish("error (the target answered nothing)")
         raise UsageError(unanswered)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from evals.results.files import parse_results, write_results_bytes
 from evals.results.model import (
@@ -20,6 +20,20 @@ from evals.results.summary import SummaryCase, SummaryView
 from evals.suite.cases import Case
 
 WRITE_EVERY_S = 2.0
+
+
+class RunSink(Protocol):
+    """Where a run's record goes as it is made, besides the results file: the history's live
+    record (``evals.history.live.LiveRecord``)."""
+
+    def order(self, ids: list[str]) -> None:
+        """The run's case ids in the file's order, before any case."""
+
+    def add(self, data: bytes) -> None:
+        """A case's JSON as the file holds it, as it finishes (the kept ones of a resume first)."""
+
+    def end(self, run: RunInfo, ids: list[str]) -> None:
+        """The run's final header and the ids of the cases written, in the file's order."""
 
 
 class Recorder:
@@ -37,13 +51,15 @@ class Recorder:
         cases: list[Case],
         run: RunInfo,
         kept: dict[str, CaseResult],
-        also: Callable[[bytes], None] | None = None,
+        sink: RunSink | None = None,
     ):
-        """``also``: called with each case's JSON as it is kept (the kept ones of a resume first):
-        the history's live record (``evals.history.live``)."""
+        """``sink``: told the cases' order now, each case as it is kept (the kept ones of a
+        resume first), and the run's end (``end``)."""
         self.output = output
-        self.also = also
+        self.sink = sink
         self.order = [c.id for c in cases]
+        if sink is not None:
+            sink.order(self.order)
         self.run = run
         self.done: dict[str, bool] = {}  # case id → complete
         self.errored: dict[str, bool] = {}  # case id → an attempt ended in an error
@@ -61,8 +77,8 @@ class Recorder:
         self.errored[result.id] = any(a.error is not None for a in result.attempts)
         self._json[result.id] = data = result.model_dump_json().encode("utf-8")
         self._summary[result.id] = SummaryCase(result)
-        if self.also is not None:
-            self.also(data)
+        if self.sink is not None:
+            self.sink.add(data)
 
     def results(self) -> Results:
         """What was written, as models (read back from its bytes)."""
@@ -71,6 +87,12 @@ class Recorder:
     def case_json(self) -> list[bytes]:
         """Each case's JSON, in the file's order."""
         return [self._json[i] for i in self.order if i in self._json]
+
+    def end(self) -> None:
+        """Tell the sink the run is over, with the header the last ``write`` writes."""
+        if self.sink is not None:
+            self.run.completed_cases = self.completed
+            self.sink.end(self.run, [i for i in self.order if i in self._json])
 
     def written(self) -> WrittenRun:
         """What was written, as ``evalgate run`` reads it after."""

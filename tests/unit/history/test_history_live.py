@@ -137,12 +137,12 @@ def test_a_resumed_run_sends_its_kept_cases_first_and_records_them_too(
 ) -> None:
     record = started(history)
     cases = [Case(id=c.id) for c in run.cases]
-    record.order([c.id for c in cases])  # as execute does, before the recorder sends the kept cases
-    kept = {c.id: c for c in run.cases[:4]}
-    recorder = Recorder(tmp_path / "out.json", cases, run.run.model_copy(), kept, also=record.add)
+    kept = {c.id: c for c in run.cases[:4]}  # the recorder sends the order first, then these
+    recorder = Recorder(tmp_path / "out.json", cases, run.run.model_copy(), kept, sink=record)
     for result in reversed(run.cases[4:]):
         recorder.add(CaseResult.model_validate(result.model_dump()))
     recorder.run = run.run  # the header as the run ends
+    recorder.end()  # as execute ends it, before its last write
     done = record_written(recorder.written(), live=record)
     assert done.run_ids == {"candidate": 1}
     assert tables(history) == by_record_written(tmp_path, run, monkeypatch)
