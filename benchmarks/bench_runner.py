@@ -39,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,6 +109,9 @@ def serve(name: str, latency: float) -> None:
         server = AnthropicServer(api_key=ANTHROPIC_KEY, latency=latency)
     else:
         server = (ResponsesServer if name == "responses" else OpenAIServer)(latency=latency)
+    # The fake keeps every request, its headers and path for a test to read: a benchmark's ~100,000
+    # grew it past 1 GB, and its collector's pauses with it (stalls of seconds in both clients' runs).
+    server.requests, server.headers, server.paths = deque(maxlen=1), deque(maxlen=1), deque(maxlen=1)
     print(server.url, flush=True)
     with contextlib.suppress(KeyboardInterrupt):
         server._loop.run_forever()
