@@ -8,8 +8,8 @@ loop or any thread starts, a child that owns the record:
 - the parent sends each finished case's JSON (the bytes ``Recorder`` keeps, one line each) down a
   pipe, 256 cases at a time (``TAIL`` at a time in the run's last 256), never waiting:
   the pipe is non-blocking and what it cannot take now goes with the next batch;
-- the child (a batch process while the run runs: it never runs ahead of the run on a shared core)
-  parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
+- the child (in the background while the run runs, ``_background_policy``: it never runs ahead of
+  the run on a shared core) parses each batch and makes its rows as ``Writer.written`` does (``LeanRows``,
   ``digest_parts``) into STAGING tables (``stage.*``: an in-memory database attached to its
   history connection, each table kept in its key's order), and keeps each case's part of the
   digest. A case's number there is its number in the file when the run's case order came first
