@@ -84,26 +84,26 @@ class Recorder:
         """What was written, as models (read back from its bytes)."""
         return parse_results(self.data(), self.output)
 
-    def case_json(self) -> list[bytes]:
-        """Each case's JSON, in the file's order."""
-        return [self._json[i] for i in self.order if i in self._json]
+    def _ids(self) -> list[str]:
+        """The ids of the cases kept, in the file's order."""
+        return [i for i in self.order if i in self._json]
 
     def end(self) -> None:
         """Tell the sink the run is over, with the header the last ``write`` writes."""
         if self.sink is not None:
             self.run.completed_cases = self.completed
-            self.sink.end(self.run, [i for i in self.order if i in self._json])
+            self.sink.end(self.run, self._ids())
 
     def written(self) -> WrittenRun:
         """What was written, as ``evalgate run`` reads it after."""
-        ids = [i for i in self.order if i in self._json]
+        ids = self._ids()
         summary = SummaryView(self.run, [self._summary[i] for i in ids])
         return WrittenRun(self.run, [self._json[i] for i in ids], sum(self.errored.values()), ids=ids, summary=summary)
 
     def data(self) -> bytes:
         """The results file's JSON, as ``dump_results`` would make it, without re-serialising the cases."""
         self.run.completed_cases = self.completed
-        cases = b",".join(self.case_json())
+        cases = b",".join(self._json[i] for i in self._ids())
         run = self.run.model_dump_json().encode("utf-8")
         return b'{"schema_version":%d,"run":%s,"cases":[%s]}' % (SCHEMA_VERSION, run, cases)
 
